@@ -1,0 +1,16 @@
+use anyhow::Result;
+
+use crate::cli::CheckArgs;
+use crate::site::{format_steps, Site};
+
+pub fn run(args: &CheckArgs) -> Result<()> {
+    // The output folder is never touched by a check.
+    let site = Site::load(args.site.config("public".into()))?;
+    let warned: usize = site.model.runs.iter().map(|r| r.counts.warned).sum();
+    println!("{}: OK", args.site.data.display());
+    println!("{}", format_steps(&site.steps));
+    if warned > 0 {
+        println!("  {warned} cells carry warnings (shown on their run pages)");
+    }
+    Ok(())
+}

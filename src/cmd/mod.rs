@@ -1,0 +1,18 @@
+//! One function per subcommand; each is thin over the library.
+
+pub mod build;
+pub mod check;
+
+use crate::cli::SiteArgs;
+use crate::site::SiteConfig;
+
+impl SiteArgs {
+    pub fn config(&self, out: std::path::PathBuf) -> SiteConfig {
+        SiteConfig {
+            data_dir: self.data.clone(),
+            out_dir: out,
+            templates_dir: Some(self.templates.clone()),
+            static_dir: Some(self.static_dir.clone()),
+        }
+    }
+}

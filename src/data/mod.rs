@@ -1,0 +1,19 @@
+//! The data folder: its on-disk format (`model`), how it is read and validated (`load`),
+//! and the rules for names that become paths (`ids`). Only this module knows file names
+//! under `data/`.
+
+pub mod ids;
+pub mod json;
+pub mod load;
+pub mod model;
+
+pub use load::{load_data_dir, load_run_dir, DataSet, LoadedCell, LoadedRun, PageSource};
+pub use model::*;
+
+/// File and folder names inside a data folder.
+pub const RUNS_DIR: &str = "runs";
+pub const PAGES_DIR: &str = "pages";
+pub const RUN_MANIFEST: &str = "run.json";
+pub const CELLS_DIR: &str = "cells";
+pub const RUN_NOTES: &str = "notes.md";
+pub const COMPARE_FILE: &str = "compare.json";

@@ -1,0 +1,372 @@
+//! The on-disk data format (see `docs/data-format.md`). These serde types are shared by
+//! every producer (`site bench`, `site import`) and by the site, so writer and reader can
+//! never disagree. Times are seconds, token counts are tokens, rates are tokens per second.
+
+use serde::{Deserialize, Serialize};
+
+/// The only `schema_version` this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `data/runs/<run-id>/run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunManifest {
+    pub schema_version: u32,
+    pub model: ModelInfo,
+    pub hardware: HardwareInfo,
+    pub engine: EngineInfo,
+    pub settings: RunSettings,
+    /// The server's launch command, secrets already redacted by the producer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_command: Option<String>,
+    pub bench_tool: BenchTool,
+    /// How the figures came to be: measured by our load generator, or imported.
+    pub origin: Origin,
+    /// RFC 3339 timestamps, as the producer wrote them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// Free text for the run page's header (short); longer notes go in `notes.md`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelInfo {
+    /// Repository-style id, e.g. `stepfun-ai/Step-3.5-Flash`. Model pages group by it.
+    pub id: String,
+    /// The name the server was asked for in requests, when it differs from `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareInfo {
+    /// e.g. `Discrete GPU`, `CPU`.
+    pub kind: String,
+    /// Accelerator name, e.g. `H200 SXM`; for CPU-only runs the CPU's name.
+    pub device: String,
+    /// Number of devices the server used.
+    pub count: u32,
+    /// Memory per device in GB (decimal), e.g. 141.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gb: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineInfo {
+    /// e.g. `vllm`, `sglang`, `llama.cpp`. Engine pages group by it.
+    pub name: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    /// Target prompt lengths of the decode matrix, in tokens.
+    pub contexts: Vec<u32>,
+    /// Requests in flight at once.
+    pub concurrency: Vec<u32>,
+    /// Contexts with a prefill sample.
+    pub prefill_contexts: Vec<u32>,
+    /// Length of each decode cell's measurement window.
+    pub duration_s: f64,
+    /// `max_tokens` / `max_completion_tokens` of every decode request.
+    pub max_output_tokens: u32,
+    pub decode_test: DecodeTest,
+    pub prefill_mode: PrefillMode,
+    /// `chat` or `completions`, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// KV budget in tokens that decided Over capacity, and where it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_budget_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_budget_source: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecodeTest {
+    /// Exactly C streams in flight for a fixed window.
+    FixedDuration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefillMode {
+    /// One `max_tokens: 1` request per context before its decode cells; it warms the
+    /// prefix cache, so decode TTFT mostly excludes prefill.
+    DecodeWarmup,
+    /// Prefill measured by separate requests that do not warm the decode cells' prompts.
+    Standalone,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchTool {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Raw records from our load generator; the site computes every figure.
+    Measured,
+    /// Figures as another tool or a published page reported them.
+    Imported,
+}
+
+/// `data/runs/<run-id>/cells/<name>.json`: one measurement of the matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cell {
+    pub schema_version: u32,
+    pub phase: Phase,
+    /// Target context in tokens (the matrix row).
+    pub context: u32,
+    /// Prompt tokens the server reported for this context's prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u32>,
+    /// Requests in flight (1 for prefill).
+    pub concurrency: u32,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+    /// Figures as reported by another tool (imported cells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported: Option<ReportedFigures>,
+    /// Raw records from our load generator (measured cells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurement: Option<Measurement>,
+    /// Why the cell was not run (status `over_capacity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_capacity: Option<OverCapacity>,
+    /// What the loop detector found (status `looped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_finding: Option<LoopFinding>,
+    /// What failed (status `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CellError>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Prefill,
+    Decode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Valid,
+    Looped,
+    OverCapacity,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Warning {
+    /// Machine-readable, e.g. `capacity_limited`, `chunk_count_fallback`.
+    pub code: String,
+    pub message: String,
+}
+
+/// Figures as reported elsewhere. Every field is optional: a source prints what it prints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedFigures {
+    /// Prefill: prompt tokens / TTFT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_request_tps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p90_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p99_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tbt_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tbt_p90_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tbt_p99_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg_active: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_s: Option<f64>,
+    /// How the source counted tokens (e.g. `openai_stream_chunks_fallback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_source: Option<String>,
+}
+
+/// Raw records of one cell as our load generator saw them. Times are seconds since the
+/// run's clock origin (monotonic), so they compare across requests of one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measurement {
+    /// The fixed-duration window (decode cells); absent for prefill samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    pub requests: Vec<RequestRecord>,
+    /// Running-requests gauge sampled about once a second inside the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gauge: Vec<GaugeSample>,
+    /// Metric the gauge came from (e.g. `vllm:num_requests_running`) or `client_in_flight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gauge_source: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// `usage.completion_tokens` deltas on each chunk (continuous usage).
+    Usage,
+    /// One token per content chunk; the server sent no continuous usage.
+    Chunks,
+    /// Chunk arrival times, scaled so the total matches the final chunk's usage.
+    ChunksCheckedByFinalUsage,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestRecord {
+    pub send_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_token_s: Option<f64>,
+    /// When the stream ended (finished, cancelled at the window's end, or failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_s: Option<f64>,
+    /// Output tokens the request produced in all.
+    pub tokens: u64,
+    /// SSE chunks that carried tokens.
+    pub chunks: u64,
+    /// Tokens that arrived inside the cell's window.
+    #[serde(default)]
+    pub window_tokens: u64,
+    /// Arrival time of the last token inside the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_last_token_s: Option<f64>,
+    pub token_source: TokenSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u32>,
+    /// `length`, `stop`, ...; absent for a stream cut at the window's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GaugeSample {
+    pub t_s: f64,
+    pub running: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverCapacity {
+    /// The rule that decided it, in words, e.g. `C x (context + max output) > KV budget`.
+    pub rule: String,
+    /// Tokens the cell would need.
+    pub required_tokens: u64,
+    /// The budget it was compared with; absent when the source did not publish it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopFinding {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_chars: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeated_chars: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle_hash: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellError {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Prefill => "prefill",
+            Phase::Decode => "decode",
+        }
+    }
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Looped => "looped",
+            Status::OverCapacity => "over_capacity",
+            Status::Error => "error",
+        }
+    }
+}
+
+impl Cell {
+    /// The file name a producer gives this cell: one per (phase, context, concurrency).
+    pub fn file_name(&self) -> String {
+        match self.phase {
+            Phase::Prefill => format!("prefill-{}.json", self.context),
+            Phase::Decode => format!("decode-{}-c{}.json", self.context, self.concurrency),
+        }
+    }
+}

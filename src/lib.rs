@@ -1,0 +1,13 @@
+//! Speed Matrix: measure LLM inference servers across a context x concurrency matrix
+//! (`site bench`) and publish the measurements as a static website (`site build`).
+//!
+//! The site pipeline runs one way: [`data`] (load and validate) -> [`normalize`] (figures
+//! and page models) -> [`render`] (templates, charts) -> [`write`] (atomic output).
+
+pub mod cli;
+pub mod cmd;
+pub mod data;
+pub mod normalize;
+pub mod render;
+pub mod site;
+pub mod write;

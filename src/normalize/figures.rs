@@ -1,0 +1,245 @@
+//! The figures of one cell, computed from raw records exactly as `methodology.md` defines
+//! them, or taken as reported. This is the only place a figure is computed.
+
+use serde::Serialize;
+
+use super::stats::{mean, median, percentile};
+use crate::data::{Measurement, Phase, ReportedFigures, RequestRecord, Window};
+
+/// What the site prints for a cell. `None` prints as a dash.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// Prefill: prompt tokens / TTFT of the sample request.
+    pub prompt_tps: Option<f64>,
+    /// Output tokens inside the window / measured seconds.
+    pub total_tps: Option<f64>,
+    /// Median over requests of 1 / time between tokens.
+    pub per_request_tps: Option<f64>,
+    pub ttft_ms: Option<f64>,
+    pub ttft_p90_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    /// Median over requests of (last token - first token) / (tokens - 1).
+    pub tbt_ms: Option<f64>,
+    pub tbt_p90_ms: Option<f64>,
+    pub tbt_p99_ms: Option<f64>,
+    /// Mean of the running-requests gauge inside the window.
+    pub avg_active: Option<f64>,
+    pub completed: Option<u64>,
+    pub output_tokens: Option<u64>,
+    /// Window start to the last token inside the window.
+    pub measured_s: Option<f64>,
+}
+
+impl Figures {
+    pub fn from_reported(r: &ReportedFigures) -> Figures {
+        Figures {
+            prompt_tps: r.prompt_tps,
+            total_tps: r.total_tps,
+            per_request_tps: r.per_request_tps,
+            ttft_ms: r.ttft_ms,
+            ttft_p90_ms: r.ttft_p90_ms,
+            ttft_p99_ms: r.ttft_p99_ms,
+            tbt_ms: r.tbt_ms,
+            tbt_p90_ms: r.tbt_p90_ms,
+            tbt_p99_ms: r.tbt_p99_ms,
+            avg_active: r.avg_active,
+            completed: r.completed,
+            output_tokens: r.output_tokens,
+            measured_s: r.measured_s,
+        }
+    }
+
+    /// Figures of a measured cell. `prompt_tokens` is the cell's confirmed prompt size.
+    pub fn from_measurement(phase: Phase, prompt_tokens: Option<u32>, m: &Measurement) -> Figures {
+        match phase {
+            Phase::Prefill => prefill_figures(prompt_tokens, &m.requests),
+            Phase::Decode => decode_figures(m),
+        }
+    }
+
+    /// A looped cell's figures are discarded; only the counts stay, as the seeds print them.
+    pub fn discarded(&self) -> Figures {
+        Figures { completed: self.completed, output_tokens: self.output_tokens, ..Figures::default() }
+    }
+}
+
+fn ttft_s(r: &RequestRecord) -> Option<f64> {
+    r.first_token_s.map(|f| f - r.send_s).filter(|t| *t >= 0.0)
+}
+
+/// (last token - first token) / (tokens - 1); needs at least two tokens.
+pub fn time_between_tokens_s(r: &RequestRecord) -> Option<f64> {
+    match (r.first_token_s, r.last_token_s) {
+        (Some(f), Some(l)) if r.tokens >= 2 && l > f => Some((l - f) / (r.tokens - 1) as f64),
+        _ => None,
+    }
+}
+
+fn prefill_figures(prompt_tokens: Option<u32>, requests: &[RequestRecord]) -> Figures {
+    let ok: Vec<&RequestRecord> = requests.iter().filter(|r| r.error.is_none()).collect();
+    let ttfts: Vec<f64> = ok.iter().filter_map(|r| ttft_s(r)).collect();
+    let rates: Vec<f64> = ok
+        .iter()
+        .filter_map(|r| {
+            let tokens = r.prompt_tokens.or(prompt_tokens)? as f64;
+            ttft_s(r).filter(|t| *t > 0.0).map(|t| tokens / t)
+        })
+        .collect();
+    Figures {
+        prompt_tps: median(&rates),
+        ttft_ms: median(&ttfts).map(ms),
+        ttft_p90_ms: percentile(&ttfts, 90.0).map(ms),
+        ttft_p99_ms: percentile(&ttfts, 99.0).map(ms),
+        completed: Some(ok.iter().filter(|r| r.first_token_s.is_some()).count() as u64),
+        ..Figures::default()
+    }
+}
+
+fn decode_figures(m: &Measurement) -> Figures {
+    let Some(w) = m.window else {
+        return Figures::default();
+    };
+    let requests = &m.requests;
+    let output_tokens: u64 = requests.iter().map(|r| r.window_tokens).sum();
+    let last_in_window = requests
+        .iter()
+        .filter(|r| r.window_tokens > 0)
+        .filter_map(|r| r.window_last_token_s)
+        .fold(None, |acc: Option<f64>, t| Some(acc.map_or(t, |a| a.max(t))));
+    let measured_s = last_in_window.map(|t| t - w.start_s).filter(|s| *s > 0.0);
+    let total_tps = measured_s.map(|s| output_tokens as f64 / s);
+
+    let ttfts: Vec<f64> = requests.iter().filter_map(ttft_s).collect();
+    let tbts: Vec<f64> = requests.iter().filter_map(time_between_tokens_s).collect();
+    let rates: Vec<f64> = tbts.iter().map(|t| 1.0 / t).collect();
+    let completed = requests
+        .iter()
+        .filter(|r| r.error.is_none() && r.finish_reason.is_some())
+        .filter(|r| r.end_s.is_some_and(|e| e >= w.start_s && e <= w.end_s))
+        .count() as u64;
+
+    Figures {
+        prompt_tps: None,
+        total_tps,
+        per_request_tps: median(&rates),
+        ttft_ms: median(&ttfts).map(ms),
+        ttft_p90_ms: percentile(&ttfts, 90.0).map(ms),
+        ttft_p99_ms: percentile(&ttfts, 99.0).map(ms),
+        tbt_ms: median(&tbts).map(ms),
+        tbt_p90_ms: percentile(&tbts, 90.0).map(ms),
+        tbt_p99_ms: percentile(&tbts, 99.0).map(ms),
+        avg_active: average_active(m, w),
+        completed: Some(completed),
+        output_tokens: Some(output_tokens),
+        measured_s,
+    }
+}
+
+/// Mean of the server's gauge samples inside the window; without a gauge, the client's own
+/// in-flight count averaged over the window.
+fn average_active(m: &Measurement, w: Window) -> Option<f64> {
+    let samples: Vec<f64> = m
+        .gauge
+        .iter()
+        .filter(|g| g.t_s >= w.start_s && g.t_s <= w.end_s)
+        .map(|g| g.running)
+        .collect();
+    if !samples.is_empty() {
+        return mean(&samples);
+    }
+    let span = w.end_s - w.start_s;
+    let busy: f64 = m
+        .requests
+        .iter()
+        .map(|r| {
+            let start = r.send_s.max(w.start_s);
+            let end = r.end_s.unwrap_or(w.end_s).min(w.end_s);
+            (end - start).max(0.0)
+        })
+        .sum();
+    (span > 0.0).then(|| busy / span)
+}
+
+fn ms(seconds: f64) -> f64 {
+    seconds * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{GaugeSample, TokenSource};
+
+    fn request(send: f64, first: f64, last: f64, tokens: u64, window_tokens: u64) -> RequestRecord {
+        RequestRecord {
+            send_s: send,
+            first_token_s: Some(first),
+            last_token_s: Some(last),
+            end_s: Some(last),
+            tokens,
+            chunks: tokens,
+            window_tokens,
+            window_last_token_s: Some(last.min(40.0)),
+            token_source: TokenSource::Usage,
+            prompt_tokens: Some(8192),
+            finish_reason: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn decode_figures_follow_the_methodology() {
+        // Two streams over a 30 s window starting at t = 10: one 0.01 s per token, one 0.02.
+        let a = request(0.0, 0.05, 40.0, 4001, 3000);
+        let b = request(0.0, 0.10, 39.9, 1991, 1500);
+        let m = Measurement {
+            window: Some(Window { start_s: 10.0, end_s: 40.0 }),
+            requests: vec![a, b],
+            gauge: vec![
+                GaugeSample { t_s: 5.0, running: 9.0, waiting: None }, // before the window: ignored
+                GaugeSample { t_s: 11.0, running: 2.0, waiting: None },
+                GaugeSample { t_s: 12.0, running: 1.0, waiting: None },
+            ],
+            gauge_source: None,
+        };
+        let f = Figures::from_measurement(Phase::Decode, Some(8192), &m);
+        assert_eq!(f.output_tokens, Some(4500));
+        assert!((f.measured_s.unwrap() - 30.0).abs() < 1e-9);
+        assert!((f.total_tps.unwrap() - 150.0).abs() < 1e-9);
+        // TBT: (40 - 0.05)/4000 = 9.9875 ms and (39.9 - 0.1)/1990 = 20 ms; median 14.99 ms.
+        assert!((f.tbt_ms.unwrap() - (9.9875 + 20.0) / 2.0).abs() < 1e-9);
+        let rates = (1000.0 / 9.9875 + 1000.0 / 20.0) / 2.0;
+        assert!((f.per_request_tps.unwrap() - rates).abs() < 1e-6);
+        assert!((f.ttft_ms.unwrap() - 75.0).abs() < 1e-9);
+        assert_eq!(f.avg_active, Some(1.5));
+        assert_eq!(f.completed, Some(0));
+    }
+
+    #[test]
+    fn completed_counts_only_requests_that_finished_inside_the_window() {
+        let mut done = request(0.0, 0.1, 20.0, 100, 100);
+        done.finish_reason = Some("length".into());
+        let mut early = request(0.0, 0.1, 5.0, 50, 0);
+        early.finish_reason = Some("length".into());
+        let m = Measurement {
+            window: Some(Window { start_s: 10.0, end_s: 40.0 }),
+            requests: vec![done, early],
+            gauge: vec![],
+            gauge_source: None,
+        };
+        let f = Figures::from_measurement(Phase::Decode, None, &m);
+        assert_eq!(f.completed, Some(1));
+        // No gauge: client in-flight; `done` is busy 10..20 of a 30 s window, `early` never.
+        assert!((f.avg_active.unwrap() - 10.0 / 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn prefill_rate_is_prompt_tokens_over_ttft() {
+        let mut r = request(1.0, 1.25, 1.25, 1, 0);
+        r.prompt_tokens = Some(8000);
+        let m = Measurement { window: None, requests: vec![r], gauge: vec![], gauge_source: None };
+        let f = Figures::from_measurement(Phase::Prefill, None, &m);
+        assert_eq!(f.prompt_tps, Some(32000.0));
+        assert_eq!(f.ttft_ms, Some(250.0));
+        assert_eq!(f.completed, Some(1));
+    }
+}

@@ -1,0 +1,158 @@
+//! SVG charts drawn with plotters (SVG backend, no system fonts). Charts are inlined in
+//! pages; black is rewritten to `currentColor` so axes and text follow the page's colour
+//! scheme, dark mode included.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::format;
+
+/// Distinguishable on light and dark backgrounds (Okabe-Ito, without black).
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(0x00, 0x72, 0xb2),
+    RGBColor(0xe6, 0x9f, 0x00),
+    RGBColor(0x00, 0x9e, 0x73),
+    RGBColor(0xd5, 0x5e, 0x00),
+    RGBColor(0xcc, 0x79, 0xa7),
+    RGBColor(0x56, 0xb4, 0xe9),
+    RGBColor(0xf0, 0xe4, 0x42),
+];
+
+pub fn series_colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// How the x axis is scaled and labelled.
+#[derive(Clone, Copy)]
+pub enum XAxis {
+    /// Context lengths in tokens, on a log2 scale, labelled `8K`, `16K`, ...
+    Context,
+    /// A plain linear axis (e.g. per-request tok/s).
+    Linear,
+}
+
+pub struct Series {
+    pub label: String,
+    /// (x, y) in data units, sorted by x.
+    pub points: Vec<(f64, f64)>,
+    /// Optional text drawn next to each point (e.g. TTFT).
+    pub point_labels: Vec<String>,
+}
+
+pub struct ChartSpec<'a> {
+    pub x_axis: XAxis,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub series: &'a [Series],
+    /// Whether to draw a legend (worth it only with more than one series).
+    pub legend: bool,
+}
+
+const WIDTH: u32 = 720;
+const HEIGHT: u32 = 360;
+
+/// Renders a line chart with markers. Returns an empty string when there is nothing to draw.
+pub fn line_chart(spec: &ChartSpec) -> String {
+    let points = spec.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    let mut any = false;
+    for &(x, y) in points {
+        let x = project_x(spec.x_axis, x);
+        if !(x.is_finite() && y.is_finite()) {
+            continue;
+        }
+        any = true;
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if !any {
+        return String::new();
+    }
+    let pad = ((x1 - x0) * 0.06).max(0.25);
+    let (x0, x1) = (x0 - pad, x1 + pad);
+    let y1 = if y1 > 0.0 { y1 * 1.15 } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        // Drawing into a String cannot fail for lack of I/O; an error here is a bug in
+        // the inputs (e.g. an empty range), and an empty chart is the right answer.
+        if draw(&root, spec, (x0, x1), y1).is_err() {
+            return String::new();
+        }
+        let _ = root.present();
+    }
+    svg.replace("#000000", "currentColor")
+        .replacen("<svg ", "<svg class=\"chart\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\" ", 1)
+}
+
+fn project_x(axis: XAxis, x: f64) -> f64 {
+    match axis {
+        XAxis::Context => x.max(1.0).log2(),
+        XAxis::Linear => x,
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    spec: &ChartSpec,
+    (x0, x1): (f64, f64),
+    y1: f64,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, 0f64..y1)?;
+    let axis = spec.x_axis;
+    let x_fmt = move |x: &f64| match axis {
+        XAxis::Context => format::context_label(x.exp2().round() as u32),
+        XAxis::Linear => format::compact(*x),
+    };
+    let y_fmt = |y: &f64| format::compact(*y);
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(spec.x_desc)
+        .y_desc(spec.y_desc)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .label_style(("sans-serif", 12))
+        .axis_desc_style(("sans-serif", 13))
+        .light_line_style(TRANSPARENT);
+    if matches!(axis, XAxis::Context) {
+        // One label per power of two between the ends.
+        let n = ((x1.floor() - x0.ceil()) as usize + 1).clamp(2, 12);
+        mesh.x_labels(n);
+    }
+    mesh.draw()?;
+    for (i, s) in spec.series.iter().enumerate() {
+        let colour = series_colour(i);
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|&(x, y)| (project_x(axis, x), y))
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .collect();
+        let line = chart.draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))?;
+        if spec.legend {
+            line.label(s.label.as_str()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
+            });
+        }
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
+        if !s.point_labels.is_empty() {
+            chart.draw_series(pts.iter().zip(&s.point_labels).map(|(&p, text)| {
+                Text::new(text.clone(), p, ("sans-serif", 11).into_font().color(&BLACK))
+            }))?;
+        }
+    }
+    if spec.legend {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(TRANSPARENT)
+            .border_style(BLACK.mix(0.3))
+            .label_font(("sans-serif", 12).into_font().color(&BLACK))
+            .draw()?;
+    }
+    Ok(())
+}

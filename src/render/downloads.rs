@@ -1,0 +1,135 @@
+//! A run's cells as machine-readable downloads next to its page: `cells.csv` (one row a
+//! cell, figures in plain units) and `cells.json` (the normalized cells with their figures).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::normalize::{CellView, RunView};
+
+const CSV_COLUMNS: &[&str] = &[
+    "phase",
+    "context",
+    "prompt_tokens",
+    "concurrency",
+    "status",
+    "source",
+    "prompt_tps",
+    "total_tps",
+    "per_request_tps",
+    "ttft_ms",
+    "ttft_p90_ms",
+    "ttft_p99_ms",
+    "tbt_ms",
+    "tbt_p90_ms",
+    "tbt_p99_ms",
+    "avg_active",
+    "completed",
+    "output_tokens",
+    "measured_s",
+    "warnings",
+    "detail",
+];
+
+/// RFC 4180 field: quoted when it holds a comma, quote or line break.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// The words that explain a non-valid cell.
+pub fn cell_detail(c: &CellView) -> String {
+    if let Some(o) = &c.over_capacity {
+        match o.budget_tokens {
+            Some(b) => format!("{}: needs {} tokens, budget {}", o.rule, o.required_tokens, b),
+            None => format!("{}: needs {} tokens", o.rule, o.required_tokens),
+        }
+    } else if let Some(e) = &c.error {
+        e.message.clone()
+    } else if let Some(l) = &c.loop_finding {
+        match (l.period_chars, l.repeated_chars) {
+            (Some(p), Some(r)) => format!("output repeated with a period of {p} characters over {r} characters"),
+            _ => "output repeated itself".to_string(),
+        }
+    } else {
+        String::new()
+    }
+}
+
+pub fn cells_csv(run: &RunView) -> String {
+    let mut out = CSV_COLUMNS.join(",");
+    out.push('\n');
+    for c in run.prefill.iter().chain(&run.decode) {
+        let f = &c.figures;
+        let warnings: Vec<&str> = c.warnings.iter().map(|w| w.code.as_str()).collect();
+        let fields = [
+            c.phase.as_str().to_string(),
+            c.context.to_string(),
+            opt(c.prompt_tokens),
+            c.concurrency.to_string(),
+            c.status.as_str().to_string(),
+            c.source.to_string(),
+            opt(f.prompt_tps),
+            opt(f.total_tps),
+            opt(f.per_request_tps),
+            opt(f.ttft_ms),
+            opt(f.ttft_p90_ms),
+            opt(f.ttft_p99_ms),
+            opt(f.tbt_ms),
+            opt(f.tbt_p90_ms),
+            opt(f.tbt_p99_ms),
+            opt(f.avg_active),
+            opt(f.completed),
+            opt(f.output_tokens),
+            opt(f.measured_s),
+            warnings.join(";"),
+            cell_detail(c),
+        ];
+        let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        let _ = writeln!(out, "{}", row.join(","));
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct CellsDownload<'a> {
+    run: &'a str,
+    model: &'a str,
+    engine: &'a str,
+    engine_version: &'a str,
+    hardware: &'a str,
+    hardware_count: u32,
+    cells: Vec<&'a CellView>,
+}
+
+pub fn cells_json(run: &RunView) -> String {
+    let doc = CellsDownload {
+        run: &run.id,
+        model: &run.manifest.model.id,
+        engine: &run.manifest.engine.name,
+        engine_version: &run.manifest.engine.version,
+        hardware: &run.manifest.hardware.device,
+        hardware_count: run.manifest.hardware.count,
+        cells: run.prefill.iter().chain(&run.decode).collect(),
+    };
+    crate::data::json::to_pretty(&doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_field;
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

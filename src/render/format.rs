@@ -1,0 +1,117 @@
+//! How numbers print on the site, matching the seed pages: `4,673.1` tok/s, `34.2K`
+//! prompt tok/s, `1,129 ms`, `6.4 ms`, `30.0 s`, contexts as `8K`/`251K`.
+
+/// Used wherever a figure is absent.
+pub const DASH: &str = "—";
+
+/// Groups the integer digits of a formatted number in threes: `4673.1` -> `4,673.1`.
+pub fn group_thousands(formatted: &str) -> String {
+    let (sign, rest) = match formatted.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", formatted),
+    };
+    let (int, frac) = match rest.find('.') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let mut out = String::with_capacity(formatted.len() + int.len() / 3);
+    out.push_str(sign);
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out.push_str(frac);
+    out
+}
+
+/// One decimal, thousands grouped: total and per-request tok/s, active requests.
+pub fn decimal1(v: f64) -> String {
+    group_thousands(&format!("{v:.1}"))
+}
+
+/// Whole number, thousands grouped.
+pub fn integer(v: f64) -> String {
+    group_thousands(&format!("{v:.0}"))
+}
+
+/// `34.2K` for thousands (trailing `.0` dropped: `35K`), `1.2M` for millions, one decimal below.
+pub fn compact(v: f64) -> String {
+    let (scaled, suffix) = if v.abs() >= 999_950.0 {
+        (v / 1_000_000.0, "M")
+    } else if v.abs() >= 1000.0 {
+        (v / 1000.0, "K")
+    } else {
+        return decimal1(v);
+    };
+    let s = format!("{scaled:.1}");
+    let s = s.strip_suffix(".0").unwrap_or(&s);
+    format!("{s}{suffix}")
+}
+
+/// Milliseconds as a whole number: `1,129 ms`.
+pub fn millis(v: f64) -> String {
+    format!("{} ms", integer(v))
+}
+
+/// Milliseconds with one decimal: `6.4 ms`.
+pub fn millis1(v: f64) -> String {
+    format!("{} ms", decimal1(v))
+}
+
+/// Seconds with one decimal: `30.0 s`.
+pub fn seconds1(v: f64) -> String {
+    format!("{} s", decimal1(v))
+}
+
+/// A setting in seconds: `30 s`, `2.5 s`.
+pub fn seconds_setting(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0} s")
+    } else {
+        format!("{v} s")
+    }
+}
+
+/// Context length label: multiples of 1024 as `8K`, `251K`; halves as `1.5K`; else tokens.
+pub fn context_label(tokens: u32) -> String {
+    if tokens >= 1024 && tokens % 1024 == 0 {
+        format!("{}K", tokens / 1024)
+    } else if tokens >= 1024 && tokens % 512 == 0 {
+        format!("{}.5K", tokens / 1024)
+    } else {
+        integer(tokens as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_match_the_seed_pages() {
+        assert_eq!(decimal1(4673.1), "4,673.1");
+        assert_eq!(decimal1(156.7), "156.7");
+        assert_eq!(compact(34200.0), "34.2K");
+        assert_eq!(compact(35000.0), "35K");
+        assert_eq!(compact(20000.0), "20K");
+        assert_eq!(compact(165.0), "165.0");
+        assert_eq!(millis(1129.0), "1,129 ms");
+        assert_eq!(millis(44.0), "44 ms");
+        assert_eq!(millis1(6.4), "6.4 ms");
+        assert_eq!(seconds1(30.0), "30.0 s");
+        assert_eq!(integer(140160.0), "140,160");
+        assert_eq!(integer(12261.0), "12,261");
+        assert_eq!(group_thousands("-1234567.25"), "-1,234,567.25");
+    }
+
+    #[test]
+    fn context_labels() {
+        assert_eq!(context_label(8192), "8K");
+        assert_eq!(context_label(251 * 1024), "251K");
+        assert_eq!(context_label(1536), "1.5K");
+        assert_eq!(context_label(512), "512");
+        assert_eq!(context_label(1000), "1,000");
+    }
+}

@@ -1,0 +1,12 @@
+//! Render: page models -> HTML (minijinja), SVG charts (plotters), downloads (CSV, JSON).
+//! Formats figures; never computes one.
+
+pub mod charts;
+pub mod downloads;
+pub mod format;
+pub mod heatmap;
+pub mod markdown;
+pub mod pages;
+pub mod templates;
+
+pub use pages::{RenderStats, Sink, SitePages};

@@ -1,0 +1,87 @@
+//! The minijinja environment: templates embedded in the binary as defaults, each one
+//! replaceable by a file of the same name in a templates folder (`site-templates/`).
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use minijinja::{AutoEscape, Environment, Value};
+
+use super::{format, heatmap};
+
+/// Default templates, compiled in so a bare binary builds a site.
+pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
+    ("base.html", include_str!("../../site-templates/base.html")),
+    ("macros.html", include_str!("../../site-templates/macros.html")),
+    ("index.html", include_str!("../../site-templates/index.html")),
+    ("run.html", include_str!("../../site-templates/run.html")),
+    ("entity.html", include_str!("../../site-templates/entity.html")),
+    ("glossary.html", include_str!("../../site-templates/glossary.html")),
+    ("page.html", include_str!("../../site-templates/page.html")),
+    ("404.html", include_str!("../../site-templates/404.html")),
+];
+
+/// Builds the environment; `overrides` is a folder whose files replace defaults by name.
+pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>> {
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|name| {
+        if name.ends_with(".html") {
+            AutoEscape::Html
+        } else {
+            AutoEscape::None
+        }
+    });
+    // Lenient: optional fields of the data format are left out when absent, and a
+    // template tests them for truth.
+    for (name, source) in DEFAULT_TEMPLATES {
+        let source = match overrides.map(|d| d.join(name)).filter(|p| p.is_file()) {
+            Some(path) => fs::read_to_string(&path).with_context(|| format!("reading template {}", path.display()))?,
+            None => source.to_string(),
+        };
+        env.add_template_owned(name.to_string(), source)
+            .with_context(|| format!("template {name} does not parse"))?;
+    }
+    register_filters(&mut env);
+    Ok(env)
+}
+
+/// A figure filter: prints `—` for a missing figure.
+fn figure(f: fn(f64) -> String) -> impl Fn(Value) -> String + Send + Sync + 'static {
+    move |v: Value| match f64::try_from(v) {
+        Ok(x) if x.is_finite() => f(x),
+        _ => format::DASH.to_string(),
+    }
+}
+
+fn register_filters(env: &mut Environment<'static>) {
+    env.add_filter("tps", figure(format::decimal1));
+    env.add_filter("dec1", figure(format::decimal1));
+    env.add_filter("compact", figure(format::compact));
+    env.add_filter("ms", figure(format::millis));
+    env.add_filter("ms1", figure(format::millis1));
+    env.add_filter("s1", figure(format::seconds1));
+    env.add_filter("int", figure(format::integer));
+    env.add_filter("secs", figure(format::seconds_setting));
+    env.add_filter("ctx", figure(|v| format::context_label(v as u32)));
+    env.add_filter("status_label", |s: String| status_label(&s).to_string());
+    env.add_filter("phase_label", |s: String| match s.as_str() {
+        "prefill" => "Prefill".to_string(),
+        _ => "Sustained decode".to_string(),
+    });
+    env.add_function("heat_style", |value: Value, max: Value| -> String {
+        match (f64::try_from(value), f64::try_from(max)) {
+            (Ok(v), Ok(m)) => heatmap::cell_style(v, m),
+            _ => String::new(),
+        }
+    });
+}
+
+pub fn status_label(status: &str) -> &'static str {
+    match status {
+        "valid" => "Valid",
+        "looped" => "Looped",
+        "over_capacity" => "Over capacity",
+        "error" => "Error",
+        _ => "Not measured",
+    }
+}

@@ -1,0 +1,114 @@
+//! The `Site`: configured, then loaded, then built, each step timed. The pipeline runs one
+//! way: load (data) -> normalize -> render -> write.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::data::{self, DataSet};
+use crate::normalize::{self, SiteModel};
+use crate::render::{templates, RenderStats, SitePages};
+use crate::write::{assets, Staging};
+
+/// Where a site's inputs and output live.
+#[derive(Debug, Clone)]
+pub struct SiteConfig {
+    pub data_dir: PathBuf,
+    pub out_dir: PathBuf,
+    /// Folder of template overrides; missing files fall back to the embedded defaults.
+    pub templates_dir: Option<PathBuf>,
+    /// Folder of static asset overrides and extras.
+    pub static_dir: Option<PathBuf>,
+}
+
+impl SiteConfig {
+    /// The usual layout: `data/`, `public/`, `site-templates/`, `static/` under `root`.
+    pub fn in_dir(root: &Path) -> SiteConfig {
+        SiteConfig {
+            data_dir: root.join("data"),
+            out_dir: root.join("public"),
+            templates_dir: Some(root.join("site-templates")),
+            static_dir: Some(root.join("static")),
+        }
+    }
+}
+
+/// One timed step of a build, for the summary printed at the end.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub name: &'static str,
+    pub took: Duration,
+    pub detail: String,
+}
+
+pub struct Site {
+    pub config: SiteConfig,
+    pub data: DataSet,
+    pub model: SiteModel,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BuildReport {
+    pub steps: Vec<Step>,
+    pub stats: RenderStats,
+    pub files: usize,
+    pub bytes: u64,
+}
+
+impl Site {
+    /// Loads and validates the data folder and normalizes it (what `site check` runs).
+    pub fn load(config: SiteConfig) -> Result<Site> {
+        let t = Instant::now();
+        let data = data::load_data_dir(&config.data_dir)?;
+        let cells: usize = data.runs.iter().map(|r| r.cells.len()).sum();
+        let mut steps = vec![Step {
+            name: "load",
+            took: t.elapsed(),
+            detail: format!("{} runs, {} cells, {} pages from {}", data.runs.len(), cells, data.pages.len(), config.data_dir.display()),
+        }];
+        let t = Instant::now();
+        let model = normalize::normalize(&data);
+        steps.push(Step {
+            name: "normalize",
+            took: t.elapsed(),
+            detail: format!("{} models, {} hardware types, {} engines", model.models.len(), model.hardware.len(), model.engines.len()),
+        });
+        Ok(Site { config, data, model, steps })
+    }
+
+    /// Renders every page into a staging folder and swaps it into place.
+    pub fn build(self) -> Result<BuildReport> {
+        let Site { config, data, model, mut steps } = self;
+        let t = Instant::now();
+        let env = templates::environment(config.templates_dir.as_deref())?;
+        let mut staging = Staging::new(&config.out_dir)?;
+        let pages = SitePages { site: &model, pages: &data.pages, env: &env };
+        let stats = pages.render_all(&mut staging)?;
+        let n_assets = assets::write_assets(config.static_dir.as_deref(), &mut staging)?;
+        steps.push(Step {
+            name: "render",
+            took: t.elapsed(),
+            detail: format!("{} pages ({} run pages), {} charts, {} assets", stats.pages, stats.run_pages, stats.charts, n_assets),
+        });
+        let (files, bytes) = (staging.files, staging.bytes);
+        let t = Instant::now();
+        staging.commit().with_context(|| format!("publishing {}", config.out_dir.display()))?;
+        steps.push(Step {
+            name: "write",
+            took: t.elapsed(),
+            detail: format!("{files} files, {} KiB swapped into {}", bytes / 1024, config.out_dir.display()),
+        });
+        Ok(BuildReport { steps, stats, files, bytes })
+    }
+}
+
+/// `  load       3.1 ms  2 runs, ...` lines for the terminal.
+pub fn format_steps(steps: &[Step]) -> String {
+    steps
+        .iter()
+        .map(|s| format!("  {:<10} {:>9.1} ms  {}", s.name, s.took.as_secs_f64() * 1000.0, s.detail))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,167 @@
+//! Write: the only code that touches the output folder. A build writes into a fresh
+//! temporary folder next to the output and swaps it into place only when every file was
+//! written, so a failed build leaves the previous site untouched (unlike generators that
+//! empty the output first).
+
+pub mod assets;
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::render::Sink;
+
+/// Written into every output folder we build; a folder without it is never replaced.
+pub const MARKER: &str = ".speed-matrix-site";
+
+/// A temporary folder that becomes the output folder on `commit`.
+pub struct Staging {
+    out: PathBuf,
+    temp: Option<tempfile::TempDir>,
+    pub files: usize,
+    pub bytes: u64,
+}
+
+impl Staging {
+    /// Prepares a build of `out`. Refuses an existing `out` that is not a folder we built
+    /// (so `--out .` or `--out data` cannot wipe someone's files).
+    pub fn new(out: &Path) -> Result<Staging> {
+        check_replaceable(out)?;
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
+        let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "public".into());
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}.building-"))
+            .tempdir_in(&parent)
+            .with_context(|| format!("creating a temporary folder in {}", parent.display()))?;
+        fs::write(temp.path().join(MARKER), "built by site build; replaced whole on every build\n")?;
+        Ok(Staging { out: out.to_path_buf(), temp: Some(temp), files: 0, bytes: 0 })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.temp.as_ref().expect("staging is live until commit").path()
+    }
+
+    /// Replaces the output folder with the staged one. The old folder is moved aside first
+    /// and restored if the second rename fails.
+    pub fn commit(mut self) -> Result<()> {
+        let temp = self.temp.take().expect("commit once").keep();
+        if self.out.exists() {
+            let aside = aside_path(&self.out);
+            fs::rename(&self.out, &aside)
+                .with_context(|| format!("moving the previous {} aside", self.out.display()))?;
+            if let Err(e) = fs::rename(&temp, &self.out) {
+                let _ = fs::rename(&aside, &self.out);
+                let _ = fs::remove_dir_all(&temp);
+                return Err(e).with_context(|| format!("moving the new site into {}", self.out.display()));
+            }
+            fs::remove_dir_all(&aside).with_context(|| format!("removing the previous site at {}", aside.display()))?;
+        } else {
+            fs::rename(&temp, &self.out).with_context(|| format!("moving the new site into {}", self.out.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Sink for Staging {
+    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()> {
+        let rel = safe_relative(rel_path)?;
+        let path = self.path().join(rel);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let mut f = fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
+        f.write_all(bytes).with_context(|| format!("writing {}", path.display()))?;
+        self.files += 1;
+        self.bytes += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+fn aside_path(out: &Path) -> PathBuf {
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut i = 0u32;
+    loop {
+        let candidate = out.with_file_name(format!(".{name}.previous-{}-{i}", std::process::id()));
+        if !candidate.exists() {
+            return candidate;
+        }
+        i += 1;
+    }
+}
+
+/// An output path must stay inside the output folder: relative, no `..`, no root.
+pub fn safe_relative(rel: &str) -> Result<&Path> {
+    let p = Path::new(rel);
+    let ok = !rel.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)));
+    if !ok {
+        bail!("refusing to write {rel:?}: not a plain path inside the output folder");
+    }
+    Ok(p)
+}
+
+fn check_replaceable(out: &Path) -> Result<()> {
+    if !out.exists() {
+        return Ok(());
+    }
+    if !out.is_dir() {
+        bail!("{} exists and is not a folder; choose another --out", out.display());
+    }
+    let empty = fs::read_dir(out)?.next().is_none();
+    if !empty && !out.join(MARKER).is_file() {
+        bail!(
+            "refusing to replace {}: it holds files that site build did not write (no {MARKER} in it); choose an empty or new --out",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_cannot_escape() {
+        for bad in ["../x", "/etc/passwd", "a/../../b", "", "./a"] {
+            assert!(safe_relative(bad).is_err(), "{bad}");
+        }
+        assert!(safe_relative("runs/a/index.html").is_ok());
+    }
+
+    #[test]
+    fn commit_replaces_and_failed_build_keeps_old() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("public");
+        let mut s = Staging::new(&out).unwrap();
+        s.put("index.html", b"one").unwrap();
+        s.commit().unwrap();
+        assert_eq!(fs::read_to_string(out.join("index.html")).unwrap(), "one");
+
+        // A build that is dropped (failed) leaves the old site and no temp folder.
+        let mut s = Staging::new(&out).unwrap();
+        s.put("index.html", b"two").unwrap();
+        drop(s);
+        assert_eq!(fs::read_to_string(out.join("index.html")).unwrap(), "one");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+
+        let mut s = Staging::new(&out).unwrap();
+        s.put("other.html", b"three").unwrap();
+        s.commit().unwrap();
+        assert!(!out.join("index.html").exists());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn foreign_folders_are_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("precious.txt"), "x").unwrap();
+        let err = Staging::new(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("refusing to replace"), "{err}");
+    }
+}
