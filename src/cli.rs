@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "site", version, about = "Measure LLM inference servers and publish the results as a static site")]
+#[command(
+    name = "site",
+    version,
+    about = "Measure LLM inference servers and publish the results as a static site"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

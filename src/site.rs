@@ -66,41 +66,80 @@ impl Site {
         let mut steps = vec![Step {
             name: "load",
             took: t.elapsed(),
-            detail: format!("{} runs, {} cells, {} pages from {}", data.runs.len(), cells, data.pages.len(), config.data_dir.display()),
+            detail: format!(
+                "{} runs, {} cells, {} pages from {}",
+                data.runs.len(),
+                cells,
+                data.pages.len(),
+                config.data_dir.display()
+            ),
         }];
         let t = Instant::now();
         let model = normalize::normalize(&data);
         steps.push(Step {
             name: "normalize",
             took: t.elapsed(),
-            detail: format!("{} models, {} hardware types, {} engines", model.models.len(), model.hardware.len(), model.engines.len()),
+            detail: format!(
+                "{} models, {} hardware types, {} engines",
+                model.models.len(),
+                model.hardware.len(),
+                model.engines.len()
+            ),
         });
-        Ok(Site { config, data, model, steps })
+        Ok(Site {
+            config,
+            data,
+            model,
+            steps,
+        })
     }
 
     /// Renders every page into a staging folder and swaps it into place.
     pub fn build(self) -> Result<BuildReport> {
-        let Site { config, data, model, mut steps } = self;
+        let Site {
+            config,
+            data,
+            model,
+            mut steps,
+        } = self;
         let t = Instant::now();
         let env = templates::environment(config.templates_dir.as_deref())?;
         let mut staging = Staging::new(&config.out_dir)?;
-        let pages = SitePages { site: &model, pages: &data.pages, env: &env };
+        let pages = SitePages {
+            site: &model,
+            pages: &data.pages,
+            env: &env,
+        };
         let stats = pages.render_all(&mut staging)?;
         let n_assets = assets::write_assets(config.static_dir.as_deref(), &mut staging)?;
         steps.push(Step {
             name: "render",
             took: t.elapsed(),
-            detail: format!("{} pages ({} run pages), {} charts, {} assets", stats.pages, stats.run_pages, stats.charts, n_assets),
+            detail: format!(
+                "{} pages ({} run pages), {} charts, {} assets",
+                stats.pages, stats.run_pages, stats.charts, n_assets
+            ),
         });
         let (files, bytes) = (staging.files, staging.bytes);
         let t = Instant::now();
-        staging.commit().with_context(|| format!("publishing {}", config.out_dir.display()))?;
+        staging
+            .commit()
+            .with_context(|| format!("publishing {}", config.out_dir.display()))?;
         steps.push(Step {
             name: "write",
             took: t.elapsed(),
-            detail: format!("{files} files, {} KiB swapped into {}", bytes / 1024, config.out_dir.display()),
+            detail: format!(
+                "{files} files, {} KiB swapped into {}",
+                bytes / 1024,
+                config.out_dir.display()
+            ),
         });
-        Ok(BuildReport { steps, stats, files, bytes })
+        Ok(BuildReport {
+            steps,
+            stats,
+            files,
+            bytes,
+        })
     }
 }
 
@@ -108,7 +147,14 @@ impl Site {
 pub fn format_steps(steps: &[Step]) -> String {
     steps
         .iter()
-        .map(|s| format!("  {:<10} {:>9.1} ms  {}", s.name, s.took.as_secs_f64() * 1000.0, s.detail))
+        .map(|s| {
+            format!(
+                "  {:<10} {:>9.1} ms  {}",
+                s.name,
+                s.took.as_secs_f64() * 1000.0,
+                s.detail
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -45,7 +45,9 @@ mod tests {
 
     #[test]
     fn ids_that_could_escape_are_refused() {
-        for bad in ["", "..", "../x", "a/b", "a\\b", ".hidden", "a..b", "-x", "a b", "é"] {
+        for bad in [
+            "", "..", "../x", "a/b", "a\\b", ".hidden", "a..b", "-x", "a b", "é",
+        ] {
             assert!(check_id("run id", bad).is_err(), "{bad:?} accepted");
         }
         for good in ["run-1", "step-3.5-flash_vllm", "A1"] {
@@ -55,7 +57,10 @@ mod tests {
 
     #[test]
     fn slugs_are_path_safe() {
-        assert_eq!(slugify("stepfun-ai/Step-3.5-Flash"), "stepfun-ai-step-3-5-flash");
+        assert_eq!(
+            slugify("stepfun-ai/Step-3.5-Flash"),
+            "stepfun-ai-step-3-5-flash"
+        );
         assert_eq!(slugify("H200 SXM"), "h200-sxm");
         assert_eq!(slugify("../../etc"), "etc");
         assert_eq!(slugify("<script>"), "script");

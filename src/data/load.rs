@@ -76,7 +76,10 @@ impl Problems {
 /// Loads `root` (a data folder with `runs/` and optionally `pages/`).
 pub fn load_data_dir(root: &Path) -> Result<DataSet> {
     if !root.is_dir() {
-        bail!("data folder {} does not exist or is not a folder", root.display());
+        bail!(
+            "data folder {} does not exist or is not a folder",
+            root.display()
+        );
     }
     let mut problems = Problems::default();
     let mut runs = Vec::new();
@@ -92,7 +95,11 @@ pub fn load_data_dir(root: &Path) -> Result<DataSet> {
     let mut pages = Vec::new();
     let pages_dir = root.join(PAGES_DIR);
     if pages_dir.is_dir() {
-        for entry in WalkDir::new(&pages_dir).min_depth(1).max_depth(1).sort_by_file_name() {
+        for entry in WalkDir::new(&pages_dir)
+            .min_depth(1)
+            .max_depth(1)
+            .sort_by_file_name()
+        {
             let entry = entry.with_context(|| format!("reading {}", pages_dir.display()))?;
             let path = entry.path();
             if path.extension().and_then(|e| e.to_str()) != Some("md") {
@@ -105,20 +112,36 @@ pub fn load_data_dir(root: &Path) -> Result<DataSet> {
         }
     }
     problems.into_result(root)?;
-    Ok(DataSet { root: root.to_path_buf(), runs, pages })
+    Ok(DataSet {
+        root: root.to_path_buf(),
+        runs,
+        pages,
+    })
 }
 
 fn load_page(path: &Path) -> Result<PageSource> {
-    let slug = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+    let slug = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_string();
     check_id("page name", &slug).with_context(|| path.display().to_string())?;
     let markdown =
         fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(PageSource { slug, file: path.to_path_buf(), markdown })
+    Ok(PageSource {
+        slug,
+        file: path.to_path_buf(),
+        markdown,
+    })
 }
 
 fn sorted_subdirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    for entry in WalkDir::new(dir).min_depth(1).max_depth(1).sort_by_file_name() {
+    for entry in WalkDir::new(dir)
+        .min_depth(1)
+        .max_depth(1)
+        .sort_by_file_name()
+    {
         let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
         if entry.file_type().is_dir() {
             out.push(entry.into_path());
@@ -154,10 +177,15 @@ pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
     let mut cells: Vec<LoadedCell> = Vec::new();
     let cells_dir = dir.join(CELLS_DIR);
     if cells_dir.is_dir() {
-        for entry in WalkDir::new(&cells_dir).min_depth(1).max_depth(1).sort_by_file_name() {
+        for entry in WalkDir::new(&cells_dir)
+            .min_depth(1)
+            .max_depth(1)
+            .sort_by_file_name()
+        {
             let entry = entry.with_context(|| format!("reading {}", cells_dir.display()))?;
             let path = entry.path();
-            if !entry.file_type().is_file() || path.extension().and_then(|e| e.to_str()) != Some("json")
+            if !entry.file_type().is_file()
+                || path.extension().and_then(|e| e.to_str()) != Some("json")
             {
                 continue;
             }
@@ -165,7 +193,10 @@ pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
                 validate_cell(&c).with_context(|| path.display().to_string())?;
                 Ok(c)
             }) {
-                Ok(cell) => cells.push(LoadedCell { file: path.to_path_buf(), cell }),
+                Ok(cell) => cells.push(LoadedCell {
+                    file: path.to_path_buf(),
+                    cell,
+                }),
                 Err(e) => problems.push(e),
             }
         }
@@ -209,7 +240,13 @@ pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
 
     problems.into_result(dir)?;
     cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency));
-    Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest: manifest.unwrap(), cells, notes_markdown })
+    Ok(LoadedRun {
+        id,
+        dir: dir.to_path_buf(),
+        manifest: manifest.unwrap(),
+        cells,
+        notes_markdown,
+    })
 }
 
 #[derive(Deserialize)]
@@ -265,7 +302,11 @@ impl HasSchemaVersion for Cell {
 
 fn validate_manifest(m: &RunManifest) -> Result<()> {
     let s = &m.settings;
-    for (name, list) in [("contexts", &s.contexts), ("concurrency", &s.concurrency), ("prefill_contexts", &s.prefill_contexts)] {
+    for (name, list) in [
+        ("contexts", &s.contexts),
+        ("concurrency", &s.concurrency),
+        ("prefill_contexts", &s.prefill_contexts),
+    ] {
         if list.contains(&0) {
             bail!("settings.{name} contains 0");
         }

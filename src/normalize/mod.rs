@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use crate::data::ids::slugify;
 use crate::data::{
-    CellError, DataSet, LoadedRun, LoopFinding, OverCapacity, Phase, RunManifest, Status, Warning,
+    CellError, DataSet, LoadedRun, LoopFinding, Origin, OverCapacity, Phase, RunManifest, Status,
+    Warning,
 };
 pub use figures::Figures;
 
@@ -114,7 +115,12 @@ pub fn normalize(data: &DataSet) -> SiteModel {
     let models = group(&runs, |r| r.manifest.model.id.clone());
     let hardware = group(&runs, |r| r.manifest.hardware.device.clone());
     let engines = group(&runs, |r| r.manifest.engine.name.clone());
-    let mut site = SiteModel { runs, models, hardware, engines };
+    let mut site = SiteModel {
+        runs,
+        models,
+        hardware,
+        engines,
+    };
     for (i, g) in site.models.iter().enumerate() {
         for &r in &g.runs {
             site.runs[r].model_slug = site.models[i].slug.clone();
@@ -154,7 +160,10 @@ fn group(runs: &[RunView], key: impl Fn(&RunView) -> String) -> Vec<GroupView> {
 
 /// `stepfun-ai/Step-3.5-Flash` -> `Step-3.5-Flash`.
 pub fn model_display_name(id: &str) -> String {
-    id.rsplit('/').find(|s| !s.is_empty()).unwrap_or(id).to_string()
+    id.rsplit('/')
+        .find(|s| !s.is_empty())
+        .unwrap_or(id)
+        .to_string()
 }
 
 pub fn normalize_run(run: &LoadedRun) -> RunView {
@@ -162,7 +171,7 @@ pub fn normalize_run(run: &LoadedRun) -> RunView {
     let mut prefill = Vec::new();
     let mut decode = Vec::new();
     for lc in &run.cells {
-        let view = normalize_cell(&lc.cell);
+        let view = normalize_cell(&lc.cell, m.origin);
         match view.phase {
             Phase::Prefill => prefill.push(view),
             Phase::Decode => decode.push(view),
@@ -182,7 +191,12 @@ pub fn normalize_run(run: &LoadedRun) -> RunView {
             counts.warned += 1;
         }
     }
-    counts.missing = heatmap.rows.iter().flat_map(|r| &r.cells).filter(|c| c.is_none()).count();
+    counts.missing = heatmap
+        .rows
+        .iter()
+        .flat_map(|r| &r.cells)
+        .filter(|c| c.is_none())
+        .count();
     RunView {
         id: run.id.clone(),
         manifest: m.clone(),
@@ -199,11 +213,22 @@ pub fn normalize_run(run: &LoadedRun) -> RunView {
     }
 }
 
-pub fn normalize_cell(c: &crate::data::Cell) -> CellView {
+pub fn normalize_cell(c: &crate::data::Cell, origin: Origin) -> CellView {
     let (source, mut figures) = match (&c.measurement, &c.reported) {
-        (Some(m), _) => ("measured", Figures::from_measurement(c.phase, c.prompt_tokens, m)),
+        (Some(m), _) => (
+            "measured",
+            Figures::from_measurement(c.phase, c.prompt_tokens, m),
+        ),
         (None, Some(r)) => ("reported", Figures::from_reported(r)),
-        (None, None) => ("reported", Figures::default()),
+        // A cell with no figures (not run, failed) takes the run's origin.
+        (None, None) => (
+            if origin == Origin::Measured {
+                "measured"
+            } else {
+                "reported"
+            },
+            Figures::default(),
+        ),
     };
     match c.status {
         Status::Valid => {}
@@ -255,7 +280,12 @@ fn heatmap(contexts: &[u32], concurrency: &[u32], decode: &[CellView]) -> Heatma
             context: ctx,
             cells: columns
                 .iter()
-                .map(|&c| decode.iter().find(|d| d.context == ctx && d.concurrency == c).cloned())
+                .map(|&c| {
+                    decode
+                        .iter()
+                        .find(|d| d.context == ctx && d.concurrency == c)
+                        .cloned()
+                })
                 .collect(),
         })
         .collect();
@@ -263,8 +293,14 @@ fn heatmap(contexts: &[u32], concurrency: &[u32], decode: &[CellView]) -> Heatma
         .iter()
         .filter(|d| d.status == Status::Valid)
         .filter_map(|d| d.figures.total_tps)
-        .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))));
-    Heatmap { columns, rows, max_total_tps }
+        .fold(None, |acc: Option<f64>, v| {
+            Some(acc.map_or(v, |a| a.max(v)))
+        });
+    Heatmap {
+        columns,
+        rows,
+        max_total_tps,
+    }
 }
 
 fn headline(prefill: &[CellView], decode: &[CellView]) -> Headline {
@@ -280,10 +316,18 @@ fn headline(prefill: &[CellView], decode: &[CellView]) -> Headline {
         }
     }
     // `decode` is sorted by context, so the first C = 1 cell is the shortest context.
-    if let Some(c) = decode.iter().filter(valid).find(|c| c.concurrency == 1 && c.figures.total_tps.is_some()) {
+    if let Some(c) = decode
+        .iter()
+        .filter(valid)
+        .find(|c| c.concurrency == 1 && c.figures.total_tps.is_some())
+    {
         h.single_request_tps = c.figures.total_tps;
         h.single_request_context = Some(c.context);
     }
-    h.prefill_8k_tps = prefill.iter().filter(valid).find(|c| c.context == 8192).and_then(|c| c.figures.prompt_tps);
+    h.prefill_8k_tps = prefill
+        .iter()
+        .filter(valid)
+        .find(|c| c.context == 8192)
+        .and_then(|c| c.figures.prompt_tps);
     h
 }

@@ -82,8 +82,11 @@ pub fn line_chart(spec: &ChartSpec) -> String {
         }
         let _ = root.present();
     }
-    svg.replace("#000000", "currentColor")
-        .replacen("<svg ", "<svg class=\"chart\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\" ", 1)
+    svg.replace("#000000", "currentColor").replacen(
+        "<svg ",
+        "<svg class=\"chart\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\" ",
+        1,
+    )
 }
 
 fn project_x(axis: XAxis, x: f64) -> f64 {
@@ -141,7 +144,11 @@ fn draw<DB: DrawingBackend>(
         chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
         if !s.point_labels.is_empty() {
             chart.draw_series(pts.iter().zip(&s.point_labels).map(|(&p, text)| {
-                Text::new(text.clone(), p, ("sans-serif", 11).into_font().color(&BLACK))
+                Text::new(
+                    text.clone(),
+                    p,
+                    ("sans-serif", 11).into_font().color(&BLACK),
+                )
             }))?;
         }
     }

@@ -48,14 +48,19 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 pub fn cell_detail(c: &CellView) -> String {
     if let Some(o) = &c.over_capacity {
         match o.budget_tokens {
-            Some(b) => format!("{}: needs {} tokens, budget {}", o.rule, o.required_tokens, b),
+            Some(b) => format!(
+                "{}: needs {} tokens, budget {}",
+                o.rule, o.required_tokens, b
+            ),
             None => format!("{}: needs {} tokens", o.rule, o.required_tokens),
         }
     } else if let Some(e) = &c.error {
         e.message.clone()
     } else if let Some(l) = &c.loop_finding {
         match (l.period_chars, l.repeated_chars) {
-            (Some(p), Some(r)) => format!("output repeated with a period of {p} characters over {r} characters"),
+            (Some(p), Some(r)) => {
+                format!("output repeated with a period of {p} characters over {r} characters")
+            }
             _ => "output repeated itself".to_string(),
         }
     } else {

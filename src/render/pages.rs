@@ -50,14 +50,23 @@ pub struct RunSummary<'a> {
 /// `Step-3.5-Flash on H200 SXM 141GB ×4`, as the seed pages title a run.
 pub fn run_title(run: &RunView) -> String {
     let hw = &run.manifest.hardware;
-    let memory = hw.memory_gb.map(|g| format!(" {}GB", gb(g))).unwrap_or_default();
-    format!("{} on {}{} ×{}", run.model_name, hw.device, memory, hw.count)
+    let memory = hw
+        .memory_gb
+        .map(|g| format!(" {}GB", gb(g)))
+        .unwrap_or_default();
+    format!(
+        "{} on {}{} ×{}",
+        run.model_name, hw.device, memory, hw.count
+    )
 }
 
 /// A short name for a run among others: model, engine and version, hardware.
 pub fn run_label(run: &RunView) -> String {
     let m = &run.manifest;
-    format!("{} · {} {} · {}× {}", run.model_name, m.engine.name, m.engine.version, m.hardware.count, m.hardware.device)
+    format!(
+        "{} · {} {} · {}× {}",
+        run.model_name, m.engine.name, m.engine.version, m.hardware.count, m.hardware.device
+    )
 }
 
 fn gb(v: f64) -> String {
@@ -117,7 +126,7 @@ impl SitePages<'_> {
         }
         let runs: Vec<RunSummary> = self.site.runs.iter().map(|r| summary(r, 0)).collect();
         let index = self.env.get_template("index.html")?.render(context! {
-            root => "",
+            root => Value::from_safe_string("".into()),
             nav_pages => ser(&nav),
             runs => ser(&runs),
             models => ser(&self.site.models),
@@ -126,18 +135,25 @@ impl SitePages<'_> {
         })?;
         put_page(sink, "index.html", &index, &mut stats)?;
         let glossary = self.env.get_template("glossary.html")?.render(context! {
-            root => "../", nav_pages => ser(&nav),
+            root => Value::from_safe_string("../".into()), nav_pages => ser(&nav),
             active_mismatch_pct => crate::normalize::ACTIVE_MISMATCH_TOLERANCE * 100.0,
         })?;
         put_page(sink, "glossary/index.html", &glossary, &mut stats)?;
         for p in self.pages {
             let title = markdown::first_heading(&p.markdown).unwrap_or_else(|| p.slug.clone());
             let html = self.env.get_template("page.html")?.render(context! {
-                root => "../../", nav_pages => ser(&nav), title => title, body => markdown::to_html(&p.markdown),
+                root => Value::from_safe_string("../../".into()), nav_pages => ser(&nav), title => title, body => markdown::to_html(&p.markdown),
             })?;
-            put_page(sink, &format!("pages/{}/index.html", p.slug), &html, &mut stats)?;
+            put_page(
+                sink,
+                &format!("pages/{}/index.html", p.slug),
+                &html,
+                &mut stats,
+            )?;
         }
-        let not_found = self.env.get_template("404.html")?.render(context! { root => "/", nav_pages => ser(&nav) })?;
+        let not_found = self.env.get_template("404.html")?.render(
+            context! { root => Value::from_safe_string("/".into()), nav_pages => ser(&nav) },
+        )?;
         put_page(sink, "404.html", &not_found, &mut stats)?;
         Ok(stats)
     }
@@ -145,18 +161,32 @@ impl SitePages<'_> {
     fn nav_pages(&self) -> Vec<(String, String)> {
         self.pages
             .iter()
-            .map(|p| (p.slug.clone(), markdown::first_heading(&p.markdown).unwrap_or_else(|| p.slug.clone())))
+            .map(|p| {
+                (
+                    p.slug.clone(),
+                    markdown::first_heading(&p.markdown).unwrap_or_else(|| p.slug.clone()),
+                )
+            })
             .collect()
     }
 
-    fn render_run(&self, run: &RunView, nav: &[(String, String)], sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
+    fn render_run(
+        &self,
+        run: &RunView,
+        nav: &[(String, String)],
+        sink: &mut dyn Sink,
+        stats: &mut RenderStats,
+    ) -> Result<()> {
         let prefill_chart = prefill_chart(run);
         let tvi_chart = throughput_interactivity_chart(run);
-        stats.charts += [&prefill_chart, &tvi_chart].iter().filter(|c| !c.is_empty()).count();
+        stats.charts += [&prefill_chart, &tvi_chart]
+            .iter()
+            .filter(|c| !c.is_empty())
+            .count();
         let notes_html = run.notes_markdown.as_deref().map(markdown::to_html);
         let details: Vec<String> = run.decode.iter().map(downloads::cell_detail).collect();
         let html = self.env.get_template("run.html")?.render(context! {
-            root => "../../",
+            root => Value::from_safe_string("../../".into()),
             nav_pages => ser(nav),
             run => ser(run),
             title => run_title(run),
@@ -168,15 +198,32 @@ impl SitePages<'_> {
         let dir = format!("runs/{}", run.id);
         put_page(sink, &format!("{dir}/index.html"), &html, stats)?;
         stats.run_pages += 1;
-        sink.put(&format!("{dir}/cells.csv"), downloads::cells_csv(run).as_bytes())?;
-        sink.put(&format!("{dir}/cells.json"), downloads::cells_json(run).as_bytes())?;
+        sink.put(
+            &format!("{dir}/cells.csv"),
+            downloads::cells_csv(run).as_bytes(),
+        )?;
+        sink.put(
+            &format!("{dir}/cells.json"),
+            downloads::cells_json(run).as_bytes(),
+        )?;
         stats.files += 2;
         Ok(())
     }
 
-    fn render_group(&self, kind: &str, g: &GroupView, nav: &[(String, String)], sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
+    fn render_group(
+        &self,
+        kind: &str,
+        g: &GroupView,
+        nav: &[(String, String)],
+        sink: &mut dyn Sink,
+        stats: &mut RenderStats,
+    ) -> Result<()> {
         let runs: Vec<&RunView> = g.runs.iter().map(|&i| &self.site.runs[i]).collect();
-        let summaries: Vec<RunSummary> = runs.iter().enumerate().map(|(i, r)| summary(r, i)).collect();
+        let summaries: Vec<RunSummary> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| summary(r, i))
+            .collect();
         let single = overlay(&runs, |r| {
             r.decode
                 .iter()
@@ -206,14 +253,17 @@ impl SitePages<'_> {
             series: &prefill,
             legend,
         });
-        stats.charts += [&single_chart, &prefill_chart].iter().filter(|c| !c.is_empty()).count();
+        stats.charts += [&single_chart, &prefill_chart]
+            .iter()
+            .filter(|c| !c.is_empty())
+            .count();
         let (folder, kind_label) = match kind {
             "model" => ("models", "Model"),
             "hardware" => ("hardware", "Hardware"),
             _ => ("engines", "Engine"),
         };
         let html = self.env.get_template("entity.html")?.render(context! {
-            root => "../../",
+            root => Value::from_safe_string("../../".into()),
             nav_pages => ser(nav),
             kind => kind,
             kind_label => kind_label,
@@ -222,7 +272,12 @@ impl SitePages<'_> {
             single_chart => single_chart,
             prefill_chart => prefill_chart,
         })?;
-        put_page(sink, &format!("{folder}/{}/index.html", g.slug), &html, stats)
+        put_page(
+            sink,
+            &format!("{folder}/{}/index.html", g.slug),
+            &html,
+            stats,
+        )
     }
 }
 
@@ -240,7 +295,11 @@ fn put_page(sink: &mut dyn Sink, path: &str, html: &str, stats: &mut RenderStats
 
 fn overlay(runs: &[&RunView], points: impl Fn(&RunView) -> Vec<(f64, f64)>) -> Vec<Series> {
     runs.iter()
-        .map(|r| Series { label: run_label(r), points: points(r), point_labels: Vec::new() })
+        .map(|r| Series {
+            label: run_label(r),
+            points: points(r),
+            point_labels: Vec::new(),
+        })
         .collect()
 }
 
@@ -256,7 +315,13 @@ fn prefill_chart(run: &RunView) -> String {
         points: cells.iter().map(|(c, v)| (c.context as f64, *v)).collect(),
         point_labels: cells
             .iter()
-            .map(|(c, _)| c.figures.ttft_ms.map(format::millis).map(|t| format!("  {t}")).unwrap_or_default())
+            .map(|(c, _)| {
+                c.figures
+                    .ttft_ms
+                    .map(format::millis)
+                    .map(|t| format!("  {t}"))
+                    .unwrap_or_default()
+            })
             .collect(),
     }];
     line_chart(&ChartSpec {
@@ -280,7 +345,13 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
                 .iter()
                 .flatten()
                 .filter(|c| c.status == Status::Valid)
-                .filter_map(|c| Some((c.figures.per_request_tps?, c.figures.total_tps?, c.concurrency)))
+                .filter_map(|c| {
+                    Some((
+                        c.figures.per_request_tps?,
+                        c.figures.total_tps?,
+                        c.concurrency,
+                    ))
+                })
                 .collect();
             if pts.is_empty() {
                 return None;

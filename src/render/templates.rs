@@ -12,11 +12,23 @@ use super::{format, heatmap};
 /// Default templates, compiled in so a bare binary builds a site.
 pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
     ("base.html", include_str!("../../site-templates/base.html")),
-    ("macros.html", include_str!("../../site-templates/macros.html")),
-    ("index.html", include_str!("../../site-templates/index.html")),
+    (
+        "macros.html",
+        include_str!("../../site-templates/macros.html"),
+    ),
+    (
+        "index.html",
+        include_str!("../../site-templates/index.html"),
+    ),
     ("run.html", include_str!("../../site-templates/run.html")),
-    ("entity.html", include_str!("../../site-templates/entity.html")),
-    ("glossary.html", include_str!("../../site-templates/glossary.html")),
+    (
+        "entity.html",
+        include_str!("../../site-templates/entity.html"),
+    ),
+    (
+        "glossary.html",
+        include_str!("../../site-templates/glossary.html"),
+    ),
     ("page.html", include_str!("../../site-templates/page.html")),
     ("404.html", include_str!("../../site-templates/404.html")),
 ];
@@ -35,7 +47,8 @@ pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>> {
     // template tests them for truth.
     for (name, source) in DEFAULT_TEMPLATES {
         let source = match overrides.map(|d| d.join(name)).filter(|p| p.is_file()) {
-            Some(path) => fs::read_to_string(&path).with_context(|| format!("reading template {}", path.display()))?,
+            Some(path) => fs::read_to_string(&path)
+                .with_context(|| format!("reading template {}", path.display()))?,
             None => source.to_string(),
         };
         env.add_template_owned(name.to_string(), source)

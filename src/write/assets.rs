@@ -9,7 +9,8 @@ use walkdir::WalkDir;
 
 use crate::render::Sink;
 
-pub const DEFAULT_ASSETS: &[(&str, &str)] = &[("style.css", include_str!("../../static/style.css"))];
+pub const DEFAULT_ASSETS: &[(&str, &str)] =
+    &[("style.css", include_str!("../../static/style.css"))];
 
 /// Writes the assets under `static/` in the output. Returns how many files.
 pub fn write_assets(static_dir: Option<&Path>, sink: &mut dyn Sink) -> Result<usize> {
@@ -17,23 +18,32 @@ pub fn write_assets(static_dir: Option<&Path>, sink: &mut dyn Sink) -> Result<us
     for (name, body) in DEFAULT_ASSETS {
         let over = static_dir.map(|d| d.join(name)).filter(|p| p.is_file());
         match over {
-            Some(path) => sink.put(&format!("static/{name}"), &fs::read(&path).with_context(|| format!("reading {}", path.display()))?)?,
+            Some(path) => sink.put(
+                &format!("static/{name}"),
+                &fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+            )?,
             None => sink.put(&format!("static/{name}"), body.as_bytes())?,
         }
         n += 1;
     }
-    let Some(dir) = static_dir.filter(|d| d.is_dir()) else { return Ok(n) };
+    let Some(dir) = static_dir.filter(|d| d.is_dir()) else {
+        return Ok(n);
+    };
     for entry in WalkDir::new(dir).min_depth(1).sort_by_file_name() {
         let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
         if !entry.file_type().is_file() {
             continue;
         }
-        let rel = entry.path().strip_prefix(dir).expect("walkdir yields children");
+        let rel = entry
+            .path()
+            .strip_prefix(dir)
+            .expect("walkdir yields children");
         let rel = rel.to_string_lossy().replace('\\', "/");
         if DEFAULT_ASSETS.iter().any(|(name, _)| *name == rel) {
             continue;
         }
-        let bytes = fs::read(entry.path()).with_context(|| format!("reading {}", entry.path().display()))?;
+        let bytes = fs::read(entry.path())
+            .with_context(|| format!("reading {}", entry.path().display()))?;
         sink.put(&format!("static/{rel}"), &bytes)?;
         n += 1;
     }

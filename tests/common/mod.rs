@@ -1,0 +1,143 @@
+//! Test support: copy a fixture to a temp folder, run the real `site` binary on it.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(rel: &str) -> PathBuf {
+    repo_root().join("tests/fixtures").join(rel)
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        if entry.file_type().is_dir() {
+            fs::create_dir_all(&dest).unwrap();
+        } else {
+            fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// A fixture copied into a fresh temp folder (the folder is removed on drop).
+pub struct Workspace {
+    pub dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    pub fn from_fixture(rel: &str) -> Workspace {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&fixture(rel), dir.path());
+        Workspace { dir }
+    }
+    pub fn from_repo_data() -> Workspace {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&repo_root().join("data"), &dir.path().join("data"));
+        Workspace { dir }
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn site(&self, args: &[&str]) -> Output {
+        site_in(self.path(), args)
+    }
+    pub fn read(&self, rel: &str) -> String {
+        let p = self.path().join(rel);
+        fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
+    }
+}
+
+pub fn site_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_site"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("running site")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn assert_ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "site failed:\nstdout:\n{}\nstderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// The visible text of an HTML fragment: tags dropped, entities decoded, SVGs skipped.
+pub fn text_of(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(i) = rest.find('<') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        if rest.starts_with("<svg") {
+            let end = rest.find("</svg>").map(|e| e + 6).unwrap_or(rest.len());
+            rest = &rest[end..];
+            continue;
+        }
+        let end = rest.find('>').map(|e| e + 1).unwrap_or(rest.len());
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#x27;", "'")
+        .replace("&#39;", "'")
+        .replace("&#x2f;", "/")
+        .replace("&amp;", "&")
+}
+
+/// Rows of an HTML table (by a substring of its opening tag) as lists of cell texts.
+pub fn table_rows(html: &str, table_marker: &str) -> Vec<Vec<String>> {
+    let start = html
+        .find(table_marker)
+        .unwrap_or_else(|| panic!("no table {table_marker}"));
+    let end = start + html[start..].find("</table>").unwrap();
+    let table = &html[start..end];
+    let mut rows = Vec::new();
+    for tr in table.split("<tr").skip(1) {
+        let mut cells = Vec::new();
+        for (i, part) in tr.split("<t").enumerate() {
+            if i == 0 || !(part.starts_with('d') || part.starts_with('h')) {
+                continue;
+            }
+            let body = &part[part.find('>').unwrap() + 1..];
+            let body = body.split("</t").next().unwrap();
+            cells.push(text_of(body).trim().to_string());
+        }
+        rows.push(cells);
+    }
+    rows
+}
+
+/// All files under `dir` with their bytes, sorted by path.
+pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let e = e.unwrap();
+        if e.file_type().is_file() {
+            out.push((
+                e.path().strip_prefix(dir).unwrap().display().to_string(),
+                fs::read(e.path()).unwrap(),
+            ));
+        }
+    }
+    out
+}
