@@ -110,9 +110,9 @@ fn draw<DB: DrawingBackend>(
     let axis = spec.x_axis;
     let x_fmt = move |x: &f64| match axis {
         XAxis::Context => format::context_label(x.exp2().round() as u32),
-        XAxis::Linear => format::compact(*x),
+        XAxis::Linear => axis_number(*x),
     };
-    let y_fmt = |y: &f64| format::compact(*y);
+    let y_fmt = |y: &f64| axis_number(*y);
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(spec.x_desc)
         .y_desc(spec.y_desc)
@@ -162,4 +162,15 @@ fn draw<DB: DrawingBackend>(
             .draw()?;
     }
     Ok(())
+}
+
+/// Axis ticks: `34.2K` from a thousand up, whole numbers below (tick steps are round).
+fn axis_number(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format::compact(v)
+    } else if v.fract().abs() < 1e-9 {
+        format::integer(v)
+    } else {
+        format!("{v:.1}")
+    }
 }

@@ -1,0 +1,236 @@
+//! `cargo bench --bench site_build`: times `site build` on N synthetic runs of the seeds'
+//! size (6 contexts x 8 concurrency levels + 7 prefill cells) for N = 10, 100, 1,000 and
+//! prints run pages per second and peak memory. Each N runs in a child process of its own
+//! so its peak resident memory (VmHWM) is its own. Set SITE_BENCH_NS=10,100 to choose N.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use speed_matrix::data::json::to_pretty;
+use speed_matrix::data::*;
+use speed_matrix::site::{Site, SiteConfig};
+
+const CONTEXTS: [u32; 6] = [8192, 16384, 32768, 65536, 131072, 257024];
+const CONCURRENCY: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
+const PREFILL: [u32; 7] = [8192, 16384, 32768, 65536, 131072, 257024, 262144];
+
+fn manifest(i: usize) -> RunManifest {
+    RunManifest {
+        schema_version: SCHEMA_VERSION,
+        model: ModelInfo {
+            id: format!("org/Model-{}", i % 20),
+            served_name: None,
+            revision: Some("main".into()),
+        },
+        hardware: HardwareInfo {
+            kind: "Discrete GPU".into(),
+            device: ["H200 SXM", "H100 SXM", "B200", "MI300X", "L40S"][i % 5].into(),
+            count: [1, 2, 4, 8][i % 4],
+            memory_gb: Some(141.0),
+            os: Some("linux".into()),
+            cpu: None,
+        },
+        engine: EngineInfo {
+            name: ["vllm", "sglang", "llama.cpp"][i % 3].into(),
+            version: format!("0.{}.0", i % 7),
+            quantization: Some("BF16".into()),
+            backend: Some("cuda".into()),
+            repository: None,
+            build: None,
+            commit: None,
+        },
+        settings: RunSettings {
+            contexts: CONTEXTS.to_vec(),
+            concurrency: CONCURRENCY.to_vec(),
+            prefill_contexts: PREFILL.to_vec(),
+            duration_s: 30.0,
+            max_output_tokens: 4096,
+            decode_test: DecodeTest::FixedDuration,
+            prefill_mode: PrefillMode::DecodeWarmup,
+            api: None,
+            kv_budget_tokens: Some(1_200_000),
+            kv_budget_source: Some("synthetic".into()),
+        },
+        launch_command: Some(format!(
+            "vllm serve org/Model-{} --tensor-parallel-size 4 --api-key <redacted>",
+            i % 20
+        )),
+        bench_tool: BenchTool {
+            name: "site bench".into(),
+            version: "0.1.0".into(),
+        },
+        origin: Origin::Imported,
+        started_at: None,
+        finished_at: None,
+        description: None,
+    }
+}
+
+fn cell(phase: Phase, ctx: u32, c: u32, i: usize) -> Cell {
+    let scale = 1.0 + (i % 13) as f64 / 10.0;
+    let fits = (c as u64) * (ctx as u64 + 4096) <= 1_200_000;
+    let (status, reported, over) = match phase {
+        Phase::Prefill => (
+            Status::Valid,
+            Some(ReportedFigures {
+                prompt_tps: Some(30000.0 * scale / (1.0 + ctx as f64 / 300000.0)),
+                ttft_ms: Some(ctx as f64 / 30.0),
+                completed: Some(1),
+                ..Default::default()
+            }),
+            None,
+        ),
+        Phase::Decode if !fits => (
+            Status::OverCapacity,
+            None,
+            Some(OverCapacity {
+                rule: "C x (context + max output) > KV budget".into(),
+                required_tokens: c as u64 * (ctx as u64 + 4096),
+                budget_tokens: Some(1_200_000),
+            }),
+        ),
+        Phase::Decode => {
+            let per = 150.0 * scale / (1.0 + (c as f64).log2() * 0.2);
+            (
+                Status::Valid,
+                Some(ReportedFigures {
+                    total_tps: Some(per * c as f64),
+                    per_request_tps: Some(per),
+                    ttft_ms: Some(40.0 + c as f64 * 8.0),
+                    tbt_ms: Some(1000.0 / per),
+                    avg_active: Some(c as f64),
+                    completed: Some(0),
+                    output_tokens: Some((per * c as f64 * 30.0) as u64),
+                    measured_s: Some(30.0),
+                    ..Default::default()
+                }),
+                None,
+            )
+        }
+    };
+    Cell {
+        schema_version: SCHEMA_VERSION,
+        phase,
+        context: ctx,
+        prompt_tokens: Some(ctx - 7),
+        concurrency: c,
+        status,
+        warnings: vec![],
+        reported,
+        measurement: None,
+        over_capacity: over,
+        loop_finding: None,
+        error: None,
+    }
+}
+
+fn generate(data: &Path, n: usize) {
+    for i in 0..n {
+        let dir = data.join("runs").join(format!("run-{i:05}"));
+        fs::create_dir_all(dir.join("cells")).unwrap();
+        fs::write(dir.join("run.json"), to_pretty(&manifest(i))).unwrap();
+        let cells = PREFILL
+            .iter()
+            .map(|&p| cell(Phase::Prefill, p, 1, i))
+            .chain(CONTEXTS.iter().flat_map(|&ctx| {
+                CONCURRENCY
+                    .iter()
+                    .map(move |&c| cell(Phase::Decode, ctx, c, i))
+            }));
+        for c in cells {
+            fs::write(dir.join("cells").join(c.file_name()), to_pretty(&c)).unwrap();
+        }
+    }
+}
+
+fn peak_rss_kib() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The child: build one generated data folder, print `pages seconds peak_kib`.
+fn one(dir: &Path) {
+    let config = SiteConfig {
+        data_dir: dir.join("data"),
+        out_dir: dir.join("public"),
+        templates_dir: None,
+        static_dir: None,
+    };
+    let t = Instant::now();
+    let report = Site::load(config).unwrap().build().unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    eprintln!("{}", speed_matrix::site::format_steps(&report.steps));
+    println!(
+        "{} {} {} {}",
+        report.stats.run_pages,
+        report.files,
+        secs,
+        peak_rss_kib()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // `--generate N DIR` writes a data folder to profile `--one DIR` on.
+    if let Some(i) = args.iter().position(|a| a == "--generate") {
+        generate(
+            &Path::new(&args[i + 2]).join("data"),
+            args[i + 1].parse().unwrap(),
+        );
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--one") {
+        one(Path::new(&args[i + 1]));
+        return;
+    }
+    let ns: Vec<usize> = std::env::var("SITE_BENCH_NS")
+        .unwrap_or_else(|_| "10,100,1000".into())
+        .split(',')
+        .map(|s| s.trim().parse().expect("SITE_BENCH_NS: numbers"))
+        .collect();
+    println!("site build on N synthetic runs (55 cells each), one thread");
+    println!(
+        "{:>6} {:>8} {:>10} {:>12} {:>16} {:>12}",
+        "N", "files", "build s", "run pages/s", "ms per run page", "peak MiB"
+    );
+    for n in ns {
+        let dir = tempfile::tempdir().unwrap();
+        generate(&dir.path().join("data"), n);
+        let out = Command::new(std::env::current_exe().unwrap())
+            .arg("--one")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if std::env::var_os("SITE_BENCH_STEPS").is_some() {
+            eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        }
+        let line = String::from_utf8_lossy(&out.stdout);
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (pages, files, secs, kib): (f64, u64, f64, f64) = (
+            f[0].parse().unwrap(),
+            f[1].parse().unwrap(),
+            f[2].parse().unwrap(),
+            f[3].parse().unwrap(),
+        );
+        println!(
+            "{:>6} {:>8} {:>10.3} {:>12.0} {:>16.3} {:>12.1}",
+            n,
+            files,
+            secs,
+            pages / secs,
+            secs * 1000.0 / pages,
+            kib / 1024.0
+        );
+    }
+}
