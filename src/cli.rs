@@ -21,6 +21,12 @@ pub enum Command {
     Build(BuildArgs),
     /// Load and validate the data folder without writing anything.
     Check(CheckArgs),
+    /// Measure an OpenAI-compatible server across the context x concurrency matrix.
+    Bench(Box<BenchArgs>),
+    /// Serve a simulated OpenAI-compatible engine with exactly known behaviour (for tests
+    /// and benchmarks of `site bench`).
+    #[command(hide = true)]
+    SimulateEngine(crate::sim::SimArgs),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -49,4 +55,115 @@ pub struct BuildArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub site: SiteArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Base URL of the server, e.g. http://127.0.0.1:8000
+    #[arg(long)]
+    pub endpoint: String,
+    /// Served model name to request (default: the first one /v1/models lists).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// chat (/v1/chat/completions) or completions (/v1/completions).
+    #[arg(long, default_value = "chat", value_parser = ["chat", "completions"])]
+    pub api: String,
+    /// Decode contexts (8k = 8192 tokens).
+    #[arg(long, default_value = "8k,16k,32k,64k,128k,251k")]
+    pub contexts: String,
+    /// Requests in flight at once.
+    #[arg(long, default_value = "1,2,4,8,16,32,64,128")]
+    pub concurrency: String,
+    /// Contexts with a prefill sample (default: the decode contexts).
+    #[arg(long)]
+    pub prefill_contexts: Option<String>,
+    /// Measurement window of each decode cell.
+    #[arg(long, default_value = "30s")]
+    pub duration: String,
+    /// max_tokens of each decode request.
+    #[arg(long, default_value_t = 4096)]
+    pub max_output: u32,
+    /// KV cache budget in tokens (overrides what the server reports).
+    #[arg(long)]
+    pub kv_budget: Option<u64>,
+    /// Run folder name under data/runs/ (default: model-engine-timestamp).
+    #[arg(long)]
+    pub run_id: Option<String>,
+    #[arg(long, default_value = "data")]
+    pub data: std::path::PathBuf,
+    /// Continue the run named by --run-id: measure only its missing cells.
+    #[arg(long)]
+    pub resume: bool,
+    /// Print the plan (cells to run, Over capacity cells and why) and exit.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Environment variable holding the API key (never pass a key on the command line).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+
+    /// Accelerator name, e.g. "H200 SXM".
+    #[arg(long, help_heading = "Run facts")]
+    pub gpu: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub gpu_count: Option<u32>,
+    /// Memory per GPU, GB.
+    #[arg(long, help_heading = "Run facts")]
+    pub gpu_memory_gb: Option<f64>,
+    /// CPU name (the device of a CPU-only server).
+    #[arg(long, help_heading = "Run facts")]
+    pub cpu: Option<String>,
+    /// e.g. "Discrete GPU", "CPU".
+    #[arg(long, help_heading = "Run facts")]
+    pub hardware_kind: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub os: Option<String>,
+    /// Model repository id for the pages, when the served name differs.
+    #[arg(long, help_heading = "Run facts")]
+    pub model_id: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub revision: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine_version: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub quantization: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub backend: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine_repository: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine_build: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine_commit: Option<String>,
+    /// The server's launch command; secrets in it are redacted before it is stored.
+    #[arg(long, help_heading = "Run facts")]
+    pub launch_command: Option<String>,
+    /// A Markdown file shown on the run page.
+    #[arg(long, help_heading = "Run facts")]
+    pub notes: Option<std::path::PathBuf>,
+    #[arg(long, help_heading = "Run facts")]
+    pub description: Option<String>,
+
+    /// Steady time after every stream has tokens, before the window opens.
+    #[arg(long, default_value = "3s", help_heading = "Timing")]
+    pub warmup_hold: String,
+    /// Longest wait for all C streams to be active.
+    #[arg(long, default_value = "120s", help_heading = "Timing")]
+    pub warmup_timeout: String,
+    /// Longest wait for the server to report no running requests between cells.
+    #[arg(long, default_value = "120s", help_heading = "Timing")]
+    pub drain_timeout: String,
+    /// A stream silent this long has stalled (the cell becomes an error).
+    #[arg(long, default_value = "120s", help_heading = "Timing")]
+    pub stall_timeout: String,
+    #[arg(long, default_value = "1s", help_heading = "Timing")]
+    pub gauge_interval: String,
+    /// Repeated characters that make a loop.
+    #[arg(long, default_value_t = 4096, help_heading = "Loop detection")]
+    pub loop_min_chars: usize,
+    #[arg(long, default_value_t = 4, help_heading = "Loop detection")]
+    pub loop_min_cycles: usize,
+    #[arg(long, help_heading = "Loop detection")]
+    pub no_loop_detection: bool,
 }

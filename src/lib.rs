@@ -4,10 +4,12 @@
 //! The site pipeline runs one way: [`data`] (load and validate) -> [`normalize`] (figures
 //! and page models) -> [`render`] (templates, charts) -> [`write`] (atomic output).
 
+pub mod bench;
 pub mod cli;
 pub mod cmd;
 pub mod data;
 pub mod normalize;
 pub mod render;
+pub mod sim;
 pub mod site;
 pub mod write;

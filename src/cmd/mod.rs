@@ -1,7 +1,9 @@
 //! One function per subcommand; each is thin over the library.
 
+pub mod bench;
 pub mod build;
 pub mod check;
+pub mod simulate;
 
 use crate::cli::SiteArgs;
 use crate::site::SiteConfig;

@@ -1,0 +1,255 @@
+//! What the server tells about itself: engine, model, version, KV budget and gauges, from
+//! `/v1/models`, `/metrics`, `/version` (vLLM), `/server_info` (SGLang), `/props` (llama.cpp).
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::http::HttpClient;
+use super::plan::Capacity;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    Vllm,
+    Sglang,
+    LlamaCpp,
+    /// Some other OpenAI-compatible server: no gauges, no KV budget.
+    Unknown,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Vllm => "vllm",
+            EngineKind::Sglang => "sglang",
+            EngineKind::LlamaCpp => "llama.cpp",
+            EngineKind::Unknown => "openai-compatible",
+        }
+    }
+    /// (running, waiting) gauge names on `/metrics`.
+    pub fn gauges(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            EngineKind::Vllm => Some(("vllm:num_requests_running", "vllm:num_requests_waiting")),
+            EngineKind::Sglang => Some(("sglang:num_running_reqs", "sglang:num_queue_reqs")),
+            EngineKind::LlamaCpp => {
+                Some(("llamacpp:requests_processing", "llamacpp:requests_deferred"))
+            }
+            EngineKind::Unknown => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    pub engine: EngineKind,
+    pub models: Vec<String>,
+    pub version: Option<String>,
+    pub capacity: Capacity,
+    pub metrics_available: bool,
+    pub quantization: Option<String>,
+    pub build_info: Option<String>,
+    pub model_path: Option<String>,
+}
+
+/// Sum of a metric's samples across label sets; `None` if absent.
+pub fn metric_value(text: &str, name: &str) -> Option<f64> {
+    let mut total = None;
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let Some(rest) = line.strip_prefix(name) else {
+            continue;
+        };
+        if !(rest.starts_with('{') || rest.starts_with(' ')) {
+            continue;
+        }
+        let value = rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+        if let Some(v) = value {
+            *total.get_or_insert(0.0) += v;
+        }
+    }
+    total
+}
+
+/// A label's value on the first sample of `name`: `name{a="1",b="x"} 1`.
+pub fn metric_label(text: &str, name: &str, label: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))?;
+    let labels = &line[name.len() + 1..line.find('}')?];
+    let key = format!("{label}=\"");
+    let start = labels.find(&key)? + key.len();
+    let end = start + labels[start..].find('"')?;
+    Some(labels[start..end].to_string())
+}
+
+/// (running, waiting) from a metrics page.
+pub fn gauge_values(text: &str, engine: EngineKind) -> Option<(f64, Option<f64>)> {
+    let (running, waiting) = engine.gauges()?;
+    Some((metric_value(text, running)?, metric_value(text, waiting)))
+}
+
+fn json_ok(status: hyper::StatusCode, body: &[u8]) -> Option<Value> {
+    if status.is_success() {
+        serde_json::from_slice(body).ok()
+    } else {
+        None
+    }
+}
+
+pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
+    let (status, body) = client
+        .get("/v1/models")
+        .await
+        .context("asking the server for /v1/models")?;
+    if status == hyper::StatusCode::UNAUTHORIZED || status == hyper::StatusCode::FORBIDDEN {
+        bail!("/v1/models answered {status}: set the API key in OPENAI_API_KEY (or the variable named by --api-key-env)");
+    }
+    if status == hyper::StatusCode::SERVICE_UNAVAILABLE {
+        bail!("/v1/models answered 503: the server is still loading; try again when /health is OK");
+    }
+    let models_json = json_ok(status, &body)
+        .with_context(|| format!("/v1/models answered {status}, not a model list"))?;
+    let mut models = Vec::new();
+    let mut max_model_len = None;
+    if let Some(data) = models_json.get("data").and_then(Value::as_array) {
+        for m in data {
+            if let Some(id) = m.get("id").and_then(Value::as_str) {
+                models.push(id.to_string());
+            }
+            if max_model_len.is_none() {
+                max_model_len = m.get("max_model_len").and_then(Value::as_u64);
+            }
+        }
+    }
+
+    let metrics = match client.get("/metrics").await {
+        Ok((s, b)) if s.is_success() => Some(String::from_utf8_lossy(&b).into_owned()),
+        _ => None,
+    };
+    let m = metrics.as_deref().unwrap_or("");
+    let mut engine = if m.contains("vllm:") {
+        EngineKind::Vllm
+    } else if m.contains("sglang:") {
+        EngineKind::Sglang
+    } else if m.contains("llamacpp:") {
+        EngineKind::LlamaCpp
+    } else {
+        EngineKind::Unknown
+    };
+    let mut info = ServerInfo {
+        engine,
+        models,
+        version: None,
+        capacity: Capacity {
+            max_model_len,
+            ..Default::default()
+        },
+        metrics_available: metrics.is_some() && engine != EngineKind::Unknown,
+        quantization: None,
+        build_info: None,
+        model_path: None,
+    };
+
+    // llama.cpp answers /props even without --metrics.
+    if matches!(engine, EngineKind::LlamaCpp | EngineKind::Unknown) {
+        if let Ok((s, b)) = client.get("/props").await {
+            if let Some(p) = json_ok(s, &b) {
+                if p.get("total_slots").is_some() {
+                    engine = EngineKind::LlamaCpp;
+                    info.capacity.slots = p
+                        .get("total_slots")
+                        .and_then(Value::as_u64)
+                        .map(|v| v as u32);
+                    info.capacity.slot_ctx = p
+                        .pointer("/default_generation_settings/n_ctx")
+                        .and_then(Value::as_u64);
+                    info.build_info = p
+                        .get("build_info")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    info.model_path = p
+                        .get("model_path")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    if let (Some(slots), Some(ctx)) = (info.capacity.slots, info.capacity.slot_ctx)
+                    {
+                        info.capacity.kv_budget_tokens = Some(slots as u64 * ctx);
+                        info.capacity.kv_budget_source =
+                            Some("llama.cpp /props total_slots x n_ctx".into());
+                    }
+                }
+            }
+        }
+    }
+    if engine == EngineKind::Vllm {
+        if let Some(tokens) = metric_label(m, "vllm:cache_config_info", "kv_cache_size_tokens")
+            .and_then(|v| v.parse::<f64>().ok())
+        {
+            info.capacity.kv_budget_tokens = Some(tokens as u64);
+            info.capacity.kv_budget_source =
+                Some("vllm:cache_config_info kv_cache_size_tokens".into());
+        } else if let (Some(blocks), Some(size)) = (
+            metric_label(m, "vllm:cache_config_info", "num_gpu_blocks")
+                .and_then(|v| v.parse::<f64>().ok()),
+            metric_label(m, "vllm:cache_config_info", "block_size")
+                .and_then(|v| v.parse::<f64>().ok()),
+        ) {
+            info.capacity.kv_budget_tokens = Some((blocks * size) as u64);
+            info.capacity.kv_budget_source =
+                Some("vllm:cache_config_info num_gpu_blocks x block_size".into());
+        }
+        if let Ok((s, b)) = client.get("/version").await {
+            info.version = json_ok(s, &b)
+                .and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string));
+        }
+    }
+    if matches!(engine, EngineKind::Sglang | EngineKind::Unknown) {
+        for path in ["/server_info", "/get_server_info"] {
+            if let Ok((s, b)) = client.get(path).await {
+                if let Some(v) = json_ok(s, &b) {
+                    if let Some(t) = v.get("max_total_num_tokens").and_then(Value::as_u64) {
+                        engine = EngineKind::Sglang;
+                        info.capacity.kv_budget_tokens = Some(t);
+                        info.capacity.kv_budget_source =
+                            Some(format!("sglang {path} max_total_num_tokens"));
+                    }
+                    info.version = info
+                        .version
+                        .or_else(|| v.get("version").and_then(Value::as_str).map(str::to_string));
+                    info.quantization = v
+                        .get("quantization")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    break;
+                }
+            }
+        }
+    }
+    info.engine = engine;
+    info.metrics_available =
+        metrics.is_some() && engine.gauges().is_some_and(|(r, _)| m.contains(r));
+    Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VLLM: &str = "# HELP vllm:num_requests_running x\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0\nvllm:num_requests_running{engine=\"1\",model_name=\"m\"} 2.0\nvllm:num_requests_waiting{model_name=\"m\"} 0.0\nvllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"5000\",cache_dtype=\"auto\"} 1.0\n";
+
+    #[test]
+    fn prometheus_text() {
+        assert_eq!(metric_value(VLLM, "vllm:num_requests_running"), Some(5.0));
+        assert_eq!(metric_value(VLLM, "vllm:num_requests"), None);
+        assert_eq!(
+            metric_label(VLLM, "vllm:cache_config_info", "num_gpu_blocks").as_deref(),
+            Some("5000")
+        );
+        assert_eq!(gauge_values(VLLM, EngineKind::Vllm), Some((5.0, Some(0.0))));
+        assert_eq!(
+            gauge_values("llamacpp:requests_processing 2\n", EngineKind::LlamaCpp),
+            Some((2.0, None))
+        );
+    }
+}

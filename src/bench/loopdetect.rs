@@ -1,0 +1,163 @@
+//! Loop detection: a stream is looping when the tail of its text repeats with a fixed
+//! period for at least `min_cycles` whole cycles and at least `min_chars` characters (code
+//! points); cycles of only whitespace do not count. Checked every `check_every` characters
+//! over a bounded tail, one detector per channel (content, reasoning).
+
+use crate::data::LoopFinding;
+
+#[derive(Debug, Clone, Copy)]
+pub struct LoopSettings {
+    pub min_chars: usize,
+    pub min_cycles: usize,
+    pub check_every: usize,
+    /// Longest period looked for.
+    pub max_period: usize,
+}
+
+impl Default for LoopSettings {
+    fn default() -> Self {
+        LoopSettings {
+            min_chars: 4096,
+            min_cycles: 4,
+            check_every: 256,
+            max_period: 2048,
+        }
+    }
+}
+
+pub struct LoopDetector {
+    settings: LoopSettings,
+    tail: Vec<char>,
+    since_check: usize,
+    cap: usize,
+}
+
+impl LoopDetector {
+    pub fn new(settings: LoopSettings) -> LoopDetector {
+        let cap = (settings
+            .min_chars
+            .max(settings.max_period * settings.min_cycles)
+            + settings.max_period)
+            .max(64)
+            * 2;
+        LoopDetector {
+            settings,
+            tail: Vec::with_capacity(cap),
+            since_check: 0,
+            cap,
+        }
+    }
+
+    /// Appends text; returns a finding once the tail is a loop.
+    pub fn push(&mut self, text: &str, channel: &str) -> Option<LoopFinding> {
+        for ch in text.chars() {
+            self.tail.push(ch);
+            self.since_check += 1;
+        }
+        if self.tail.len() > self.cap {
+            let drop = self.tail.len() - self.cap / 2;
+            self.tail.drain(..drop);
+        }
+        if self.since_check < self.settings.check_every {
+            return None;
+        }
+        self.since_check = 0;
+        self.check(channel)
+    }
+
+    fn check(&self, channel: &str) -> Option<LoopFinding> {
+        let s = &self.tail;
+        let n = s.len();
+        let max_p = self
+            .settings
+            .max_period
+            .min(n / self.settings.min_cycles.max(1));
+        for p in 1..=max_p {
+            // Length of the suffix in which s[i] == s[i - p].
+            let mut run = 0;
+            while run + p < n && s[n - 1 - run] == s[n - 1 - run - p] {
+                run += 1;
+            }
+            let repeated = run + p;
+            if repeated < self.settings.min_chars || repeated / p < self.settings.min_cycles {
+                continue;
+            }
+            let cycle: String = s[n - p..].iter().collect();
+            if cycle.trim().is_empty() {
+                continue;
+            }
+            return Some(LoopFinding {
+                channel: Some(channel.to_string()),
+                period_chars: Some(p as u64),
+                repeated_chars: Some(repeated as u64),
+                excerpt: Some(cycle.chars().take(120).collect()),
+                cycle_hash: Some(format!("{:016x}", fnv1a(cycle.as_bytes()))),
+            });
+        }
+        None
+    }
+}
+
+/// FNV-1a: a stable hash for the finding (same cycle, same hash, across runs and builds).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(d: &mut LoopDetector, text: &str) -> Option<LoopFinding> {
+        let mut found = None;
+        for piece in text.as_bytes().chunks(7) {
+            if let Some(f) = d.push(std::str::from_utf8(piece).unwrap(), "content") {
+                found.get_or_insert(f);
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn finds_a_repeating_tail() {
+        let mut d = LoopDetector::new(LoopSettings::default());
+        let mut text = String::from("an answer that starts normally and then ");
+        text.push_str(&"the cat sat on the mat. ".repeat(200));
+        let f = feed(&mut d, &text).expect("loop found");
+        assert_eq!(f.period_chars, Some(24));
+        assert!(f.repeated_chars.unwrap() >= 4096);
+    }
+
+    #[test]
+    fn ignores_varied_text_whitespace_and_short_repeats() {
+        let mut d = LoopDetector::new(LoopSettings::default());
+        let varied: String = (0..3000)
+            .map(|i| format!("w{} ", (i * 7919) % 1013))
+            .collect();
+        assert!(feed(&mut d, &varied).is_none());
+        let mut d = LoopDetector::new(LoopSettings::default());
+        assert!(feed(&mut d, &" ".repeat(9000)).is_none());
+        let mut d = LoopDetector::new(LoopSettings::default());
+        // 3,000 repeated characters: under the 4,096 threshold.
+        assert!(feed(&mut d, &format!("{}{}", varied, "ab ".repeat(1000))).is_none());
+    }
+
+    #[test]
+    fn counts_code_points_not_bytes() {
+        let settings = LoopSettings {
+            min_chars: 400,
+            min_cycles: 4,
+            check_every: 16,
+            max_period: 64,
+        };
+        let mut d = LoopDetector::new(settings);
+        // 150 x 3 chars = 450 code points (1,350 bytes) of a 3-char cycle.
+        assert!(feed(&mut d, &"é😀ü".repeat(150)).is_some());
+        let mut d = LoopDetector::new(settings);
+        assert!(feed(&mut d, &"é😀ü".repeat(120)).is_none());
+    }
+}

@@ -1,0 +1,581 @@
+//! The embedded load generator: drives an OpenAI-compatible server across the context x
+//! concurrency matrix as `methodology.md` says and writes a run folder in the data format.
+//! Never imports `render`; figures for log lines come from `normalize`.
+
+pub mod discover;
+pub mod http;
+pub mod loopdetect;
+pub mod plan;
+pub mod progress;
+pub mod prompt;
+pub mod protocol;
+pub mod recorder;
+pub mod redact;
+pub mod runner;
+pub mod sse;
+pub mod stream;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use tokio::sync::watch;
+
+use crate::data::{
+    BenchTool, Cell, CellError, DecodeTest, EngineInfo, HardwareInfo, ModelInfo, Origin, Phase,
+    PrefillMode, RunManifest, RunSettings, Status, SCHEMA_VERSION,
+};
+use crate::render::format::context_label;
+use discover::{EngineKind, ServerInfo};
+use http::{Endpoint, HttpClient};
+use loopdetect::LoopSettings;
+use plan::{Capacity, PlannedCell};
+use progress::Progress;
+use prompt::Api;
+use recorder::Recorder;
+use runner::CellContext;
+use stream::{StreamSettings, WindowClock};
+
+/// The facts a server cannot tell about itself.
+#[derive(Debug, Clone, Default)]
+pub struct ManifestFacts {
+    pub model_id: Option<String>,
+    pub revision: Option<String>,
+    pub hardware_kind: Option<String>,
+    pub device: Option<String>,
+    pub device_count: Option<u32>,
+    pub memory_gb: Option<f64>,
+    pub cpu: Option<String>,
+    pub os: Option<String>,
+    pub engine: Option<String>,
+    pub engine_version: Option<String>,
+    pub quantization: Option<String>,
+    pub backend: Option<String>,
+    pub repository: Option<String>,
+    pub build: Option<String>,
+    pub commit: Option<String>,
+    /// Redacted before it is stored.
+    pub launch_command: Option<String>,
+    pub notes_markdown: Option<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub endpoint: String,
+    pub api_key: Option<String>,
+    pub model: Option<String>,
+    pub api: Api,
+    pub contexts: Vec<u32>,
+    pub concurrency: Vec<u32>,
+    pub prefill_contexts: Vec<u32>,
+    pub duration: Duration,
+    pub max_output: u32,
+    pub kv_budget: Option<u64>,
+    pub run_id: Option<String>,
+    pub data_dir: PathBuf,
+    pub resume: bool,
+    pub dry_run: bool,
+    pub warmup_hold: Duration,
+    pub warmup_timeout: Duration,
+    pub drain_timeout: Duration,
+    pub stall_timeout: Duration,
+    pub gauge_interval: Duration,
+    pub loop_settings: LoopSettings,
+    pub detect_loops: bool,
+    pub facts: ManifestFacts,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct BenchSummary {
+    pub run_dir: PathBuf,
+    pub written: usize,
+    pub skipped_existing: usize,
+    pub valid: usize,
+    pub looped: usize,
+    pub over_capacity: usize,
+    pub errors: usize,
+    pub interrupted: bool,
+}
+
+/// Runs the bench to the end (or to Ctrl-C) on a runtime of its own.
+pub fn run_blocking(cfg: BenchConfig) -> Result<BenchSummary> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(run(cfg))
+}
+
+fn capacity(info: &ServerInfo, cfg: &BenchConfig) -> Capacity {
+    let mut cap = info.capacity.clone();
+    if let Some(b) = cfg.kv_budget {
+        cap.kv_budget_tokens = Some(b);
+        cap.kv_budget_source = Some("--kv-budget".into());
+    }
+    cap
+}
+
+fn default_run_id(model: &str, engine: &str) -> String {
+    let stamp: String = recorder::now_rfc3339()
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .take(14)
+        .collect();
+    let mut id = format!(
+        "{}-{}-{}",
+        crate::data::ids::slugify(&crate::normalize::model_display_name(model)),
+        crate::data::ids::slugify(engine),
+        stamp
+    );
+    id.truncate(128);
+    id
+}
+
+fn describe(p: &PlannedCell) -> String {
+    match p.phase {
+        Phase::Prefill => format!("prefill {}", context_label(p.context)),
+        Phase::Decode => format!("decode {} x {}", context_label(p.context), p.concurrency),
+    }
+}
+
+fn manifest(
+    cfg: &BenchConfig,
+    info: &ServerInfo,
+    model: &str,
+    cap: &Capacity,
+) -> Result<RunManifest> {
+    let f = &cfg.facts;
+    let (kind, device, count) = match (&f.device, &f.cpu) {
+        (Some(d), _) => (f.hardware_kind.clone().unwrap_or_else(|| "Discrete GPU".into()), d.clone(), f.device_count.unwrap_or(1)),
+        (None, Some(cpu)) => (f.hardware_kind.clone().unwrap_or_else(|| "CPU".into()), cpu.clone(), f.device_count.unwrap_or(1)),
+        (None, None) => bail!("say what the server runs on: --gpu NAME --gpu-count N (or --cpu NAME for a CPU-only server); the server cannot tell"),
+    };
+    let engine = f
+        .engine
+        .clone()
+        .unwrap_or_else(|| info.engine.name().to_string());
+    let version = f
+        .engine_version
+        .clone()
+        .or_else(|| info.version.clone().filter(|v| v != "b0-unknown"))
+        .unwrap_or_else(|| "unknown".into());
+    let repository = f.repository.clone().or_else(|| match info.engine {
+        EngineKind::Vllm => Some("github.com/vllm-project/vllm".into()),
+        EngineKind::Sglang => Some("github.com/sgl-project/sglang".into()),
+        EngineKind::LlamaCpp => Some("github.com/ggml-org/llama.cpp".into()),
+        EngineKind::Unknown => None,
+    });
+    Ok(RunManifest {
+        schema_version: SCHEMA_VERSION,
+        model: ModelInfo {
+            id: f.model_id.clone().unwrap_or_else(|| model.to_string()),
+            served_name: f
+                .model_id
+                .as_ref()
+                .filter(|id| id.as_str() != model)
+                .map(|_| model.to_string()),
+            revision: f.revision.clone(),
+        },
+        hardware: HardwareInfo {
+            kind,
+            device,
+            count,
+            memory_gb: f.memory_gb,
+            os: Some(
+                f.os.clone()
+                    .unwrap_or_else(|| std::env::consts::OS.to_string()),
+            ),
+            cpu: if f.device.is_some() {
+                f.cpu.clone()
+            } else {
+                None
+            },
+        },
+        engine: EngineInfo {
+            name: engine,
+            version,
+            quantization: f.quantization.clone().or_else(|| info.quantization.clone()),
+            backend: f.backend.clone(),
+            repository,
+            build: f.build.clone().or_else(|| info.build_info.clone()),
+            commit: f.commit.clone(),
+        },
+        settings: RunSettings {
+            contexts: cfg.contexts.clone(),
+            concurrency: cfg.concurrency.clone(),
+            prefill_contexts: cfg.prefill_contexts.clone(),
+            duration_s: cfg.duration.as_secs_f64(),
+            max_output_tokens: cfg.max_output,
+            decode_test: DecodeTest::FixedDuration,
+            prefill_mode: PrefillMode::DecodeWarmup,
+            api: Some(cfg.api.name().into()),
+            kv_budget_tokens: cap.kv_budget_tokens,
+            kv_budget_source: cap.kv_budget_source.clone(),
+        },
+        launch_command: f.launch_command.as_deref().map(redact::redact_command),
+        bench_tool: BenchTool {
+            name: "site bench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        origin: Origin::Measured,
+        started_at: Some(recorder::now_rfc3339()),
+        finished_at: None,
+        description: f.description.clone(),
+    })
+}
+
+fn cell_summary(cell: &Cell) -> String {
+    let v = crate::normalize::normalize_cell(cell, Origin::Measured);
+    let f = &v.figures;
+    match cell.status {
+        Status::Valid if cell.phase == Phase::Prefill => format!(
+            "{:.0} prompt tok/s, TTFT {:.0} ms",
+            f.prompt_tps.unwrap_or(0.0),
+            f.ttft_ms.unwrap_or(0.0)
+        ),
+        Status::Valid => format!(
+            "{:.1} tok/s total, {:.1} per request, TTFT {:.0} ms, {:.1} active{}",
+            f.total_tps.unwrap_or(0.0),
+            f.per_request_tps.unwrap_or(0.0),
+            f.ttft_ms.unwrap_or(0.0),
+            f.avg_active.unwrap_or(0.0),
+            if v.warnings.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (warning: {})",
+                    v.warnings
+                        .iter()
+                        .map(|w| w.code.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        ),
+        Status::Looped => "Looped".into(),
+        Status::OverCapacity => format!(
+            "Over capacity ({})",
+            cell.over_capacity
+                .as_ref()
+                .map(|o| o.rule.as_str())
+                .unwrap_or("")
+        ),
+        Status::Error => format!(
+            "Error: {}",
+            cell.error
+                .as_ref()
+                .map(|e| e.message.as_str())
+                .unwrap_or("")
+        ),
+    }
+}
+
+pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
+    let client = HttpClient::new(Endpoint::parse(&cfg.endpoint)?, cfg.api_key.clone());
+    let info = discover::discover(&client)
+        .await
+        .with_context(|| format!("discovering {}", client.endpoint.display()))?;
+    let model = match (&cfg.model, info.models.first()) {
+        (Some(m), _) => m.clone(),
+        (None, Some(m)) => m.clone(),
+        (None, None) => bail!("the server lists no model; pass --model"),
+    };
+    let cap = capacity(&info, &cfg);
+    let planned = plan::plan(
+        &cfg.contexts,
+        &cfg.concurrency,
+        &cfg.prefill_contexts,
+        cfg.max_output,
+        &cap,
+    );
+
+    eprintln!(
+        "{} at {}: model {model}, KV budget {}, max model length {}, gauges {}",
+        info.engine.name(),
+        client.endpoint.display(),
+        cap.kv_budget_tokens
+            .map(|b| format!(
+                "{b} tokens ({})",
+                cap.kv_budget_source.as_deref().unwrap_or("")
+            ))
+            .unwrap_or_else(|| "unknown".into()),
+        cap.max_model_len
+            .map(|l| l.to_string())
+            .unwrap_or_else(|| "unknown".into()),
+        if info.metrics_available {
+            "on"
+        } else {
+            "off (client in-flight count)"
+        }
+    );
+    if cfg.dry_run {
+        let runs = planned.iter().filter(|p| p.over_capacity.is_none()).count();
+        println!(
+            "Plan: {} cells, {} to run, {} Over capacity",
+            planned.len(),
+            runs,
+            planned.len() - runs
+        );
+        for p in &planned {
+            match &p.over_capacity {
+                None => println!("  run            {}", describe(p)),
+                Some(o) => println!(
+                    "  over capacity  {}: {} (needs {}, limit {})",
+                    describe(p),
+                    o.rule,
+                    o.required_tokens,
+                    o.budget_tokens
+                        .map(|b| b.to_string())
+                        .unwrap_or_else(|| "?".into())
+                ),
+            }
+        }
+        let secs: f64 = planned
+            .iter()
+            .filter(|p| p.phase == Phase::Decode && p.over_capacity.is_none())
+            .count() as f64
+            * (cfg.duration + cfg.warmup_hold).as_secs_f64();
+        println!(
+            "Decode windows alone take about {:.0} minutes.",
+            secs / 60.0
+        );
+        return Ok(BenchSummary::default());
+    }
+
+    let engine_name = cfg
+        .facts
+        .engine
+        .clone()
+        .unwrap_or_else(|| info.engine.name().to_string());
+    let run_id = cfg.run_id.clone().unwrap_or_else(|| {
+        default_run_id(
+            cfg.facts.model_id.as_deref().unwrap_or(&model),
+            &engine_name,
+        )
+    });
+    let mut recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume)?;
+    let mut m = manifest(&cfg, &info, &model, &cap)?;
+    if let Some(old) = recorder.existing_manifest()? {
+        if old.settings.contexts != m.settings.contexts
+            || old.settings.concurrency != m.settings.concurrency
+            || old.settings.prefill_contexts != m.settings.prefill_contexts
+            || old.settings.duration_s != m.settings.duration_s
+            || old.settings.max_output_tokens != m.settings.max_output_tokens
+        {
+            bail!("--resume: the matrix settings differ from those of {}; resume with the same --contexts, --concurrency, --prefill-contexts, --duration and --max-output", recorder.dir.display());
+        }
+        m.started_at = old.started_at;
+    }
+    recorder.write_manifest(&m)?;
+    if let Some(notes) = &cfg.facts.notes_markdown {
+        recorder.write_notes(notes)?;
+    }
+
+    let clock = WindowClock::new(Instant::now());
+    let cx = CellContext {
+        client: client.clone(),
+        engine: info.engine,
+        metrics: info.metrics_available,
+        api: cfg.api,
+        model: model.clone(),
+        max_output: cfg.max_output,
+        duration: cfg.duration,
+        warmup_hold: cfg.warmup_hold,
+        warmup_timeout: cfg.warmup_timeout,
+        drain_timeout: cfg.drain_timeout,
+        stream: StreamSettings {
+            stall_timeout: cfg.stall_timeout,
+            loop_settings: cfg.loop_settings,
+            detect_loops: cfg.detect_loops,
+        },
+        clock: clock.clone(),
+        gauge: Arc::new(Mutex::new(Vec::new())),
+    };
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let sampler = runner::spawn_gauge_sampler(cx.clone(), cfg.gauge_interval, stop_rx.clone());
+    let (int_tx, int_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = int_tx.send(true);
+        }
+    });
+
+    let mut summary = BenchSummary {
+        run_dir: recorder.dir.clone(),
+        ..Default::default()
+    };
+    let todo: Vec<&PlannedCell> = planned
+        .iter()
+        .filter(|p| !recorder.has(p.phase, p.context, p.concurrency))
+        .collect();
+    summary.skipped_existing = planned.len() - todo.len();
+    if summary.skipped_existing > 0 {
+        eprintln!(
+            "resuming {run_id}: {} cells already measured, {} to go",
+            summary.skipped_existing,
+            todo.len()
+        );
+    }
+    let mut progress = Progress::new(todo.len() as u64);
+    let live = {
+        let (clock, mut stop) = (clock.clone(), stop_rx.clone());
+        let bar_msg: Arc<Mutex<String>> = Arc::new(Mutex::new(String::new()));
+        (
+            bar_msg.clone(),
+            tokio::spawn(async move {
+                let mut last = (Instant::now(), 0u64);
+                loop {
+                    tokio::select! { _ = tokio::time::sleep(Duration::from_millis(500)) => {}, _ = stop.changed() => return }
+                    let now = (
+                        Instant::now(),
+                        clock.live_tokens.load(std::sync::atomic::Ordering::Relaxed),
+                    );
+                    let rate = (now.1 - last.1) as f64 / (now.0 - last.0).as_secs_f64();
+                    *bar_msg.lock().unwrap() = format!("{rate:.0} tok/s live");
+                    last = now;
+                }
+            }),
+        )
+    };
+
+    let mut contexts: Vec<u32> = todo.iter().map(|p| p.context).collect();
+    contexts.dedup();
+    'contexts: for ctx in contexts {
+        let cells: Vec<&&PlannedCell> = todo.iter().filter(|p| p.context == ctx).collect();
+        // Over-capacity cells need no server time: write them first.
+        for p in cells.iter().filter(|p| p.over_capacity.is_some()) {
+            let cell = planned_cell(p, Status::OverCapacity);
+            recorder.write_cell(&cell)?;
+            progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&cell)));
+            summary.over_capacity += 1;
+            summary.written += 1;
+        }
+        let runnable: Vec<&&PlannedCell> = cells
+            .iter()
+            .filter(|p| p.over_capacity.is_none())
+            .copied()
+            .collect();
+        if runnable.is_empty() {
+            continue;
+        }
+        progress.current(&format!("sizing the {} prompt", context_label(ctx)));
+        let sized =
+            match prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, ctx).await {
+                Ok(s) => s,
+                Err(e) => {
+                    for p in &runnable {
+                        let mut cell = planned_cell(p, Status::Error);
+                        cell.error = Some(CellError {
+                            message: format!("sizing the prompt failed: {e:#}"),
+                            http_status: None,
+                        });
+                        recorder.write_cell(&cell)?;
+                        progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&cell)));
+                        summary.errors += 1;
+                        summary.written += 1;
+                    }
+                    continue;
+                }
+            };
+        // The prefill sample always runs first: it warms the prefix cache for the decode cells.
+        progress.current(&format!(
+            "prefill {} ({} prompt tokens)",
+            context_label(ctx),
+            sized.tokens
+        ));
+        let prefill =
+            runner::prefill_cell(&cx, ctx, &sized.text, sized.tokens, int_rx.clone()).await;
+        if *int_rx.borrow() {
+            summary.interrupted = true;
+            break 'contexts;
+        }
+        if let Some(p) = runnable.iter().find(|p| p.phase == Phase::Prefill) {
+            recorder.write_cell(&prefill)?;
+            progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&prefill)));
+            count(&mut summary, &prefill);
+        }
+        for p in runnable.iter().filter(|p| p.phase == Phase::Decode) {
+            let label = describe(p);
+            progress.current(&format!("{label}: warming up · {}", live.0.lock().unwrap()));
+            if info.engine == EngineKind::LlamaCpp && p.concurrency > 1 {
+                runner::warm_slots(&cx, &sized.text, p.concurrency, &int_rx).await;
+            }
+            let ticker = {
+                let (msg, label) = (live.0.clone(), label.clone());
+                let bar = progress_handle(&progress);
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        if let Some(b) = &bar {
+                            b.set_message(format!("{label} · {}", msg.lock().unwrap()));
+                        }
+                    }
+                })
+            };
+            let (cell, interrupted) = runner::decode_cell(
+                &cx,
+                ctx,
+                p.concurrency,
+                &sized.text,
+                sized.tokens,
+                int_rx.clone(),
+            )
+            .await;
+            ticker.abort();
+            if interrupted {
+                summary.interrupted = true;
+                break 'contexts;
+            }
+            recorder.write_cell(&cell)?;
+            progress.cell_done(&format!("{label}: {}", cell_summary(&cell)));
+            count(&mut summary, &cell);
+        }
+    }
+    progress.finish();
+    let _ = stop_tx.send(true);
+    let _ = sampler.await;
+    live.1.abort();
+    if summary.interrupted {
+        eprintln!(
+            "interrupted: {} cells kept in {}; continue with --resume --run-id {run_id}",
+            summary.written,
+            recorder.dir.display()
+        );
+        bail!("interrupted");
+    }
+    m.finished_at = Some(recorder::now_rfc3339());
+    recorder.write_manifest(&m)?;
+    Ok(summary)
+}
+
+fn progress_handle(p: &Progress) -> Option<indicatif::ProgressBar> {
+    p.bar_handle()
+}
+
+fn count(summary: &mut BenchSummary, cell: &Cell) {
+    summary.written += 1;
+    match cell.status {
+        Status::Valid => summary.valid += 1,
+        Status::Looped => summary.looped += 1,
+        Status::OverCapacity => summary.over_capacity += 1,
+        Status::Error => summary.errors += 1,
+    }
+}
+
+fn planned_cell(p: &PlannedCell, status: Status) -> Cell {
+    Cell {
+        schema_version: SCHEMA_VERSION,
+        phase: p.phase,
+        context: p.context,
+        prompt_tokens: None,
+        concurrency: p.concurrency,
+        status,
+        warnings: vec![],
+        reported: None,
+        measurement: None,
+        over_capacity: p.over_capacity.clone(),
+        loop_finding: None,
+        error: None,
+    }
+}

@@ -1,0 +1,252 @@
+//! The plan of a run: which cells to measure, in which order, and which are Over capacity
+//! and why. Also the parsers for the matrix flags (`8k,16k,251k`, `30s`).
+
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+
+use crate::data::{OverCapacity, Phase};
+
+/// `8k` = 8192 tokens, `1.5k` = 1536, `251K` = 257024, `512` = 512.
+pub fn parse_tokens(s: &str) -> Result<u32> {
+    let t = s.trim();
+    let (num, mult) = match t.strip_suffix(['k', 'K']) {
+        Some(n) => (n, 1024.0),
+        None => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| anyhow!("{s:?} is not a token count (examples: 512, 8k, 1.5k)"))?;
+    let tokens = v * mult;
+    if !(tokens >= 1.0 && tokens <= u32::MAX as f64 && tokens.fract() == 0.0) {
+        bail!("{s:?} is not a whole, positive number of tokens");
+    }
+    Ok(tokens as u32)
+}
+
+pub fn parse_token_list(s: &str) -> Result<Vec<u32>> {
+    let mut v: Vec<u32> = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(parse_tokens)
+        .collect::<Result<_>>()?;
+    v.sort_unstable();
+    v.dedup();
+    if v.is_empty() {
+        bail!("empty list");
+    }
+    Ok(v)
+}
+
+pub fn parse_count_list(s: &str) -> Result<Vec<u32>> {
+    let mut v: Vec<u32> = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            p.trim()
+                .parse::<u32>()
+                .map_err(|_| anyhow!("{p:?} is not a whole number"))
+                .and_then(|n| {
+                    if n == 0 {
+                        Err(anyhow!("0 requests at once"))
+                    } else {
+                        Ok(n)
+                    }
+                })
+        })
+        .collect::<Result<_>>()?;
+    v.sort_unstable();
+    v.dedup();
+    if v.is_empty() {
+        bail!("empty list");
+    }
+    Ok(v)
+}
+
+/// `30s`, `1.5s`, `500ms`, `2m`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("{s:?} is not a duration (examples: 30s, 500ms, 2m)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        bail!("{s:?}: a duration must be positive");
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+/// What the server can hold, as far as it told us (or the user did).
+#[derive(Debug, Clone, Default)]
+pub struct Capacity {
+    /// Total KV cache in tokens shared by all requests.
+    pub kv_budget_tokens: Option<u64>,
+    pub kv_budget_source: Option<String>,
+    /// The model's maximum length (prompt + output).
+    pub max_model_len: Option<u64>,
+    /// llama.cpp: parallel slots and the context of one slot.
+    pub slots: Option<u32>,
+    pub slot_ctx: Option<u64>,
+}
+
+/// Why a decode cell is not run, or `None` when it fits.
+pub fn over_capacity(ctx: u32, c: u32, max_output: u32, cap: &Capacity) -> Option<OverCapacity> {
+    let per_request = ctx as u64 + max_output as u64;
+    let required = c as u64 * per_request;
+    if let Some(len) = cap.max_model_len {
+        if per_request > len {
+            return Some(OverCapacity {
+                rule: "context + max output > max model length".into(),
+                required_tokens: per_request,
+                budget_tokens: Some(len),
+            });
+        }
+    }
+    if let (Some(slots), Some(slot_ctx)) = (cap.slots, cap.slot_ctx) {
+        if per_request > slot_ctx {
+            return Some(OverCapacity {
+                rule: "context + max output > one slot's context (n_ctx / slots)".into(),
+                required_tokens: per_request,
+                budget_tokens: Some(slot_ctx),
+            });
+        }
+        if c > slots {
+            return Some(OverCapacity {
+                rule: "C > parallel slots".into(),
+                required_tokens: c as u64,
+                budget_tokens: Some(slots as u64),
+            });
+        }
+    }
+    if let Some(budget) = cap.kv_budget_tokens {
+        if required > budget {
+            return Some(OverCapacity {
+                rule: "C x (context + max output) > KV budget".into(),
+                required_tokens: required,
+                budget_tokens: Some(budget),
+            });
+        }
+    }
+    None
+}
+
+#[derive(Debug, Clone)]
+pub struct PlannedCell {
+    pub phase: Phase,
+    pub context: u32,
+    pub concurrency: u32,
+    pub over_capacity: Option<OverCapacity>,
+}
+
+/// Cells in the order they run: per context (ascending), its prefill sample, then its
+/// decode cells by concurrency (ascending); prefill-only contexts in their place.
+pub fn plan(
+    contexts: &[u32],
+    concurrency: &[u32],
+    prefill_contexts: &[u32],
+    max_output: u32,
+    cap: &Capacity,
+) -> Vec<PlannedCell> {
+    let mut all: Vec<u32> = contexts.iter().chain(prefill_contexts).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    let mut out = Vec::new();
+    for ctx in all {
+        if prefill_contexts.contains(&ctx) {
+            // A prompt that cannot fit at all is reported by the server; the plan only
+            // skips decode cells.
+            out.push(PlannedCell {
+                phase: Phase::Prefill,
+                context: ctx,
+                concurrency: 1,
+                over_capacity: None,
+            });
+        }
+        if contexts.contains(&ctx) {
+            for &c in concurrency {
+                out.push(PlannedCell {
+                    phase: Phase::Decode,
+                    context: ctx,
+                    concurrency: c,
+                    over_capacity: over_capacity(ctx, c, max_output, cap),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_and_duration_flags() {
+        assert_eq!(
+            parse_token_list("8k,16K,251k,1.5k,512").unwrap(),
+            [512, 1536, 8192, 16384, 257024]
+        );
+        assert!(parse_tokens("1.3k").is_err());
+        assert!(parse_tokens("abc").is_err());
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_count_list("1,0").is_err());
+    }
+
+    #[test]
+    fn over_capacity_rules() {
+        let cap = Capacity {
+            kv_budget_tokens: Some(100_000),
+            max_model_len: Some(40_000),
+            ..Default::default()
+        };
+        assert!(over_capacity(8192, 8, 4096, &cap).is_none()); // 98,304 fits
+        let o = over_capacity(8192, 16, 4096, &cap).unwrap();
+        assert_eq!(
+            (o.required_tokens, o.budget_tokens),
+            (196_608, Some(100_000))
+        );
+        let o = over_capacity(38_000, 1, 4096, &cap).unwrap();
+        assert_eq!(o.rule, "context + max output > max model length");
+        let llama = Capacity {
+            slots: Some(4),
+            slot_ctx: Some(2048),
+            ..Default::default()
+        };
+        assert!(over_capacity(1024, 4, 512, &llama).is_none());
+        assert_eq!(
+            over_capacity(1024, 8, 512, &llama).unwrap().rule,
+            "C > parallel slots"
+        );
+        assert!(over_capacity(1600, 1, 512, &llama).is_some());
+    }
+
+    #[test]
+    fn plan_orders_prefill_before_decode() {
+        let p = plan(&[8192], &[1, 2], &[8192, 16384], 4096, &Capacity::default());
+        let keys: Vec<(Phase, u32, u32)> = p
+            .iter()
+            .map(|c| (c.phase, c.context, c.concurrency))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                (Phase::Prefill, 8192, 1),
+                (Phase::Decode, 8192, 1),
+                (Phase::Decode, 8192, 2),
+                (Phase::Prefill, 16384, 1)
+            ]
+        );
+    }
+}

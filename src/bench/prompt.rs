@@ -1,0 +1,222 @@
+//! Prompts of an exact size: a tag unique to the run and context at the very start (prefix
+//! caches match from the first token, so no prompt is ever served from another context or
+//! run), then filler words, sized with the server's tokenizer and confirmed by usage.
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use super::discover::EngineKind;
+use super::http::HttpClient;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Chat,
+    Completions,
+}
+
+impl Api {
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        }
+    }
+}
+
+const WORDS: &[&str] = &[
+    "river", "stone", "harbor", "lantern", "meadow", "copper", "signal", "orchard", "glacier",
+    "violet", "engine", "marble", "thunder", "saddle", "pepper", "canyon", "window", "falcon",
+    "ember", "ledger", "compass", "willow", "anchor", "quartz", "velvet", "summit", "cobalt",
+    "harvest", "pillar", "lagoon", "timber", "beacon",
+];
+
+/// `n` filler words, deterministic for a seed (a small LCG: no dependency, same every run).
+pub fn filler(n: usize, seed: u64) -> String {
+    let mut s = String::with_capacity(n * 7);
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    for i in 0..n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(WORDS[(x >> 33) as usize % WORDS.len()]);
+    }
+    s
+}
+
+/// The text of a prompt: tag + filler + the instruction to write at length.
+pub fn prompt_text(run_id: &str, context: u32, words: usize) -> String {
+    format!(
+        "[speed-matrix {run_id} ctx-{context}] Read the notes below, then write a long, detailed story that uses them.\n{}",
+        filler(words, context as u64)
+    )
+}
+
+/// The request body for a prompt.
+pub fn request_body(api: Api, model: &str, prompt: &str, max_tokens: u32, stream: bool) -> Value {
+    let mut body = match api {
+        Api::Chat => json!({
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_completion_tokens": max_tokens,
+            "max_tokens": max_tokens,
+        }),
+        Api::Completions => json!({"model": model, "prompt": prompt, "max_tokens": max_tokens}),
+    };
+    body["ignore_eos"] = json!(true);
+    body["temperature"] = json!(0.7);
+    if stream {
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true, "continuous_usage_stats": true});
+    }
+    body
+}
+
+/// Counts a prompt's tokens with the server's `/tokenize`, or `None` if it has none.
+pub async fn tokenize(
+    client: &HttpClient,
+    engine: EngineKind,
+    api: Api,
+    model: &str,
+    prompt: &str,
+) -> Result<Option<u64>> {
+    let bodies: Vec<Value> = match (engine, api) {
+        (EngineKind::LlamaCpp, _) => vec![json!({"content": prompt, "add_special": true})],
+        (_, Api::Chat) => vec![
+            json!({"model": model, "messages": [{"role": "user", "content": prompt}]}),
+            json!({"model": model, "prompt": prompt}),
+        ],
+        (_, Api::Completions) => vec![json!({"model": model, "prompt": prompt})],
+    };
+    for body in bodies {
+        let Ok((status, bytes)) = client.post("/tokenize", &body).await else {
+            continue;
+        };
+        if !status.is_success() {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+            continue;
+        };
+        if let Some(c) = v.get("count").and_then(Value::as_u64) {
+            return Ok(Some(c));
+        }
+        if let Some(t) = v.get("tokens").and_then(Value::as_array) {
+            return Ok(Some(t.len() as u64));
+        }
+    }
+    Ok(None)
+}
+
+/// Counts prompt tokens through a real one-token request's `usage.prompt_tokens`.
+async fn count_by_request(client: &HttpClient, api: Api, model: &str, prompt: &str) -> Result<u64> {
+    let (status, bytes) = client
+        .post(api.path(), &request_body(api, model, prompt, 1, false))
+        .await?;
+    if !status.is_success() {
+        bail!(
+            "sizing request answered {status}: {}",
+            super::protocol::error_body_message(&bytes)
+        );
+    }
+    let v: Value =
+        serde_json::from_slice(&bytes).context("sizing request: response is not JSON")?;
+    v.pointer("/usage/prompt_tokens")
+        .and_then(Value::as_u64)
+        .context("sizing request: no usage.prompt_tokens in the response")
+}
+
+#[derive(Debug, Clone)]
+pub struct SizedPrompt {
+    pub text: String,
+    /// Tokens by the server's count (tokenizer or usage).
+    pub tokens: u64,
+    pub method: &'static str,
+}
+
+/// Finds the number of filler words that gives `target` tokens (within 0.2% or 4 tokens).
+pub async fn size_prompt(
+    client: &HttpClient,
+    engine: EngineKind,
+    api: Api,
+    model: &str,
+    run_id: &str,
+    target: u32,
+) -> Result<SizedPrompt> {
+    let tolerance = (target as f64 * 0.002).max(4.0);
+    let mut words = (target as usize).saturating_sub(32).max(1);
+    let mut best: Option<SizedPrompt> = None;
+    let mut use_tokenizer = true;
+    for _ in 0..8 {
+        let text = prompt_text(run_id, target, words);
+        let (count, method) = match if use_tokenizer {
+            tokenize(client, engine, api, model, &text).await?
+        } else {
+            None
+        } {
+            Some(c) => (c, "tokenize"),
+            None => {
+                use_tokenizer = false;
+                (count_by_request(client, api, model, &text).await?, "usage")
+            }
+        };
+        let err = (count as f64 - target as f64).abs();
+        let better = best
+            .as_ref()
+            .is_none_or(|b| err < (b.tokens as f64 - target as f64).abs());
+        if better {
+            best = Some(SizedPrompt {
+                text,
+                tokens: count,
+                method,
+            });
+        }
+        if err <= tolerance {
+            break;
+        }
+        // Scale by the observed tokens per word (the tag and template are a fixed cost).
+        let per_word = (count as f64 / words as f64).max(0.01);
+        let next = (words as f64 + (target as f64 - count as f64) / per_word)
+            .round()
+            .max(1.0) as usize;
+        if next == words {
+            break;
+        }
+        words = next;
+    }
+    best.context("could not size a prompt")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_are_unique_per_context_and_deterministic() {
+        assert_eq!(filler(5, 1), filler(5, 1));
+        assert_ne!(prompt_text("r", 8192, 10), prompt_text("r", 16384, 10));
+        assert!(prompt_text("run-1", 8192, 10).starts_with("[speed-matrix run-1 ctx-8192]"));
+        assert_eq!(filler(100, 3).split(' ').count(), 100);
+    }
+
+    #[test]
+    fn request_bodies() {
+        let b = request_body(Api::Chat, "m", "hi", 4096, true);
+        assert_eq!(b["max_completion_tokens"], 4096);
+        assert_eq!(b["stream_options"]["continuous_usage_stats"], true);
+        assert_eq!(b["ignore_eos"], true);
+        let c = request_body(Api::Completions, "m", "hi", 1, false);
+        assert_eq!(c["prompt"], "hi");
+        assert!(c.get("stream").is_none());
+    }
+}

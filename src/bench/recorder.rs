@@ -1,0 +1,130 @@
+//! The run folder as the bench writes it: the manifest at the start and again at the end,
+//! each cell atomically (temp file + rename) as soon as it finishes, so an interrupted run
+//! keeps every finished cell and `--resume` runs only the missing ones.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::data::json::to_pretty;
+use crate::data::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
+
+pub struct Recorder {
+    pub dir: PathBuf,
+    /// (phase, context, concurrency) of the cells already on disk.
+    pub done: BTreeSet<(Phase, u32, u32)>,
+}
+
+/// Writes `bytes` to `path` through a temp file in the same folder and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().context("a file path has a folder")?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
+    Ok(())
+}
+
+impl Recorder {
+    /// Opens `data/runs/<id>/`. A folder with cells is continued only with `resume`.
+    pub fn open(data_dir: &Path, run_id: &str, resume: bool) -> Result<Recorder> {
+        data::ids::check_id("run id", run_id)?;
+        let dir = data_dir.join(RUNS_DIR).join(run_id);
+        let mut done = BTreeSet::new();
+        if dir.join(RUN_MANIFEST).exists() {
+            if !resume {
+                bail!("{} already exists: pass --resume to measure only its missing cells, or choose another --run-id", dir.display());
+            }
+            let run = data::load_run_dir(&dir)
+                .with_context(|| format!("reading {} to resume it", dir.display()))?;
+            for c in &run.cells {
+                done.insert((c.cell.phase, c.cell.context, c.cell.concurrency));
+            }
+        } else if resume {
+            bail!("--resume: {} does not exist", dir.display());
+        }
+        fs::create_dir_all(dir.join(CELLS_DIR))
+            .with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Recorder { dir, done })
+    }
+
+    pub fn existing_manifest(&self) -> Result<Option<RunManifest>> {
+        let path = self.dir.join(RUN_MANIFEST);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let text = fs::read_to_string(&path)?;
+        Ok(Some(data::json::parse(&path, &text)?))
+    }
+
+    pub fn write_manifest(&self, m: &RunManifest) -> Result<()> {
+        write_atomic(&self.dir.join(RUN_MANIFEST), to_pretty(m).as_bytes())
+    }
+
+    pub fn write_notes(&self, markdown: &str) -> Result<()> {
+        write_atomic(&self.dir.join(RUN_NOTES), markdown.as_bytes())
+    }
+
+    pub fn write_cell(&mut self, cell: &Cell) -> Result<()> {
+        write_atomic(
+            &self.dir.join(CELLS_DIR).join(cell.file_name()),
+            to_pretty(cell).as_bytes(),
+        )?;
+        self.done
+            .insert((cell.phase, cell.context, cell.concurrency));
+        Ok(())
+    }
+
+    pub fn has(&self, phase: Phase, context: u32, concurrency: u32) -> bool {
+        self.done.contains(&(phase, context, concurrency))
+    }
+}
+
+/// Seconds since 1970 as RFC 3339 UTC (`2026-12-02T14:05:09Z`), without a date library.
+pub fn rfc3339_utc(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+pub fn now_rfc3339() -> String {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    rfc3339_utc(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(1_796_220_309), "2026-12-02T14:05:09Z");
+        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+    }
+}

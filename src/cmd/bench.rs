@@ -1,0 +1,89 @@
+use anyhow::{Context, Result};
+
+use crate::bench::loopdetect::LoopSettings;
+use crate::bench::plan::{parse_count_list, parse_duration, parse_token_list};
+use crate::bench::prompt::Api;
+use crate::bench::{self, BenchConfig, ManifestFacts};
+use crate::cli::BenchArgs;
+
+pub fn run(a: &BenchArgs) -> Result<()> {
+    let contexts = parse_token_list(&a.contexts).context("--contexts")?;
+    let prefill_contexts = match &a.prefill_contexts {
+        Some(p) => parse_token_list(p).context("--prefill-contexts")?,
+        None => contexts.clone(),
+    };
+    let notes_markdown = match &a.notes {
+        Some(p) => {
+            Some(std::fs::read_to_string(p).with_context(|| format!("--notes {}", p.display()))?)
+        }
+        None => None,
+    };
+    // The key comes only from the environment; it is sent as a header and never stored.
+    let api_key = std::env::var(&a.api_key_env).ok().filter(|k| !k.is_empty());
+    let cfg = BenchConfig {
+        endpoint: a.endpoint.clone(),
+        api_key,
+        model: a.model.clone(),
+        api: if a.api == "completions" {
+            Api::Completions
+        } else {
+            Api::Chat
+        },
+        contexts,
+        concurrency: parse_count_list(&a.concurrency).context("--concurrency")?,
+        prefill_contexts,
+        duration: parse_duration(&a.duration).context("--duration")?,
+        max_output: a.max_output,
+        kv_budget: a.kv_budget,
+        run_id: a.run_id.clone(),
+        data_dir: a.data.clone(),
+        resume: a.resume,
+        dry_run: a.dry_run,
+        warmup_hold: parse_duration(&a.warmup_hold).context("--warmup-hold")?,
+        warmup_timeout: parse_duration(&a.warmup_timeout).context("--warmup-timeout")?,
+        drain_timeout: parse_duration(&a.drain_timeout).context("--drain-timeout")?,
+        stall_timeout: parse_duration(&a.stall_timeout).context("--stall-timeout")?,
+        gauge_interval: parse_duration(&a.gauge_interval).context("--gauge-interval")?,
+        loop_settings: LoopSettings {
+            min_chars: a.loop_min_chars,
+            min_cycles: a.loop_min_cycles.max(2),
+            ..LoopSettings::default()
+        },
+        detect_loops: !a.no_loop_detection,
+        facts: ManifestFacts {
+            model_id: a.model_id.clone(),
+            revision: a.revision.clone(),
+            hardware_kind: a.hardware_kind.clone(),
+            device: a.gpu.clone(),
+            device_count: a.gpu_count,
+            memory_gb: a.gpu_memory_gb,
+            cpu: a.cpu.clone(),
+            os: a.os.clone(),
+            engine: a.engine.clone(),
+            engine_version: a.engine_version.clone(),
+            quantization: a.quantization.clone(),
+            backend: a.backend.clone(),
+            repository: a.engine_repository.clone(),
+            build: a.engine_build.clone(),
+            commit: a.engine_commit.clone(),
+            launch_command: a.launch_command.clone(),
+            notes_markdown,
+            description: a.description.clone(),
+        },
+    };
+    let dry = cfg.dry_run;
+    let s = bench::run_blocking(cfg)?;
+    if !dry {
+        println!(
+            "Wrote {} cells to {} ({} valid, {} looped, {} over capacity, {} errors{}). Publish with: site build",
+            s.written,
+            s.run_dir.display(),
+            s.valid,
+            s.looped,
+            s.over_capacity,
+            s.errors,
+            if s.skipped_existing > 0 { format!(", {} kept from before", s.skipped_existing) } else { String::new() }
+        );
+    }
+    Ok(())
+}

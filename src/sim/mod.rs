@@ -1,0 +1,130 @@
+//! A simulated OpenAI-compatible streaming engine whose behaviour is known exactly, so tests
+//! can check `site bench`'s figures against ground truth: prefill at a set rate (faster for a
+//! cached prefix), decode steps whose time is a function of the batch size, KV capacity and
+//! gauges on `/metrics`, `/tokenize`, `/v1/models`, tokens per chunk (MTP-style), usage
+//! continuous / final-only / absent, a reasoning channel, output that loops, and faults.
+
+pub mod server;
+
+use clap::{Args, ValueEnum};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Flavor {
+    /// vLLM shapes: `vllm:*` gauges, `cache_config_info`, `/version`, continuous usage.
+    Vllm,
+    /// SGLang shapes: `sglang:*` gauges, `/server_info`, `reasoning_content`.
+    Sglang,
+    /// llama.cpp shapes: `/props` slots, `llamacpp:*` gauges, usage only at the end.
+    Llamacpp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Fault {
+    /// HTTP 500 with an error body.
+    Http500,
+    /// HTTP 503 "The request queue is full".
+    Http503,
+    /// HTTP 400 before any event.
+    Http400,
+    /// `data: {"error":...}` after some tokens, then `[DONE]`.
+    MidstreamError,
+    /// A `data:` line that is not JSON after some tokens.
+    Malformed,
+    /// The stream stops sending after some tokens (connection kept open).
+    Stall,
+    /// The connection is dropped after some tokens.
+    Reset,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Port on 127.0.0.1 (0: any free port). The first line on stdout is the URL.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    #[arg(long, value_enum, default_value = "vllm")]
+    pub flavor: Flavor,
+    #[arg(long, default_value = "sim/model")]
+    pub model: String,
+    #[arg(long, default_value_t = 32768)]
+    pub max_model_len: u64,
+    /// Prompt tokens per second without a cached prefix.
+    #[arg(long, default_value_t = 20000.0)]
+    pub prefill_tps: f64,
+    /// Prompt tokens per second when the whole prompt was seen before.
+    #[arg(long, default_value_t = 1_000_000.0)]
+    pub cached_prefill_tps: f64,
+    /// Decode step time = base + per_seq x running requests, in milliseconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub step_ms_base: f64,
+    #[arg(long, default_value_t = 0.5)]
+    pub step_ms_per_seq: f64,
+    /// Tokens sent in each chunk (more than 1 mimics speculative / MTP decoding).
+    #[arg(long, default_value_t = 1)]
+    pub tokens_per_chunk: u64,
+    /// KV cache in tokens; requests that do not fit wait (and count as waiting).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub kv_tokens: u64,
+    /// llama.cpp slots (llamacpp flavor): requests beyond them queue.
+    #[arg(long, default_value_t = 4)]
+    pub slots: u32,
+    /// Usage reporting: continuous, final (only in the last chunk), none.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "continuous", "final", "none"])]
+    pub usage: String,
+    /// The first N output tokens go to the reasoning channel.
+    #[arg(long, default_value_t = 0)]
+    pub reasoning_tokens: u64,
+    /// Output loops (repeats one sentence) after this many tokens, for prompts of
+    /// `--loop-context` admitted while at least `--loop-min-running` requests run.
+    #[arg(long)]
+    pub loop_after: Option<u64>,
+    #[arg(long)]
+    pub loop_context: Option<u32>,
+    #[arg(long, default_value_t = 1)]
+    pub loop_min_running: u32,
+    /// A fault for requests of `--fault-context` (all contexts if absent).
+    #[arg(long, value_enum)]
+    pub fault: Option<Fault>,
+    #[arg(long)]
+    pub fault_context: Option<u32>,
+    /// Mid-stream faults strike after this many tokens.
+    #[arg(long, default_value_t = 5)]
+    pub fault_after_tokens: u64,
+    /// Only requests with at least this many output tokens asked for get the fault (so a
+    /// one-token prefill sample can be spared).
+    #[arg(long, default_value_t = 2)]
+    pub fault_min_max_tokens: u64,
+    /// A request stays "running" this long after its client disconnects (as an engine
+    /// finishes its step); cells that do not drain would overlap.
+    #[arg(long, default_value_t = 0)]
+    pub cancel_delay_ms: u64,
+    /// The server exits after this many seconds (a test never leaves it behind).
+    #[arg(long, default_value_t = 600)]
+    pub lifetime_s: u64,
+}
+
+impl SimArgs {
+    /// Seconds of one decode step with `running` requests in the batch.
+    pub fn step_s(&self, running: u64) -> f64 {
+        (self.step_ms_base + self.step_ms_per_seq * running as f64) / 1000.0
+    }
+
+    /// Ground truth for a steady batch of `c`: (total tok/s, per-request tok/s).
+    pub fn steady_rates(&self, c: u64) -> (f64, f64) {
+        let per = self.tokens_per_chunk as f64 / self.step_s(c);
+        (per * c as f64, per)
+    }
+
+    pub fn usage_mode(&self) -> &str {
+        match (self.usage.as_str(), self.flavor) {
+            ("auto", Flavor::Llamacpp) => "final",
+            ("auto", _) => "continuous",
+            (m, _) => m,
+        }
+    }
+
+    /// The simulator's tokenizer: one token per whitespace-separated word, plus a chat
+    /// template of 6 tokens for chat requests.
+    pub fn count_tokens(text: &str, chat: bool) -> u64 {
+        text.split_whitespace().count() as u64 + if chat { 6 } else { 0 }
+    }
+}

@@ -1,0 +1,518 @@
+//! The simulated engine's HTTP side (hyper, HTTP/1.1, loopback only).
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, Notify};
+
+use super::{Fault, Flavor, SimArgs};
+use crate::bench::loopdetect::fnv1a;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+#[derive(Default)]
+struct State {
+    running: u64,
+    waiting: u64,
+    kv_used: u64,
+    prefix_cache: HashSet<u64>,
+    requests: u64,
+    max_running: u64,
+    disconnects: u64,
+}
+
+struct Sim {
+    args: SimArgs,
+    state: Mutex<State>,
+    released: Notify,
+}
+
+fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Full::new(body.into()).boxed())
+        .unwrap()
+}
+
+fn json_response(status: StatusCode, v: &Value) -> Response<Body> {
+    full(status, "application/json", serde_json::to_vec(v).unwrap())
+}
+
+/// Binds 127.0.0.1 and serves until the lifetime ends. Prints the URL first.
+pub async fn serve(args: SimArgs) -> Result<()> {
+    let listener = TcpListener::bind(("127.0.0.1", args.port))
+        .await
+        .context("binding the simulated engine")?;
+    let addr = listener.local_addr()?;
+    println!("http://{addr}");
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let lifetime = Duration::from_secs(args.lifetime_s);
+    let sim = Arc::new(Sim {
+        args,
+        state: Mutex::new(State::default()),
+        released: Notify::new(),
+    });
+    let accept = async {
+        loop {
+            let (stream, _) = listener.accept().await?;
+            let _ = stream.set_nodelay(true);
+            let sim = sim.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req| {
+                    let sim = sim.clone();
+                    async move { Ok::<_, Infallible>(handle(sim, req).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+        #[allow(unreachable_code)]
+        Ok::<(), anyhow::Error>(())
+    };
+    tokio::select! {
+        r = accept => r,
+        _ = tokio::time::sleep(lifetime) => Ok(()),
+    }
+}
+
+async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
+    let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    let a = &sim.args;
+    match (method, path.as_str()) {
+        (Method::GET, "/health") => json_response(StatusCode::OK, &json!({"status": "ok"})),
+        (Method::GET, "/v1/models") => {
+            let mut m = json!({"id": a.model, "object": "model", "owned_by": "sim"});
+            if a.flavor != Flavor::Llamacpp {
+                m["max_model_len"] = json!(a.max_model_len);
+            }
+            json_response(StatusCode::OK, &json!({"object": "list", "data": [m]}))
+        }
+        (Method::GET, "/metrics") => {
+            full(StatusCode::OK, "text/plain; version=0.0.4", metrics(&sim))
+        }
+        (Method::GET, "/version") if a.flavor == Flavor::Vllm => {
+            json_response(StatusCode::OK, &json!({"version": "0.0.0-sim"}))
+        }
+        (Method::GET, "/server_info") if a.flavor == Flavor::Sglang => json_response(
+            StatusCode::OK,
+            &json!({"max_total_num_tokens": a.kv_tokens, "version": "0.0.0-sim", "tp_size": 1}),
+        ),
+        (Method::GET, "/props") if a.flavor == Flavor::Llamacpp => json_response(
+            StatusCode::OK,
+            &json!({"total_slots": a.slots, "default_generation_settings": {"n_ctx": a.max_model_len}, "build_info": "b0-unknown", "model_path": "sim.gguf"}),
+        ),
+        (Method::GET, "/sim/stats") => {
+            let s = sim.state.lock().unwrap();
+            json_response(
+                StatusCode::OK,
+                &json!({"requests": s.requests, "running": s.running, "waiting": s.waiting, "max_running": s.max_running, "disconnects": s.disconnects}),
+            )
+        }
+        (Method::POST, "/tokenize") => tokenize(a, &body),
+        (Method::POST, "/v1/chat/completions") => generate(sim.clone(), &body, true).await,
+        (Method::POST, "/v1/completions") => generate(sim.clone(), &body, false).await,
+        _ => json_response(
+            StatusCode::NOT_FOUND,
+            &json!({"error": {"message": format!("no route {path}"), "type": "not_found"}}),
+        ),
+    }
+}
+
+fn metrics(sim: &Sim) -> String {
+    let s = sim.state.lock().unwrap();
+    let a = &sim.args;
+    match a.flavor {
+        Flavor::Vllm => format!(
+            "# HELP vllm:num_requests_running Running requests.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"{m}\"}} {r}.0\nvllm:num_requests_waiting{{model_name=\"{m}\"}} {w}.0\nvllm:cache_config_info{{block_size=\"16\",cache_dtype=\"auto\",num_gpu_blocks=\"{b}\"}} 1.0\n",
+            m = a.model,
+            r = s.running,
+            w = s.waiting,
+            b = a.kv_tokens / 16
+        ),
+        Flavor::Sglang => format!("sglang:num_running_reqs{{model_name=\"{}\"}} {}.0\nsglang:num_queue_reqs {}.0\n", a.model, s.running, s.waiting),
+        Flavor::Llamacpp => format!("# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing {}\nllamacpp:requests_deferred {}\n", s.running, s.waiting),
+    }
+}
+
+fn prompt_of(v: &Value) -> (String, bool) {
+    if let Some(msgs) = v.get("messages").and_then(Value::as_array) {
+        let text = msgs
+            .iter()
+            .filter_map(|m| m.get("content").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return (text, true);
+    }
+    let p = v
+        .get("prompt")
+        .or_else(|| v.get("content"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    (p.to_string(), false)
+}
+
+fn tokenize(a: &SimArgs, body: &[u8]) -> Response<Body> {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &json!({"error": {"message": "body is not JSON"}}),
+        );
+    };
+    let (text, chat) = prompt_of(&v);
+    let n = SimArgs::count_tokens(&text, chat);
+    if a.flavor == Flavor::Llamacpp {
+        let tokens: Vec<u64> = (0..n).collect();
+        json_response(StatusCode::OK, &json!({"tokens": tokens}))
+    } else {
+        json_response(
+            StatusCode::OK,
+            &json!({"count": n, "max_model_len": a.max_model_len, "tokens": []}),
+        )
+    }
+}
+
+/// The `ctx-N` tag our prompts start with, if present.
+fn prompt_context(text: &str) -> Option<u32> {
+    let i = text.find(" ctx-")? + 5;
+    let digits: String = text[i..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+fn error_response(flavor: Flavor, status: StatusCode, message: &str, kind: &str) -> Response<Body> {
+    let v = match flavor {
+        Flavor::Sglang => {
+            json!({"object": "error", "message": message, "type": kind, "code": status.as_u16()})
+        }
+        _ => json!({"error": {"message": message, "type": kind, "code": status.as_u16()}}),
+    };
+    json_response(status, &v)
+}
+
+const LOOP_SENTENCE: &str = "and the story goes around again. ";
+
+struct Gen {
+    chat: bool,
+    model: String,
+    usage: String,
+    include_usage: bool,
+    prompt_tokens: u64,
+    max_tokens: u64,
+    loop_after: Option<u64>,
+    fault: Option<Fault>,
+    seed: u64,
+}
+
+async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool) -> Response<Body> {
+    let a = &sim.args;
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return error_response(
+            a.flavor,
+            StatusCode::BAD_REQUEST,
+            "body is not JSON",
+            "invalid_request_error",
+        );
+    };
+    let (text, _) = prompt_of(&v);
+    let prompt_tokens = SimArgs::count_tokens(&text, chat);
+    let max_tokens = v
+        .get("max_completion_tokens")
+        .or_else(|| v.get("max_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(16);
+    let stream = v.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let ctx = prompt_context(&text);
+    let fault = a.fault.filter(|_| {
+        a.fault_context.is_none_or(|c| Some(c) == ctx) && max_tokens >= a.fault_min_max_tokens
+    });
+    if prompt_tokens + max_tokens > a.max_model_len {
+        let msg = format!(
+            "request ({} tokens) exceeds the available context size ({} tokens)",
+            prompt_tokens + max_tokens,
+            a.max_model_len
+        );
+        return error_response(
+            a.flavor,
+            StatusCode::BAD_REQUEST,
+            &msg,
+            "exceed_context_size_error",
+        );
+    }
+    match fault {
+        Some(Fault::Http400) => {
+            return error_response(
+                a.flavor,
+                StatusCode::BAD_REQUEST,
+                "simulated bad request",
+                "invalid_request_error",
+            )
+        }
+        Some(Fault::Http500) => {
+            return error_response(
+                a.flavor,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "simulated internal error",
+                "internal_error",
+            )
+        }
+        Some(Fault::Http503) => {
+            return error_response(
+                a.flavor,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The request queue is full",
+                "service_unavailable",
+            )
+        }
+        _ => {}
+    }
+    let include_usage = v
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let continuous_asked = v
+        .pointer("/stream_options/continuous_usage_stats")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let mut usage = a.usage_mode().to_string();
+    if usage == "continuous" && !continuous_asked {
+        usage = "final".into();
+    }
+
+    // Admission: wait for a slot and KV room.
+    let need = prompt_tokens + max_tokens;
+    let mut queued = false;
+    let running_at_admission = loop {
+        let notified = sim.released.notified();
+        {
+            let mut s = sim.state.lock().unwrap();
+            let slot_ok = a.flavor != Flavor::Llamacpp || s.running < a.slots as u64;
+            if slot_ok && s.kv_used + need <= a.kv_tokens {
+                if queued {
+                    s.waiting -= 1;
+                }
+                s.running += 1;
+                s.kv_used += need;
+                s.requests += 1;
+                s.max_running = s.max_running.max(s.running);
+                break s.running;
+            }
+            if !queued {
+                s.waiting += 1;
+                queued = true;
+            }
+        }
+        notified.await;
+    };
+    let cached = {
+        let mut s = sim.state.lock().unwrap();
+        !s.prefix_cache.insert(fnv1a(text.as_bytes()))
+    };
+    let loop_after = a.loop_after.filter(|_| {
+        a.loop_context.is_none_or(|c| Some(c) == ctx)
+            && running_at_admission >= a.loop_min_running as u64
+    });
+    let gen = Gen {
+        chat,
+        model: a.model.clone(),
+        usage,
+        include_usage,
+        prompt_tokens,
+        max_tokens,
+        loop_after,
+        fault,
+        seed: fnv1a(text.as_bytes()) ^ running_at_admission,
+    };
+    let prefill_s = prompt_tokens as f64
+        / if cached {
+            a.cached_prefill_tps
+        } else {
+            a.prefill_tps
+        };
+
+    if !stream {
+        tokio::time::sleep(Duration::from_secs_f64(
+            prefill_s + a.step_s(1) * max_tokens as f64,
+        ))
+        .await;
+        release(&sim, need, false).await;
+        let text: String = (0..max_tokens).map(|i| word(gen.seed, i)).collect();
+        let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": max_tokens, "total_tokens": prompt_tokens + max_tokens});
+        let v = if chat {
+            json!({"object": "chat.completion", "model": gen.model, "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}], "usage": usage})
+        } else {
+            json!({"object": "text_completion", "model": gen.model, "choices": [{"index": 0, "text": text, "finish_reason": "length"}], "usage": usage})
+        };
+        return json_response(StatusCode::OK, &v);
+    }
+
+    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    let sim2 = sim.clone();
+    tokio::spawn(async move {
+        let disconnected = produce(&sim2, &gen, prefill_s, &tx).await;
+        release(&sim2, need, disconnected).await;
+    });
+    let body = ChannelBody { rx }.boxed();
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(body)
+        .unwrap()
+}
+
+/// A response body fed by a channel: the producer task stops when the client is gone.
+struct ChannelBody {
+    rx: mpsc::Receiver<Bytes>,
+}
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+async fn release(sim: &Sim, need: u64, disconnected: bool) {
+    if disconnected && sim.args.cancel_delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(sim.args.cancel_delay_ms)).await;
+    }
+    {
+        let mut s = sim.state.lock().unwrap();
+        s.running -= 1;
+        s.kv_used -= need;
+        if disconnected {
+            s.disconnects += 1;
+        }
+    }
+    sim.released.notify_waiters();
+}
+
+fn word(seed: u64, i: u64) -> String {
+    let x = (seed ^ i.wrapping_mul(0x9E3779B97F4A7C15)).wrapping_mul(0xBF58476D1CE4E5B9);
+    format!("w{} ", (x >> 40) % 100_000)
+}
+
+fn sse(v: &Value) -> Bytes {
+    let mut s = String::with_capacity(256);
+    s.push_str("data: ");
+    s.push_str(&serde_json::to_string(v).unwrap());
+    s.push_str("\n\n");
+    Bytes::from(s)
+}
+
+/// Streams the answer; returns true if the client went away.
+async fn produce(sim: &Sim, g: &Gen, prefill_s: f64, tx: &mpsc::Sender<Bytes>) -> bool {
+    let a = &sim.args;
+    let send = |b: Bytes| async move { tx.send(b).await.is_err() };
+    let start = tokio::time::Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(prefill_s)).await;
+    if g.chat {
+        let role = match a.flavor {
+            Flavor::Llamacpp => json!({"role": "assistant", "content": null}),
+            _ => json!({"role": "assistant", "content": ""}),
+        };
+        if send(sse(&json!({"object": "chat.completion.chunk", "model": g.model, "choices": [{"index": 0, "delta": role, "finish_reason": null}]}))).await {
+            return true;
+        }
+    }
+    let mut produced = 0u64;
+    let mut next = tokio::time::Instant::now();
+    let _ = start;
+    while produced < g.max_tokens {
+        let running = sim.state.lock().unwrap().running;
+        next += Duration::from_secs_f64(a.step_s(running));
+        tokio::time::sleep_until(next).await;
+        let n = a.tokens_per_chunk.min(g.max_tokens - produced);
+        let mut text = String::new();
+        for i in produced..produced + n {
+            match g.loop_after {
+                Some(after) if i >= after => text.push_str(LOOP_SENTENCE),
+                _ => text.push_str(&word(g.seed, i)),
+            }
+        }
+        let before = produced;
+        produced += n;
+        if let Some(f) = g.fault {
+            if before < a.fault_after_tokens && produced >= a.fault_after_tokens {
+                match f {
+                    Fault::MidstreamError => {
+                        let _ = send(sse(&json!({"error": {"message": "simulated failure mid-stream", "type": "internal_error", "code": 500}}))).await;
+                        let _ = send(Bytes::from_static(b"data: [DONE]\n\n")).await;
+                        return false;
+                    }
+                    Fault::Malformed => {
+                        let _ = send(Bytes::from_static(b"data: {\"choices\": [oops\n\n")).await;
+                        return false;
+                    }
+                    Fault::Stall => {
+                        // Keep the connection open and silent until the client gives up.
+                        tx.closed().await;
+                        return true;
+                    }
+                    Fault::Reset => return false,
+                    _ => {}
+                }
+            }
+        }
+        let last = produced == g.max_tokens;
+        let finish = if last { json!("length") } else { Value::Null };
+        let reasoning = produced <= a.reasoning_tokens;
+        let usage = json!({"prompt_tokens": g.prompt_tokens, "completion_tokens": produced, "total_tokens": g.prompt_tokens + produced});
+        let mut chunk = if g.chat {
+            let key = match (reasoning, a.flavor) {
+                (false, _) => "content",
+                (true, Flavor::Vllm) => "reasoning",
+                (true, _) => "reasoning_content",
+            };
+            json!({"object": "chat.completion.chunk", "model": g.model, "choices": [{"index": 0, "delta": {key: text}, "finish_reason": Value::Null}]})
+        } else {
+            json!({"object": "text_completion", "model": g.model, "choices": [{"index": 0, "text": text, "finish_reason": finish}]})
+        };
+        match g.usage.as_str() {
+            "continuous" => chunk["usage"] = usage.clone(),
+            "final" if last && !g.chat => chunk["usage"] = usage.clone(),
+            _ => {}
+        }
+        if send(sse(&chunk)).await {
+            return true;
+        }
+        if last && g.chat {
+            let fin = json!({"object": "chat.completion.chunk", "model": g.model, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]});
+            if send(sse(&fin)).await {
+                return true;
+            }
+            if g.include_usage && g.usage != "none" {
+                if send(sse(&json!({"object": "chat.completion.chunk", "model": g.model, "choices": [], "usage": usage}))).await {
+                    return true;
+                }
+            }
+        }
+    }
+    send(Bytes::from_static(b"data: [DONE]\n\n")).await
+}
