@@ -22,10 +22,11 @@ pub enum Command {
     /// Load and validate the data folder without writing anything.
     Check(CheckArgs),
     /// Measure an OpenAI-compatible server across the context x concurrency matrix.
+    #[command(args_override_self = true)]
     Bench(Box<BenchArgs>),
     /// Serve a simulated OpenAI-compatible engine with exactly known behaviour (for tests
     /// and benchmarks of `site bench`).
-    #[command(hide = true)]
+    #[command(hide = true, args_override_self = true)]
     SimulateEngine(crate::sim::SimArgs),
 }
 

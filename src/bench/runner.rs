@@ -323,7 +323,8 @@ pub async fn decode_cell(
     if let Some(p) = outcomes.iter().find_map(|o| o.record.prompt_tokens) {
         cell.prompt_tokens = Some(p);
     }
-    let requests: Vec<_> = outcomes.into_iter().map(|o| o.record).collect();
+    let mut requests: Vec<_> = outcomes.into_iter().map(|o| o.record).collect();
+    apply_final_usage_ratio(&mut requests);
     if !requests.is_empty()
         && requests
             .iter()
@@ -380,6 +381,29 @@ pub async fn decode_cell(
             cell.measurement = Some(measurement);
             (cell, interrupted)
         }
+    }
+}
+
+/// Streams cut at the window's end never see a final usage. Where the cell's finished
+/// streams showed how many tokens a chunk carries (usage only at the end), the cut streams'
+/// chunk counts are scaled by that ratio.
+fn apply_final_usage_ratio(requests: &mut [crate::data::RequestRecord]) {
+    use crate::data::TokenSource;
+    let (tokens, chunks) = requests
+        .iter()
+        .filter(|r| r.token_source == TokenSource::ChunksCheckedByFinalUsage)
+        .fold((0u64, 0u64), |(t, c), r| (t + r.tokens, c + r.chunks));
+    if chunks == 0 {
+        return;
+    }
+    let ratio = tokens as f64 / chunks as f64;
+    for r in requests
+        .iter_mut()
+        .filter(|r| r.token_source == TokenSource::Chunks)
+    {
+        r.tokens = (r.chunks as f64 * ratio).round() as u64;
+        r.window_tokens = (r.window_tokens as f64 * ratio).round() as u64;
+        r.token_source = TokenSource::ChunksCheckedByFinalUsage;
     }
 }
 

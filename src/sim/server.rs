@@ -90,6 +90,9 @@ pub async fn serve(args: SimArgs) -> Result<()> {
 }
 
 async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
+    // Prefill is timed from the request's arrival, so reading and parsing the body is
+    // part of the simulated prefill, not added to it.
+    let arrival = tokio::time::Instant::now();
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let body = req
         .into_body()
@@ -129,8 +132,8 @@ async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
             )
         }
         (Method::POST, "/tokenize") => tokenize(a, &body),
-        (Method::POST, "/v1/chat/completions") => generate(sim.clone(), &body, true).await,
-        (Method::POST, "/v1/completions") => generate(sim.clone(), &body, false).await,
+        (Method::POST, "/v1/chat/completions") => generate(sim.clone(), &body, true, arrival).await,
+        (Method::POST, "/v1/completions") => generate(sim.clone(), &body, false, arrival).await,
         _ => json_response(
             StatusCode::NOT_FOUND,
             &json!({"error": {"message": format!("no route {path}"), "type": "not_found"}}),
@@ -225,7 +228,12 @@ struct Gen {
     seed: u64,
 }
 
-async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool) -> Response<Body> {
+async fn generate(
+    sim: Arc<Sim>,
+    body: &[u8],
+    chat: bool,
+    arrival: tokio::time::Instant,
+) -> Response<Body> {
     let a = &sim.args;
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return error_response(
@@ -303,6 +311,7 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool) -> Response<Body> {
     // Admission: wait for a slot and KV room.
     let need = prompt_tokens + max_tokens;
     let mut queued = false;
+    let mut admitted_at = arrival;
     let running_at_admission = loop {
         let notified = sim.released.notified();
         {
@@ -311,6 +320,7 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool) -> Response<Body> {
             if slot_ok && s.kv_used + need <= a.kv_tokens {
                 if queued {
                     s.waiting -= 1;
+                    admitted_at = tokio::time::Instant::now();
                 }
                 s.running += 1;
                 s.kv_used += need;
@@ -370,7 +380,13 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Bytes>(32);
     let sim2 = sim.clone();
     tokio::spawn(async move {
-        let disconnected = produce(&sim2, &gen, prefill_s, &tx).await;
+        let disconnected = produce(
+            &sim2,
+            &gen,
+            admitted_at + Duration::from_secs_f64(prefill_s),
+            &tx,
+        )
+        .await;
         release(&sim2, need, disconnected).await;
     });
     let body = ChannelBody { rx }.boxed();
@@ -427,11 +443,15 @@ fn sse(v: &Value) -> Bytes {
 }
 
 /// Streams the answer; returns true if the client went away.
-async fn produce(sim: &Sim, g: &Gen, prefill_s: f64, tx: &mpsc::Sender<Bytes>) -> bool {
+async fn produce(
+    sim: &Sim,
+    g: &Gen,
+    prefill_done: tokio::time::Instant,
+    tx: &mpsc::Sender<Bytes>,
+) -> bool {
     let a = &sim.args;
     let send = |b: Bytes| async move { tx.send(b).await.is_err() };
-    let start = tokio::time::Instant::now();
-    tokio::time::sleep(Duration::from_secs_f64(prefill_s)).await;
+    tokio::time::sleep_until(prefill_done).await;
     if g.chat {
         let role = match a.flavor {
             Flavor::Llamacpp => json!({"role": "assistant", "content": null}),
@@ -442,8 +462,7 @@ async fn produce(sim: &Sim, g: &Gen, prefill_s: f64, tx: &mpsc::Sender<Bytes>) -
         }
     }
     let mut produced = 0u64;
-    let mut next = tokio::time::Instant::now();
-    let _ = start;
+    let mut next = prefill_done;
     while produced < g.max_tokens {
         let running = sim.state.lock().unwrap().running;
         next += Duration::from_secs_f64(a.step_s(running));

@@ -1,6 +1,8 @@
 //! Test support: copy a fixture to a temp folder, run the real `site` binary on it.
 #![allow(dead_code)]
 
+pub mod sim;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

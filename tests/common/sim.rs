@@ -1,0 +1,62 @@
+//! The simulated engine as a child process of the test, on a free loopback port.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+pub struct SimEngine {
+    child: Child,
+    pub url: String,
+}
+
+impl SimEngine {
+    pub fn start(args: &[&str]) -> SimEngine {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_site"))
+            .arg("simulate-engine")
+            .args(["--lifetime-s", "300"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting the simulated engine");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(
+            line.starts_with("http://127.0.0.1:"),
+            "simulated engine said {line:?}"
+        );
+        SimEngine {
+            child,
+            url: line.trim().to_string(),
+        }
+    }
+
+    /// GET a JSON document from the simulator (e.g. `/sim/stats`).
+    pub fn get_json(&self, path: &str) -> serde_json::Value {
+        let addr = self.url.trim_start_matches("http://");
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        use std::io::{Read, Write};
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).unwrap();
+        let body = resp.split("\r\n\r\n").nth(1).unwrap();
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for SimEngine {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
