@@ -27,22 +27,27 @@ impl Default for LoopSettings {
 
 pub struct LoopDetector {
     settings: LoopSettings,
-    tail: Vec<char>,
+    /// The tail as UTF-8 bytes: appending is a copy, and a text that repeats with a period
+    /// of P characters repeats with a period of its cycle's bytes. Counts are taken in code
+    /// points once a candidate is found.
+    tail: Vec<u8>,
     since_check: usize,
     cap: usize,
 }
 
 impl LoopDetector {
     pub fn new(settings: LoopSettings) -> LoopDetector {
+        // UTF-8 is at most 4 bytes a character.
         let cap = (settings
             .min_chars
             .max(settings.max_period * settings.min_cycles)
             + settings.max_period)
             .max(64)
-            * 2;
+            * 2
+            * 4;
         LoopDetector {
             settings,
-            tail: Vec::with_capacity(cap),
+            tail: Vec::new(),
             since_check: 0,
             cap,
         }
@@ -50,12 +55,14 @@ impl LoopDetector {
 
     /// Appends text; returns a finding once the tail is a loop.
     pub fn push(&mut self, text: &str, channel: &str) -> Option<LoopFinding> {
-        for ch in text.chars() {
-            self.tail.push(ch);
-            self.since_check += 1;
-        }
+        self.tail.extend_from_slice(text.as_bytes());
+        // Bytes are an upper bound of characters: checking a little early is harmless.
+        self.since_check += text.len();
         if self.tail.len() > self.cap {
-            let drop = self.tail.len() - self.cap / 2;
+            let mut drop = self.tail.len() - self.cap / 2;
+            while drop < self.tail.len() && (self.tail[drop] & 0xC0) == 0x80 {
+                drop += 1; // keep the tail starting on a character boundary
+            }
             self.tail.drain(..drop);
         }
         if self.since_check < self.settings.check_every {
@@ -68,27 +75,51 @@ impl LoopDetector {
     fn check(&self, channel: &str) -> Option<LoopFinding> {
         let s = &self.tail;
         let n = s.len();
-        let max_p = self
-            .settings
-            .max_period
-            .min(n / self.settings.min_cycles.max(1));
-        for p in 1..=max_p {
+        let max_p = (self.settings.max_period * 4).min(n / self.settings.min_cycles.max(1));
+        if max_p == 0 {
+            return None;
+        }
+        // Only periods whose previous cycle ends with the same byte can match: find those
+        // with memchr instead of trying every period.
+        let last = s[n - 1];
+        let candidates = memchr::memrchr_iter(last, &s[n - 1 - max_p..n - 1]).map(|j| max_p - j);
+        for p in candidates {
             // Length of the suffix in which s[i] == s[i - p].
             let mut run = 0;
             while run + p < n && s[n - 1 - run] == s[n - 1 - run - p] {
                 run += 1;
             }
-            let repeated = run + p;
-            if repeated < self.settings.min_chars || repeated / p < self.settings.min_cycles {
+            let repeated_bytes = run + p;
+            if repeated_bytes < self.settings.min_chars
+                || repeated_bytes / p < self.settings.min_cycles
+            {
                 continue;
             }
-            let cycle: String = s[n - p..].iter().collect();
-            if cycle.trim().is_empty() {
+            // The cycle must be whole characters; a byte period inside a character is not one.
+            let cycle_start = n - p;
+            if (s[cycle_start] & 0xC0) == 0x80 {
+                continue;
+            }
+            let Ok(cycle) = std::str::from_utf8(&s[cycle_start..]) else {
+                continue;
+            };
+            let period = cycle.chars().count();
+            if period > self.settings.max_period || cycle.trim().is_empty() {
+                continue;
+            }
+            let mut start = n - repeated_bytes;
+            while (s[start] & 0xC0) == 0x80 {
+                start += 1;
+            }
+            let repeated = std::str::from_utf8(&s[start..])
+                .map(|t| t.chars().count())
+                .unwrap_or(0);
+            if repeated < self.settings.min_chars || repeated / period < self.settings.min_cycles {
                 continue;
             }
             return Some(LoopFinding {
                 channel: Some(channel.to_string()),
-                period_chars: Some(p as u64),
+                period_chars: Some(period as u64),
                 repeated_chars: Some(repeated as u64),
                 excerpt: Some(cycle.chars().take(120).collect()),
                 cycle_hash: Some(format!("{:016x}", fnv1a(cycle.as_bytes()))),
@@ -114,8 +145,10 @@ mod tests {
 
     fn feed(d: &mut LoopDetector, text: &str) -> Option<LoopFinding> {
         let mut found = None;
-        for piece in text.as_bytes().chunks(7) {
-            if let Some(f) = d.push(std::str::from_utf8(piece).unwrap(), "content") {
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(7) {
+            let piece: String = piece.iter().collect();
+            if let Some(f) = d.push(&piece, "content") {
                 found.get_or_insert(f);
             }
         }

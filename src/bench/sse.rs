@@ -25,7 +25,7 @@ impl SseParser {
     ) -> Result<(), E> {
         let mut rest = bytes;
         if !self.partial.is_empty() {
-            match rest.iter().position(|&b| b == b'\n') {
+            match memchr::memchr(b'\n', rest) {
                 None => {
                     self.partial.extend_from_slice(rest);
                     return Ok(());
@@ -38,7 +38,7 @@ impl SseParser {
                 }
             }
         }
-        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+        while let Some(i) = memchr::memchr(b'\n', rest) {
             handle(&rest[..i], &mut on_line)?;
             rest = &rest[i + 1..];
         }

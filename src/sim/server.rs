@@ -465,8 +465,14 @@ async fn produce(
     let mut next = prefill_done;
     while produced < g.max_tokens {
         let running = sim.state.lock().unwrap().running;
-        next += Duration::from_secs_f64(a.step_s(running));
-        tokio::time::sleep_until(next).await;
+        let step = a.step_s(running);
+        if step > 0.0 {
+            next += Duration::from_secs_f64(step);
+            tokio::time::sleep_until(next).await;
+        } else {
+            // Flat out (client benchmarks): no timer, just let other streams run.
+            tokio::task::yield_now().await;
+        }
         let n = a.tokens_per_chunk.min(g.max_tokens - produced);
         let mut text = String::new();
         for i in produced..produced + n {
