@@ -48,9 +48,7 @@ fn sim(step_ms: &str) -> Sim {
         .spawn()
         .expect("simulated engine");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     Sim(child, line.trim().to_string())
 }
 
@@ -64,10 +62,7 @@ fn cpu_ns() -> u64 {
 
 /// Runs `streams` streams for `secs`; returns the records and the client CPU time.
 fn drive(url: &str, streams: usize, secs: f64) -> (Vec<RequestRecord>, u64, f64) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let client = HttpClient::new(Endpoint::parse(url).unwrap(), None);
         let body = Bytes::from(
@@ -91,20 +86,9 @@ fn drive(url: &str, streams: usize, secs: f64) -> (Vec<RequestRecord>, u64, f64)
         let clock = Arc::new(clock);
         let mut tasks = Vec::new();
         for _ in 0..streams {
-            let (client, body, clock, rx) =
-                (client.clone(), body.clone(), clock.clone(), rx.clone());
+            let (client, body, clock, rx) = (client.clone(), body.clone(), clock.clone(), rx.clone());
             tasks.push(tokio::spawn(async move {
-                run_stream(
-                    &client,
-                    "/v1/completions",
-                    body,
-                    &clock,
-                    settings,
-                    rx,
-                    || {},
-                )
-                .await
-                .record
+                run_stream(&client, "/v1/completions", body, &clock, settings, rx, || {}).await.record
             }));
         }
         // Let every stream start before measuring.
@@ -129,10 +113,7 @@ fn main() {
         .split(',')
         .map(|s| s.trim().parse().unwrap())
         .collect();
-    let secs: f64 = std::env::var("SITE_CLIENT_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5.0);
+    let secs: f64 = std::env::var("SITE_CLIENT_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5.0);
     println!("client on one thread against the simulated engine (a separate process)");
     println!(
         "{:>8} {:>14} {:>16} {:>22} {:>22}",
@@ -158,9 +139,6 @@ fn main() {
         errs.sort_by(|a, b| a.total_cmp(b));
         let p50 = errs.get(errs.len() / 2).copied().unwrap_or(f64::NAN);
         let max = errs.last().copied().unwrap_or(f64::NAN);
-        println!(
-            "{:>8} {:>14.0} {:>16.0} {:>21.3}% {:>21.3}%",
-            n, rate, ns_per_chunk, p50, max
-        );
+        println!("{:>8} {:>14.0} {:>16.0} {:>21.3}% {:>21.3}%", n, rate, ns_per_chunk, p50, max);
     }
 }

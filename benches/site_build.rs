@@ -19,11 +19,7 @@ const PREFILL: [u32; 7] = [8192, 16384, 32768, 65536, 131072, 257024, 262144];
 fn manifest(i: usize) -> RunManifest {
     RunManifest {
         schema_version: SCHEMA_VERSION,
-        model: ModelInfo {
-            id: format!("org/Model-{}", i % 20),
-            served_name: None,
-            revision: Some("main".into()),
-        },
+        model: ModelInfo { id: format!("org/Model-{}", i % 20), served_name: None, revision: Some("main".into()) },
         hardware: HardwareInfo {
             kind: "Discrete GPU".into(),
             device: ["H200 SXM", "H100 SXM", "B200", "MI300X", "L40S"][i % 5].into(),
@@ -53,14 +49,8 @@ fn manifest(i: usize) -> RunManifest {
             kv_budget_tokens: Some(1_200_000),
             kv_budget_source: Some("synthetic".into()),
         },
-        launch_command: Some(format!(
-            "vllm serve org/Model-{} --tensor-parallel-size 4 --api-key <redacted>",
-            i % 20
-        )),
-        bench_tool: BenchTool {
-            name: "site bench".into(),
-            version: "0.1.0".into(),
-        },
+        launch_command: Some(format!("vllm serve org/Model-{} --tensor-parallel-size 4 --api-key <redacted>", i % 20)),
+        bench_tool: BenchTool { name: "site bench".into(), version: "0.1.0".into() },
         origin: Origin::Imported,
         started_at: None,
         finished_at: None,
@@ -134,11 +124,7 @@ fn generate(data: &Path, n: usize) {
         let cells = PREFILL
             .iter()
             .map(|&p| cell(Phase::Prefill, p, 1, i))
-            .chain(CONTEXTS.iter().flat_map(|&ctx| {
-                CONCURRENCY
-                    .iter()
-                    .map(move |&c| cell(Phase::Decode, ctx, c, i))
-            }));
+            .chain(CONTEXTS.iter().flat_map(|&ctx| CONCURRENCY.iter().map(move |&c| cell(Phase::Decode, ctx, c, i))));
         for c in cells {
             fs::write(dir.join("cells").join(c.file_name()), to_pretty(&c)).unwrap();
         }
@@ -156,33 +142,20 @@ fn peak_rss_kib() -> u64 {
 
 /// The child: build one generated data folder, print `pages seconds peak_kib`.
 fn one(dir: &Path) {
-    let config = SiteConfig {
-        data_dir: dir.join("data"),
-        out_dir: dir.join("public"),
-        templates_dir: None,
-        static_dir: None,
-    };
+    let config =
+        SiteConfig { data_dir: dir.join("data"), out_dir: dir.join("public"), templates_dir: None, static_dir: None };
     let t = Instant::now();
     let report = Site::load(config).unwrap().build().unwrap();
     let secs = t.elapsed().as_secs_f64();
     eprintln!("{}", speed_matrix::site::format_steps(&report.steps));
-    println!(
-        "{} {} {} {}",
-        report.stats.run_pages,
-        report.files,
-        secs,
-        peak_rss_kib()
-    );
+    println!("{} {} {} {}", report.stats.run_pages, report.files, secs, peak_rss_kib());
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     // `--generate N DIR` writes a data folder to profile `--one DIR` on.
     if let Some(i) = args.iter().position(|a| a == "--generate") {
-        generate(
-            &Path::new(&args[i + 2]).join("data"),
-            args[i + 1].parse().unwrap(),
-        );
+        generate(&Path::new(&args[i + 2]).join("data"), args[i + 1].parse().unwrap());
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--one") {
@@ -202,27 +175,15 @@ fn main() {
     for n in ns {
         let dir = tempfile::tempdir().unwrap();
         generate(&dir.path().join("data"), n);
-        let out = Command::new(std::env::current_exe().unwrap())
-            .arg("--one")
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = Command::new(std::env::current_exe().unwrap()).arg("--one").arg(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         if std::env::var_os("SITE_BENCH_STEPS").is_some() {
             eprintln!("{}", String::from_utf8_lossy(&out.stderr));
         }
         let line = String::from_utf8_lossy(&out.stdout);
         let f: Vec<&str> = line.split_whitespace().collect();
-        let (pages, files, secs, kib): (f64, u64, f64, f64) = (
-            f[0].parse().unwrap(),
-            f[1].parse().unwrap(),
-            f[2].parse().unwrap(),
-            f[3].parse().unwrap(),
-        );
+        let (pages, files, secs, kib): (f64, u64, f64, f64) =
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap());
         println!(
             "{:>6} {:>8} {:>10.3} {:>12.0} {:>16.3} {:>12.1}",
             n,

@@ -5,11 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "site",
-    version,
-    about = "Measure LLM inference servers and publish the results as a static site"
-)]
+#[command(name = "site", version, about = "Measure LLM inference servers and publish the results as a static site")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -21,6 +17,10 @@ pub enum Command {
     Build(BuildArgs),
     /// Load and validate the data folder without writing anything.
     Check(CheckArgs),
+    /// Build the site, serve it on 127.0.0.1 and rebuild on changes.
+    Serve(ServeArgs),
+    /// Write a comparison page for two runs.
+    Diff(DiffArgs),
     /// Measure an OpenAI-compatible server across the context x concurrency matrix.
     #[command(args_override_self = true)]
     Bench(Box<BenchArgs>),
@@ -167,4 +167,40 @@ pub struct BenchArgs {
     pub loop_min_cycles: usize,
     #[arg(long, help_heading = "Loop detection")]
     pub no_loop_detection: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Baseline run: a run id under --data, or a path to a run folder.
+    pub run_a: String,
+    /// The run compared with it.
+    pub run_b: String,
+    #[command(flatten)]
+    pub site: SiteArgs,
+    /// Output folder (default: diff/<A>--<B>); replaced whole, only on success.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Changes below this percentage are not coloured.
+    #[arg(long, default_value_t = crate::compare::DEFAULT_THRESHOLD_PCT)]
+    pub threshold: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub site: SiteArgs,
+    #[arg(long, default_value = "public")]
+    pub out: PathBuf,
+    /// Port (0: any free port).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Address to listen on; only loopback unless asked (e.g. --bind 0.0.0.0).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// Open the site in the default browser.
+    #[arg(long)]
+    pub open: bool,
+    /// Do not reload open pages after a rebuild.
+    #[arg(long)]
+    pub no_live_reload: bool,
 }

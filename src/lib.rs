@@ -7,9 +7,11 @@
 pub mod bench;
 pub mod cli;
 pub mod cmd;
+pub mod compare;
 pub mod data;
 pub mod normalize;
 pub mod render;
+pub mod serve;
 pub mod sim;
 pub mod site;
 pub mod write;

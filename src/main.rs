@@ -9,6 +9,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Build(args) => cmd::build::run(args),
         Command::Check(args) => cmd::check::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::SimulateEngine(args) => cmd::simulate::run(args),
     };

@@ -75,7 +75,8 @@ impl Site {
             ),
         }];
         let t = Instant::now();
-        let model = normalize::normalize(&data);
+        let model = normalize::normalize(&data)
+            .with_context(|| format!("{}", config.data_dir.join(crate::data::COMPARE_FILE).display()))?;
         steps.push(Step {
             name: "normalize",
             took: t.elapsed(),
@@ -86,30 +87,16 @@ impl Site {
                 model.engines.len()
             ),
         });
-        Ok(Site {
-            config,
-            data,
-            model,
-            steps,
-        })
+        Ok(Site { config, data, model, steps })
     }
 
     /// Renders every page into a staging folder and swaps it into place.
     pub fn build(self) -> Result<BuildReport> {
-        let Site {
-            config,
-            data,
-            model,
-            mut steps,
-        } = self;
+        let Site { config, data, model, mut steps } = self;
         let t = Instant::now();
         let env = templates::environment(config.templates_dir.as_deref())?;
         let mut staging = Staging::new(&config.out_dir)?;
-        let pages = SitePages {
-            site: &model,
-            pages: &data.pages,
-            env: &env,
-        };
+        let pages = SitePages { site: &model, pages: &data.pages, env: &env };
         let stats = pages.render_all(&mut staging)?;
         let n_assets = assets::write_assets(config.static_dir.as_deref(), &mut staging)?;
         steps.push(Step {
@@ -122,24 +109,13 @@ impl Site {
         });
         let (files, bytes) = (staging.files, staging.bytes);
         let t = Instant::now();
-        staging
-            .commit()
-            .with_context(|| format!("publishing {}", config.out_dir.display()))?;
+        staging.commit().with_context(|| format!("publishing {}", config.out_dir.display()))?;
         steps.push(Step {
             name: "write",
             took: t.elapsed(),
-            detail: format!(
-                "{files} files, {} KiB swapped into {}",
-                bytes / 1024,
-                config.out_dir.display()
-            ),
+            detail: format!("{files} files, {} KiB swapped into {}", bytes / 1024, config.out_dir.display()),
         });
-        Ok(BuildReport {
-            steps,
-            stats,
-            files,
-            bytes,
-        })
+        Ok(BuildReport { steps, stats, files, bytes })
     }
 }
 
@@ -147,14 +123,7 @@ impl Site {
 pub fn format_steps(steps: &[Step]) -> String {
     steps
         .iter()
-        .map(|s| {
-            format!(
-                "  {:<10} {:>9.1} ms  {}",
-                s.name,
-                s.took.as_secs_f64() * 1000.0,
-                s.detail
-            )
-        })
+        .map(|s| format!("  {:<10} {:>9.1} ms  {}", s.name, s.took.as_secs_f64() * 1000.0, s.detail))
         .collect::<Vec<_>>()
         .join("\n")
 }

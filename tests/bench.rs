@@ -29,17 +29,7 @@ const FAST: &[&str] = &[
 fn bench(dir: &Path, url: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_site"))
         .current_dir(dir)
-        .args([
-            "bench",
-            "--endpoint",
-            url,
-            "--gpu",
-            "Sim GPU",
-            "--gpu-count",
-            "1",
-            "--max-output",
-            "512",
-        ])
+        .args(["bench", "--endpoint", url, "--gpu", "Sim GPU", "--gpu-count", "1", "--max-output", "512"])
         .args(FAST)
         .args(args)
         .output()
@@ -48,17 +38,15 @@ fn bench(dir: &Path, url: &str, args: &[&str]) -> Output {
 
 fn cell(dir: &Path, run: &str, name: &str) -> Value {
     let p = dir.join("data/runs").join(run).join("cells").join(name);
-    serde_json::from_str(&fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
+    serde_json::from_str(&fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
 }
 
 /// The run's figures as the site computes them (the cells.json download).
 fn figures(dir: &Path, run: &str) -> Vec<Value> {
     assert_ok(&site_in(dir, &["build"]));
-    let v: Value = serde_json::from_str(
-        &fs::read_to_string(dir.join("public/runs").join(run).join("cells.json")).unwrap(),
-    )
-    .unwrap();
+    let v: Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("public/runs").join(run).join("cells.json")).unwrap())
+            .unwrap();
     v["cells"].as_array().unwrap().clone()
 }
 
@@ -71,11 +59,7 @@ fn find<'a>(cells: &'a [Value], phase: &str, ctx: u64, c: u64) -> &'a Value {
 
 fn within(got: f64, want: f64, tolerance: f64, what: &str) {
     let err = (got - want).abs() / want;
-    assert!(
-        err <= tolerance,
-        "{what}: got {got:.3}, want {want:.3} (off by {:.2}%)",
-        err * 100.0
-    );
+    assert!(err <= tolerance, "{what}: got {got:.3}, want {want:.3} (off by {:.2}%)", err * 100.0);
 }
 
 /// Simulator step time in seconds for `running` requests: (base + per_seq x running) ms.
@@ -117,30 +101,10 @@ fn figures_match_the_simulators_ground_truth() {
     for (ctx, c) in [(1024u64, 1u64), (1024, 4), (1024, 8), (8192, 1)] {
         let f = &find(&cells, "decode", ctx, c)["figures"];
         let per = 1.0 / step(8.0, 1.0, c as f64);
-        within(
-            f["total_tps"].as_f64().unwrap(),
-            per * c as f64,
-            0.01,
-            &format!("{ctx} x {c} total tok/s"),
-        );
-        within(
-            f["per_request_tps"].as_f64().unwrap(),
-            per,
-            0.01,
-            &format!("{ctx} x {c} per-request tok/s"),
-        );
-        within(
-            f["tbt_ms"].as_f64().unwrap(),
-            1000.0 / per,
-            0.01,
-            &format!("{ctx} x {c} time between tokens"),
-        );
-        within(
-            f["avg_active"].as_f64().unwrap(),
-            c as f64,
-            0.01,
-            &format!("{ctx} x {c} active"),
-        );
+        within(f["total_tps"].as_f64().unwrap(), per * c as f64, 0.01, &format!("{ctx} x {c} total tok/s"));
+        within(f["per_request_tps"].as_f64().unwrap(), per, 0.01, &format!("{ctx} x {c} per-request tok/s"));
+        within(f["tbt_ms"].as_f64().unwrap(), 1000.0 / per, 0.01, &format!("{ctx} x {c} time between tokens"));
+        within(f["avg_active"].as_f64().unwrap(), c as f64, 0.01, &format!("{ctx} x {c} active"));
         within(f["measured_s"].as_f64().unwrap(), 1.5, 0.02, "measured for");
         assert_eq!(find(&cells, "decode", ctx, c)["status"], "valid");
     }
@@ -154,31 +118,13 @@ fn figures_match_the_simulators_ground_truth() {
     let prompt = p["prompt_tokens"].as_f64().unwrap();
     within(prompt, 8192.0, 0.002, "prompt sized with /tokenize");
     let ttft = prompt / 20000.0 + step(8.0, 1.0, 1.0);
-    within(
-        p["figures"]["ttft_ms"].as_f64().unwrap(),
-        ttft * 1000.0,
-        0.02,
-        "prefill TTFT",
-    );
-    within(
-        p["figures"]["prompt_tps"].as_f64().unwrap(),
-        prompt / ttft,
-        0.02,
-        "prefill tok/s",
-    );
+    within(p["figures"]["ttft_ms"].as_f64().unwrap(), ttft * 1000.0, 0.02, "prefill TTFT");
+    within(p["figures"]["prompt_tps"].as_f64().unwrap(), prompt / ttft, 0.02, "prefill tok/s");
     // Decode TTFT excludes prefill: the prefill sample warmed the prefix cache.
-    assert!(
-        find(&cells, "decode", 8192, 1)["figures"]["ttft_ms"]
-            .as_f64()
-            .unwrap()
-            < ttft * 1000.0 / 3.0
-    );
+    assert!(find(&cells, "decode", 8192, 1)["figures"]["ttft_ms"].as_f64().unwrap() < ttft * 1000.0 / 3.0);
     // Manifest: measured, the launch command redacted, and no secret anywhere.
     let manifest = fs::read_to_string(ws.path().join("data/runs/truth/run.json")).unwrap();
-    assert!(
-        manifest.contains("sim serve --api-key <redacted> HF_TOKEN=<redacted>"),
-        "{manifest}"
-    );
+    assert!(manifest.contains("sim serve --api-key <redacted> HF_TOKEN=<redacted>"), "{manifest}");
     assert!(manifest.contains("\"origin\": \"measured\""));
     assert!(manifest.contains("\"kv_budget_tokens\": 20000"));
     let page = fs::read_to_string(ws.path().join("public/runs/truth/index.html")).unwrap();
@@ -187,54 +133,24 @@ fn figures_match_the_simulators_ground_truth() {
         let e = e.unwrap();
         if e.file_type().is_file() {
             let text = String::from_utf8_lossy(&fs::read(e.path()).unwrap()).into_owned();
-            assert!(
-                !text.contains("sk-live-123") && !text.contains("hf_secret"),
-                "secret in {}",
-                e.path().display()
-            );
+            assert!(!text.contains("sk-live-123") && !text.contains("hf_secret"), "secret in {}", e.path().display());
         }
     }
 }
 
 #[test]
 fn multi_token_chunks_are_counted_from_usage() {
-    let sim = SimEngine::start(&[
-        "--tokens-per-chunk",
-        "3",
-        "--step-ms-base",
-        "10",
-        "--step-ms-per-seq",
-        "0",
-    ]);
+    let sim = SimEngine::start(&["--tokens-per-chunk", "3", "--step-ms-base", "10", "--step-ms-per-seq", "0"]);
     let ws = tempfile::tempdir().unwrap();
     assert_ok(&bench(
         ws.path(),
         &sim.url,
-        &[
-            "--contexts",
-            "1k",
-            "--concurrency",
-            "2",
-            "--run-id",
-            "mtp",
-            "--api",
-            "completions",
-        ],
+        &["--contexts", "1k", "--concurrency", "2", "--run-id", "mtp", "--api", "completions"],
     ));
     let cells = figures(ws.path(), "mtp");
     let f = &find(&cells, "decode", 1024, 2)["figures"];
-    within(
-        f["total_tps"].as_f64().unwrap(),
-        2.0 * 300.0,
-        0.01,
-        "total tok/s with 3 tokens a chunk",
-    );
-    within(
-        f["per_request_tps"].as_f64().unwrap(),
-        300.0 * 10.0 / 10.0,
-        0.35,
-        "per request",
-    );
+    within(f["total_tps"].as_f64().unwrap(), 2.0 * 300.0, 0.01, "total tok/s with 3 tokens a chunk");
+    within(f["per_request_tps"].as_f64().unwrap(), 300.0 * 10.0 / 10.0, 0.35, "per request");
     let raw = cell(ws.path(), "mtp", "decode-1024-c2.json");
     assert_eq!(raw["measurement"]["requests"][0]["token_source"], "usage");
 }
@@ -261,16 +177,7 @@ fn usage_only_at_the_end_is_not_credited_to_the_window_it_ends_in() {
     let out = bench(
         ws.path(),
         &sim.url,
-        &[
-            "--contexts",
-            "1k",
-            "--concurrency",
-            "1,2,4",
-            "--run-id",
-            "llama",
-            "--max-output",
-            "100",
-        ],
+        &["--contexts", "1k", "--concurrency", "1,2,4", "--run-id", "llama", "--max-output", "100"],
     );
     assert_ok(&out);
     let cells = figures(ws.path(), "llama");
@@ -278,30 +185,17 @@ fn usage_only_at_the_end_is_not_credited_to_the_window_it_ends_in() {
         let x = find(&cells, "decode", 1024, c);
         let per = 2.0 / step(8.0, 2.0, c as f64);
         // Each stream restarts after 100 tokens (a short prefill gap), so allow 3%.
-        within(
-            x["figures"]["total_tps"].as_f64().unwrap(),
-            per * c as f64,
-            0.03,
-            &format!("1K x {c} total"),
-        );
+        within(x["figures"]["total_tps"].as_f64().unwrap(), per * c as f64, 0.03, &format!("1K x {c} total"));
         assert!(x["figures"]["completed"].as_u64().unwrap() > 0);
     }
     let oc = find(&cells, "decode", 1024, 4);
     assert_eq!(oc["status"], "over_capacity");
     assert_eq!(oc["over_capacity"]["rule"], "C > parallel slots");
     let raw = cell(ws.path(), "llama", "decode-1024-c2.json");
-    assert_eq!(
-        raw["measurement"]["requests"][0]["token_source"],
-        "chunks_checked_by_final_usage"
-    );
-    assert_eq!(
-        raw["measurement"]["gauge_source"],
-        "llamacpp:requests_processing"
-    );
-    let m: Value = serde_json::from_str(
-        &fs::read_to_string(ws.path().join("data/runs/llama/run.json")).unwrap(),
-    )
-    .unwrap();
+    assert_eq!(raw["measurement"]["requests"][0]["token_source"], "chunks_checked_by_final_usage");
+    assert_eq!(raw["measurement"]["gauge_source"], "llamacpp:requests_processing");
+    let m: Value =
+        serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/llama/run.json")).unwrap()).unwrap();
     assert_eq!(m["engine"]["name"], "llama.cpp");
     assert_eq!(m["settings"]["kv_budget_tokens"], 2 * 4096);
 }
@@ -324,33 +218,12 @@ fn no_usage_falls_back_to_chunks_and_says_so_and_reasoning_counts() {
     assert_ok(&bench(
         ws.path(),
         &sim.url,
-        &[
-            "--contexts",
-            "1k",
-            "--concurrency",
-            "1",
-            "--run-id",
-            "nousage",
-            "--kv-budget",
-            "100000",
-        ],
+        &["--contexts", "1k", "--concurrency", "1", "--run-id", "nousage", "--kv-budget", "100000"],
     ));
     let cells = figures(ws.path(), "nousage");
     let x = find(&cells, "decode", 1024, 1);
-    within(
-        x["figures"]["total_tps"].as_f64().unwrap(),
-        100.0,
-        0.01,
-        "reasoning tokens counted like content",
-    );
-    assert!(
-        x["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w["code"] == "chunk_count_fallback"),
-        "{x}"
-    );
+    within(x["figures"]["total_tps"].as_f64().unwrap(), 100.0, 0.01, "reasoning tokens counted like content");
+    assert!(x["warnings"].as_array().unwrap().iter().any(|w| w["code"] == "chunk_count_fallback"), "{x}");
 }
 
 #[test]
@@ -371,25 +244,13 @@ fn a_looping_output_makes_a_looped_cell() {
     let out = bench(
         ws.path(),
         &sim.url,
-        &[
-            "--contexts",
-            "1k,2k",
-            "--concurrency",
-            "1,2",
-            "--run-id",
-            "loop",
-            "--loop-min-chars",
-            "600",
-        ],
+        &["--contexts", "1k,2k", "--concurrency", "1,2", "--run-id", "loop", "--loop-min-chars", "600"],
     );
     assert_ok(&out);
     let looped = cell(ws.path(), "loop", "decode-2048-c2.json");
     assert_eq!(looped["status"], "looped", "{looped}");
     let f = &looped["loop_finding"];
-    assert_eq!(
-        f["period_chars"],
-        "and the story goes around again. ".chars().count()
-    );
+    assert_eq!(f["period_chars"], "and the story goes around again. ".chars().count());
     assert!(f["repeated_chars"].as_u64().unwrap() >= 600);
     for name in ["decode-2048-c1.json", "decode-1024-c2.json"] {
         assert_eq!(cell(ws.path(), "loop", name)["status"], "valid", "{name}");
@@ -403,14 +264,7 @@ fn a_looping_output_makes_a_looped_cell() {
 fn cells_drain_before_the_next_starts() {
     // The server keeps a cancelled request running for 800 ms; without the drain the next
     // cell's streams would overlap the last cell's and more than 2 would run at once.
-    let sim = SimEngine::start(&[
-        "--cancel-delay-ms",
-        "800",
-        "--step-ms-base",
-        "5",
-        "--step-ms-per-seq",
-        "0",
-    ]);
+    let sim = SimEngine::start(&["--cancel-delay-ms", "800", "--step-ms-base", "5", "--step-ms-per-seq", "0"]);
     let ws = tempfile::tempdir().unwrap();
     assert_ok(&bench(
         ws.path(),
@@ -436,16 +290,7 @@ fn cells_drain_before_the_next_starts() {
 }
 
 fn faulted(fault: &str, extra: &[&str]) -> (tempfile::TempDir, Value, Value) {
-    let mut args = vec![
-        "--fault",
-        fault,
-        "--fault-context",
-        "2048",
-        "--step-ms-base",
-        "5",
-        "--step-ms-per-seq",
-        "0",
-    ];
+    let mut args = vec!["--fault", fault, "--fault-context", "2048", "--step-ms-base", "5", "--step-ms-per-seq", "0"];
     args.extend_from_slice(extra);
     let sim = SimEngine::start(&args);
     let ws = tempfile::tempdir().unwrap();
@@ -468,10 +313,7 @@ fn faulted(fault: &str, extra: &[&str]) -> (tempfile::TempDir, Value, Value) {
     assert_ok(&out);
     let bad = cell(ws.path(), "f", "decode-2048-c1.json");
     let good = cell(ws.path(), "f", "decode-1024-c1.json");
-    assert_eq!(
-        good["status"], "valid",
-        "the run goes on around a failed cell"
-    );
+    assert_eq!(good["status"], "valid", "the run goes on around a failed cell");
     assert_eq!(bad["status"], "error", "{fault}: {bad}");
     (ws, bad["error"].clone(), good)
 }
@@ -480,22 +322,10 @@ fn faulted(fault: &str, extra: &[&str]) -> (tempfile::TempDir, Value, Value) {
 fn http_errors_become_error_cells_with_the_servers_message() {
     let (_, e, _) = faulted("http500", &[]);
     assert_eq!(e["http_status"], 500);
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("simulated internal error"),
-        "{e}"
-    );
+    assert!(e["message"].as_str().unwrap().contains("simulated internal error"), "{e}");
     let (_, e, _) = faulted("http503", &["--flavor", "sglang"]);
     assert_eq!(e["http_status"], 503);
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("The request queue is full"),
-        "{e}"
-    );
+    assert!(e["message"].as_str().unwrap().contains("The request queue is full"), "{e}");
     let (_, e, _) = faulted("http400", &[]);
     assert_eq!(e["http_status"], 400);
 }
@@ -511,24 +341,12 @@ fn stream_faults_become_error_cells() {
         "{e}"
     );
     let (_, e, _) = faulted("malformed", &[]);
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("malformed stream"),
-        "{e}"
-    );
+    assert!(e["message"].as_str().unwrap().starts_with("malformed stream"), "{e}");
     let (_, e, _) = faulted("stall", &[]);
-    assert!(
-        e["message"].as_str().unwrap().contains("stream stalled"),
-        "{e}"
-    );
+    assert!(e["message"].as_str().unwrap().contains("stream stalled"), "{e}");
     let (ws, e, _) = faulted("reset", &[]);
     assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("closed the stream before it finished")
+        e["message"].as_str().unwrap().contains("closed the stream before it finished")
             || e["message"].as_str().unwrap().contains("connection"),
         "{e}"
     );
@@ -580,39 +398,18 @@ fn too_long_prompts_and_a_vanished_server_are_errors_not_crashes() {
     assert_eq!(cut["status"], "error", "{cut}");
     let late = cell(ws.path(), "gone", "prefill-2560.json");
     assert_eq!(late["status"], "error", "{late}");
-    assert!(
-        late["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("connecting to"),
-        "{late}"
-    );
+    assert!(late["error"]["message"].as_str().unwrap().contains("connecting to"), "{late}");
     // A prompt longer than the model: the server's 400 is kept as the cell's error.
     let sim = SimEngine::start(&["--max-model-len", "3000"]);
     let out = bench(
         ws.path(),
         &sim.url,
-        &[
-            "--contexts",
-            "1k",
-            "--concurrency",
-            "1",
-            "--prefill-contexts",
-            "4k",
-            "--run-id",
-            "long",
-        ],
+        &["--contexts", "1k", "--concurrency", "1", "--prefill-contexts", "4k", "--run-id", "long"],
     );
     assert_ok(&out);
     let long = cell(ws.path(), "long", "prefill-4096.json");
     assert_eq!(long["status"], "error");
-    assert!(
-        long["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("exceeds the available context size"),
-        "{long}"
-    );
+    assert!(long["error"]["message"].as_str().unwrap().contains("exceeds the available context size"), "{long}");
 }
 
 #[test]
@@ -633,37 +430,13 @@ fn resume_runs_only_the_missing_cells() {
     resumed.push("--resume");
     let out = bench(ws.path(), &sim.url, &resumed);
     assert_ok(&out);
-    assert!(
-        stdout(&out).contains("Wrote 1 cells") && stdout(&out).contains("2 kept from before"),
-        "{}",
-        stdout(&out)
-    );
-    assert_eq!(
-        fs::read(cells.join("decode-1024-c1.json")).unwrap(),
-        kept,
-        "a finished cell was rewritten"
-    );
+    assert!(stdout(&out).contains("Wrote 1 cells") && stdout(&out).contains("2 kept from before"), "{}", stdout(&out));
+    assert_eq!(fs::read(cells.join("decode-1024-c1.json")).unwrap(), kept, "a finished cell was rewritten");
     assert!(cells.join("decode-1024-c2.json").is_file());
     assert!(sim.get_json("/sim/stats")["requests"].as_u64().unwrap() > before);
     // A resume with another matrix is refused.
-    let out = bench(
-        ws.path(),
-        &sim.url,
-        &[
-            "--contexts",
-            "2k",
-            "--concurrency",
-            "1,2",
-            "--run-id",
-            "r",
-            "--resume",
-        ],
-    );
-    assert!(
-        stderr(&out).contains("matrix settings differ"),
-        "{}",
-        stderr(&out)
-    );
+    let out = bench(ws.path(), &sim.url, &["--contexts", "2k", "--concurrency", "1,2", "--run-id", "r", "--resume"]);
+    assert!(stderr(&out).contains("matrix settings differ"), "{}", stderr(&out));
 }
 
 #[test]
@@ -700,39 +473,16 @@ fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(800));
-    assert!(Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("--resume --run-id int"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(
-        cells.join("prefill-1024.json").is_file() && cells.join("decode-1024-c1.json").is_file()
-    );
-    assert!(
-        !cells.join("decode-1024-c2.json").exists(),
-        "the interrupted cell must not be written"
-    );
+    assert!(stderr(&out).contains("--resume --run-id int"), "{}", stderr(&out));
+    assert!(cells.join("prefill-1024.json").is_file() && cells.join("decode-1024-c1.json").is_file());
+    assert!(!cells.join("decode-1024-c2.json").exists(), "the interrupted cell must not be written");
     let out = bench(
         ws.path(),
         &sim.url,
-        &[
-            "--contexts",
-            "1k",
-            "--concurrency",
-            "1,2,4",
-            "--run-id",
-            "int",
-            "--resume",
-            "--duration",
-            "3s",
-        ],
+        &["--contexts", "1k", "--concurrency", "1,2,4", "--run-id", "int", "--resume", "--duration", "3s"],
     );
     assert_ok(&out);
     assert!(cells.join("decode-1024-c4.json").is_file());
@@ -742,19 +492,17 @@ fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
 fn dry_run_prints_the_plan_and_writes_nothing() {
     let sim = SimEngine::start(&["--kv-tokens", "20000", "--max-model-len", "32768"]);
     let ws = tempfile::tempdir().unwrap();
-    let out = bench(
-        ws.path(),
-        &sim.url,
-        &["--contexts", "4k,16k", "--concurrency", "1,4", "--dry-run"],
-    );
+    let out = bench(ws.path(), &sim.url, &["--contexts", "4k,16k", "--concurrency", "1,4", "--dry-run"]);
     assert_ok(&out);
     let plan = stdout(&out);
+    assert!(plan.contains("Plan: 6 cells, 5 to run, 1 Over capacity"), "{plan}");
+    assert!(plan.contains("run            decode 4K x 4"), "{plan}");
     assert!(
-        plan.contains("Plan: 6 cells, 5 to run, 1 Over capacity"),
+        plan.contains(
+            "over capacity  decode 16K x 4: C x (context + max output) > KV budget (needs 67584, limit 20000)"
+        ),
         "{plan}"
     );
-    assert!(plan.contains("run            decode 4K x 4"), "{plan}");
-    assert!(plan.contains("over capacity  decode 16K x 4: C x (context + max output) > KV budget (needs 67584, limit 20000)"), "{plan}");
     assert!(!ws.path().join("data").exists());
 }
 
@@ -762,11 +510,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
 fn bad_endpoints_and_missing_facts_fail_clearly() {
     let ws = tempfile::tempdir().unwrap();
     let out = bench(ws.path(), "https://example.invalid", &[]);
-    assert!(
-        stderr(&out).contains("https endpoints are not supported"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("https endpoints are not supported"), "{}", stderr(&out));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
@@ -776,20 +520,8 @@ fn bad_endpoints_and_missing_facts_fail_clearly() {
     let sim = SimEngine::start(&[]);
     let out = Command::new(env!("CARGO_BIN_EXE_site"))
         .current_dir(ws.path())
-        .args([
-            "bench",
-            "--endpoint",
-            &sim.url,
-            "--contexts",
-            "1k",
-            "--concurrency",
-            "1",
-        ])
+        .args(["bench", "--endpoint", &sim.url, "--contexts", "1k", "--concurrency", "1"])
         .output()
         .unwrap();
-    assert!(
-        stderr(&out).contains("say what the server runs on"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("say what the server runs on"), "{}", stderr(&out));
 }

@@ -8,14 +8,8 @@ use std::fs;
 use common::*;
 
 const SEED_RUNS: [(&str, &str); 2] = [
-    (
-        "000_764db585d72203c2.txt",
-        "step-3.5-flash-vllm-0.29.0-4x-h200-sxm",
-    ),
-    (
-        "001_6424400dfcfc312f.txt",
-        "step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl",
-    ),
+    ("000_764db585d72203c2.txt", "step-3.5-flash-vllm-0.29.0-4x-h200-sxm"),
+    ("001_6424400dfcfc312f.txt", "step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl"),
 ];
 
 fn clean(cell: &str) -> String {
@@ -26,13 +20,7 @@ fn clean(cell: &str) -> String {
 fn seed_table(seed: &str, first_col: &[&str]) -> Vec<Vec<String>> {
     seed.lines()
         .filter(|l| first_col.iter().any(|p| l.starts_with(&format!("| {p} "))))
-        .map(|l| {
-            l.trim()
-                .trim_matches('|')
-                .split('|')
-                .map(|c| c.trim().to_string())
-                .collect()
-        })
+        .map(|l| l.trim().trim_matches('|').split('|').map(|c| c.trim().to_string()).collect())
         .collect()
 }
 
@@ -42,10 +30,7 @@ fn shipped_seed_runs_carry_every_published_figure() {
     assert_ok(&ws.site(&["build"]));
     let index = ws.read("public/index.html");
     for (seed_file, run_id) in SEED_RUNS {
-        assert!(
-            index.contains(&format!("href=\"runs/{run_id}/index.html\"")),
-            "index does not link {run_id}"
-        );
+        assert!(index.contains(&format!("href=\"runs/{run_id}/index.html\"")), "index does not link {run_id}");
         let seed = fs::read_to_string(fixture(&format!("seeds/{seed_file}"))).unwrap();
         let page = ws.read(&format!("public/runs/{run_id}/index.html"));
 
@@ -57,10 +42,7 @@ fn shipped_seed_runs_carry_every_published_figure() {
             .map(|r| r.iter().map(|c| clean(c)).collect())
             .collect();
         assert_eq!(want.len(), 55);
-        assert_eq!(
-            got, want,
-            "{run_id}: measurements table differs from the seed"
-        );
+        assert_eq!(got, want, "{run_id}: measurements table differs from the seed");
 
         // The heatmap: rows are contexts, cells "tok/s" + "N ms TTFT", or the status words.
         let want = seed_table(&seed, &["8K", "16K", "32K", "64K", "128K", "251K"]);
@@ -73,15 +55,9 @@ fn shipped_seed_runs_carry_every_published_figure() {
 
         // Prefill lines, e.g. "8K context34.2K239 ms TTFT".
         let text = text_of(&page);
-        for line in seed
-            .lines()
-            .filter(|l| l.contains(" context") && l.ends_with("ms TTFT"))
-        {
+        for line in seed.lines().filter(|l| l.contains(" context") && l.ends_with("ms TTFT")) {
             let line = line.trim_start_matches("prompt tok/s by context length");
-            assert!(
-                text.contains(line),
-                "{run_id}: prefill line {line:?} missing"
-            );
+            assert!(text.contains(line), "{run_id}: prefill line {line:?} missing");
         }
         // The header facts and the launch command.
         for needle in [
@@ -97,35 +73,19 @@ fn shipped_seed_runs_carry_every_published_figure() {
             assert!(text.contains(needle), "{run_id}: {needle:?} missing");
         }
         let title = seed.lines().nth(1).unwrap();
-        assert!(
-            page.contains(&format!("<h1>{title}</h1>")),
-            "{run_id}: title {title:?}"
-        );
-        let launch = seed
-            .lines()
-            .skip_while(|l| *l != "Launch command")
-            .nth(1)
-            .unwrap();
+        assert!(page.contains(&format!("<h1>{title}</h1>")), "{run_id}: title {title:?}");
+        let launch = seed.lines().skip_while(|l| *l != "Launch command").nth(1).unwrap();
         assert!(text.contains(launch), "{run_id}: launch command differs");
         // Looped and Over capacity cells are styled as such.
-        assert!(page.contains(
-            "<td class=\"cell over-capacity\" data-status=\"over_capacity\">Over capacity</td>"
-        ));
+        assert!(page.contains("<td class=\"cell over-capacity\" data-status=\"over_capacity\">Over capacity</td>"));
         assert!(page.contains("<svg class=\"chart\""), "{run_id}: no chart");
     }
     let vllm = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[0].1));
-    assert_eq!(
-        vllm.matches("<td class=\"cell looped\" data-status=\"looped\">Looped</td>")
-            .count(),
-        1
-    );
+    assert_eq!(vllm.matches("<td class=\"cell looped\" data-status=\"looped\">Looped</td>").count(), 1);
     assert_eq!(vllm.matches("data-status=\"over_capacity\"").count(), 15);
     // Seed 2's cells whose active requests stray from their column are flagged.
     let sglang = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[1].1));
-    assert!(
-        sglang.contains("average active requests 18.0 differ from the 2 requested"),
-        "16K x 2 not flagged"
-    );
+    assert!(sglang.contains("average active requests 18.0 differ from the 2 requested"), "16K x 2 not flagged");
     assert_eq!(sglang.matches("class=\"cell valid warned\"").count(), 8);
 }
 
@@ -135,10 +95,7 @@ fn entity_index_and_glossary_pages_exist() {
     assert_ok(&ws.site(&["build"]));
     let model = ws.read("public/models/stepfun-ai-step-3-5-flash/index.html");
     assert!(model.contains("Step-3.5-Flash on H200 SXM 141GB ×4"));
-    assert!(
-        text_of(&model).contains("4,673.1"),
-        "peak total tok/s missing from the model page"
-    );
+    assert!(text_of(&model).contains("4,673.1"), "peak total tok/s missing from the model page");
     assert!(text_of(&model).contains("34.2K"), "prefill at 8K missing");
     let hw = ws.read("public/hardware/h200-nvl/index.html");
     assert!(hw.contains("../../runs/step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl/index.html"));
@@ -156,14 +113,9 @@ fn entity_index_and_glossary_pages_exist() {
     assert!(ws.path().join("public/static/style.css").is_file());
     let csv = ws.read("public/runs/step-3.5-flash-vllm-0.29.0-4x-h200-sxm/cells.csv");
     assert_eq!(csv.lines().count(), 56);
-    assert!(
-        csv.contains("decode,8192,,128,valid,reported,,4673.1,36.9,1129,"),
-        "{csv}"
-    );
-    let json: serde_json::Value = serde_json::from_str(
-        &ws.read("public/runs/step-3.5-flash-vllm-0.29.0-4x-h200-sxm/cells.json"),
-    )
-    .unwrap();
+    assert!(csv.contains("decode,8192,,128,valid,reported,,4673.1,36.9,1129,"), "{csv}");
+    let json: serde_json::Value =
+        serde_json::from_str(&ws.read("public/runs/step-3.5-flash-vllm-0.29.0-4x-h200-sxm/cells.json")).unwrap();
     assert_eq!(json["cells"].as_array().unwrap().len(), 55);
 }
 
@@ -174,44 +126,24 @@ fn figures_are_computed_from_raw_records() {
     let page = ws.read("public/runs/tiny-vllm-l4/index.html");
     let rows = table_rows(&page, "<table class=\"measurements\"");
     let row = |ctx: &str, c: &str| {
-        rows.iter()
-            .find(|r| r[0] == "Sustained decode" && r[1] == ctx && r[2] == c)
-            .unwrap()
-            .clone()
+        rows.iter().find(|r| r[0] == "Sustained decode" && r[1] == ctx && r[2] == c).unwrap().clone()
     };
     // 4,500 tokens in the window over 30 s; TTFTs 50 and 100 ms; TBT 9.9875 and 20 ms.
-    assert_eq!(
-        row("8K", "2")[4..12],
-        ["150.0", "75.1", "75 ms", "15.0 ms", "2.0", "0", "4,500", "30.0 s"]
-    );
-    assert_eq!(
-        row("8K", "1")[4..12],
-        ["100.0", "100.0", "40 ms", "10.0 ms", "1.0", "0", "3,000", "30.0 s"]
-    );
+    assert_eq!(row("8K", "2")[4..12], ["150.0", "75.1", "75 ms", "15.0 ms", "2.0", "0", "4,500", "30.0 s"]);
+    assert_eq!(row("8K", "1")[4..12], ["100.0", "100.0", "40 ms", "10.0 ms", "1.0", "0", "3,000", "30.0 s"]);
     assert_eq!(row("16K", "1")[3], "Looped");
     assert_eq!(row("16K", "2")[3], "Over capacity");
     let prefill = rows.iter().find(|r| r[0] == "Prefill").unwrap();
-    assert_eq!(
-        prefill[4..7],
-        ["32K".to_string(), "—".into(), "250 ms".into()]
-    );
+    assert_eq!(prefill[4..7], ["32K".to_string(), "—".into(), "250 ms".into()]);
     let text = text_of(&page);
-    assert!(
-        text.contains("needs 40960 tokens, budget 40000"),
-        "over-capacity numbers missing"
-    );
-    assert!(
-        text.contains("period of 37 characters"),
-        "loop finding missing"
-    );
+    assert!(text.contains("needs 40960 tokens, budget 40000"), "over-capacity numbers missing");
+    assert!(text.contains("period of 37 characters"), "loop finding missing");
     // Notes render as Markdown with raw HTML shown as text.
     assert!(page.contains("<strong>quiet</strong>"));
     assert!(!page.contains("<script>alert('notes')"));
     let about = ws.read("public/pages/about/index.html");
     assert!(about.contains("<h1>About these runs</h1>"));
-    assert!(ws
-        .read("public/index.html")
-        .contains("pages/about/index.html"));
+    assert!(ws.read("public/index.html").contains("pages/about/index.html"));
 }
 
 #[test]
@@ -222,18 +154,8 @@ fn every_string_from_data_is_escaped() {
         let entry = entry.unwrap();
         if entry.path().extension().is_some_and(|e| e == "html") {
             let html = fs::read_to_string(entry.path()).unwrap();
-            for bad in [
-                "<script>alert",
-                "<b>eng</b>",
-                "<i>",
-                "<img src=x",
-                "</pre><script>",
-            ] {
-                assert!(
-                    !html.contains(bad),
-                    "{} contains {bad:?}",
-                    entry.path().display()
-                );
+            for bad in ["<script>alert", "<b>eng</b>", "<i>", "<img src=x", "</pre><script>"] {
+                assert!(!html.contains(bad), "{} contains {bad:?}", entry.path().display());
             }
         }
     }
@@ -249,10 +171,7 @@ fn same_input_gives_byte_identical_output() {
     assert_ok(&ws.site(&["build", "--out", "b"]));
     let (a, b) = (tree(&ws.path().join("a")), tree(&ws.path().join("b")));
     assert!(a.len() > 10);
-    assert_eq!(
-        a.iter().map(|f| &f.0).collect::<Vec<_>>(),
-        b.iter().map(|f| &f.0).collect::<Vec<_>>()
-    );
+    assert_eq!(a.iter().map(|f| &f.0).collect::<Vec<_>>(), b.iter().map(|f| &f.0).collect::<Vec<_>>());
     for (fa, fb) in a.iter().zip(&b) {
         assert!(fa.1 == fb.1, "{} differs between two builds", fa.0);
     }
@@ -263,25 +182,14 @@ fn a_failed_build_leaves_the_previous_site_untouched() {
     let ws = Workspace::from_fixture("valid/measured");
     assert_ok(&ws.site(&["build"]));
     let before = tree(&ws.path().join("public"));
-    fs::write(
-        ws.path()
-            .join("data/runs/tiny-vllm-l4/cells/decode-8192-c1.json"),
-        "{ broken",
-    )
-    .unwrap();
+    fs::write(ws.path().join("data/runs/tiny-vllm-l4/cells/decode-8192-c1.json"), "{ broken").unwrap();
     let out = ws.site(&["build"]);
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("decode-8192-c1.json:1:3"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("decode-8192-c1.json:1:3"), "{}", stderr(&out));
     assert_eq!(tree(&ws.path().join("public")), before);
     // No temporary folders are left behind.
-    let names: Vec<String> = fs::read_dir(ws.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let names: Vec<String> =
+        fs::read_dir(ws.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(names.iter().all(|n| !n.starts_with(".public")), "{names:?}");
 }
 
@@ -294,18 +202,10 @@ fn a_broken_template_override_fails_without_touching_output() {
     fs::write(ws.path().join("site-templates/index.html"), "{% if %}").unwrap();
     let out = ws.site(&["build"]);
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("template index.html does not parse"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("template index.html does not parse"), "{}", stderr(&out));
     assert_eq!(tree(&ws.path().join("public")), before);
     // A good override replaces the default by name.
-    fs::write(
-        ws.path().join("site-templates/index.html"),
-        "custom {{ runs|length }}",
-    )
-    .unwrap();
+    fs::write(ws.path().join("site-templates/index.html"), "custom {{ runs|length }}").unwrap();
     assert_ok(&ws.site(&["build"]));
     assert_eq!(ws.read("public/index.html"), "custom 1");
 }
@@ -317,11 +217,7 @@ fn a_folder_site_did_not_build_is_never_replaced() {
     fs::write(ws.path().join("mine/thesis.txt"), "precious").unwrap();
     let out = ws.site(&["build", "--out", "mine"]);
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("refusing to replace mine"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("refusing to replace mine"), "{}", stderr(&out));
     assert_eq!(ws.read("mine/thesis.txt"), "precious");
 }
 
@@ -330,11 +226,7 @@ fn check_validates_and_writes_nothing() {
     let ws = Workspace::from_repo_data();
     let out = ws.site(&["check"]);
     assert_ok(&out);
-    assert!(
-        stdout(&out).contains("2 runs, 110 cells"),
-        "{}",
-        stdout(&out)
-    );
+    assert!(stdout(&out).contains("2 runs, 110 cells"), "{}", stdout(&out));
     assert!(!ws.path().join("public").exists());
 }
 
@@ -345,31 +237,15 @@ fn invalid_inputs_give_clear_errors() {
     for entry in fs::read_dir(&dir).unwrap() {
         let case = entry.unwrap().path();
         let expected = fs::read_to_string(case.join("expected-error.txt")).unwrap();
-        let ws = Workspace::from_fixture(&format!(
-            "invalid/{}",
-            case.file_name().unwrap().to_string_lossy()
-        ));
+        let ws = Workspace::from_fixture(&format!("invalid/{}", case.file_name().unwrap().to_string_lossy()));
         for cmd in [&["check"][..], &["build"][..]] {
             let out = ws.site(cmd);
             let err = stderr(&out);
-            assert!(
-                !out.status.success(),
-                "{}: {cmd:?} succeeded",
-                case.display()
-            );
-            assert!(
-                err.contains(expected.trim()),
-                "{}: expected {:?} in:\n{err}",
-                case.display(),
-                expected.trim()
-            );
+            assert!(!out.status.success(), "{}: {cmd:?} succeeded", case.display());
+            assert!(err.contains(expected.trim()), "{}: expected {:?} in:\n{err}", case.display(), expected.trim());
             assert!(err.starts_with("error: "), "{err}");
         }
-        assert!(
-            !ws.path().join("public").exists(),
-            "{}: output written",
-            case.display()
-        );
+        assert!(!ws.path().join("public").exists(), "{}: output written", case.display());
         cases += 1;
     }
     assert!(cases >= 8);
@@ -384,8 +260,7 @@ fn all_problems_are_reported_at_once() {
     let err = stderr(&ws.site(&["check"]));
     assert!(err.contains("2 problems in"), "{err}");
     assert!(
-        err.contains("decode-8192-c1.json:1:1")
-            && err.contains("decode-8192-c2.json:1:21: missing field `phase`"),
+        err.contains("decode-8192-c1.json:1:1") && err.contains("decode-8192-c2.json:1:21: missing field `phase`"),
         "{err}"
     );
 }

@@ -30,9 +30,7 @@ impl EngineKind {
         match self {
             EngineKind::Vllm => Some(("vllm:num_requests_running", "vllm:num_requests_waiting")),
             EngineKind::Sglang => Some(("sglang:num_running_reqs", "sglang:num_queue_reqs")),
-            EngineKind::LlamaCpp => {
-                Some(("llamacpp:requests_processing", "llamacpp:requests_deferred"))
-            }
+            EngineKind::LlamaCpp => Some(("llamacpp:requests_processing", "llamacpp:requests_deferred")),
             EngineKind::Unknown => None,
         }
     }
@@ -73,9 +71,7 @@ pub fn metric_value(text: &str, name: &str) -> Option<f64> {
 
 /// A label's value on the first sample of `name`: `name{a="1",b="x"} 1`.
 pub fn metric_label(text: &str, name: &str, label: &str) -> Option<String> {
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))?;
+    let line = text.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))?;
     let labels = &line[name.len() + 1..line.find('}')?];
     let key = format!("{label}=\"");
     let start = labels.find(&key)? + key.len();
@@ -98,18 +94,17 @@ fn json_ok(status: hyper::StatusCode, body: &[u8]) -> Option<Value> {
 }
 
 pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
-    let (status, body) = client
-        .get("/v1/models")
-        .await
-        .context("asking the server for /v1/models")?;
+    let (status, body) = client.get("/v1/models").await.context("asking the server for /v1/models")?;
     if status == hyper::StatusCode::UNAUTHORIZED || status == hyper::StatusCode::FORBIDDEN {
-        bail!("/v1/models answered {status}: set the API key in OPENAI_API_KEY (or the variable named by --api-key-env)");
+        bail!(
+            "/v1/models answered {status}: set the API key in OPENAI_API_KEY (or the variable named by --api-key-env)"
+        );
     }
     if status == hyper::StatusCode::SERVICE_UNAVAILABLE {
         bail!("/v1/models answered 503: the server is still loading; try again when /health is OK");
     }
-    let models_json = json_ok(status, &body)
-        .with_context(|| format!("/v1/models answered {status}, not a model list"))?;
+    let models_json =
+        json_ok(status, &body).with_context(|| format!("/v1/models answered {status}, not a model list"))?;
     let mut models = Vec::new();
     let mut max_model_len = None;
     if let Some(data) = models_json.get("data").and_then(Value::as_array) {
@@ -141,10 +136,7 @@ pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
         engine,
         models,
         version: None,
-        capacity: Capacity {
-            max_model_len,
-            ..Default::default()
-        },
+        capacity: Capacity { max_model_len, ..Default::default() },
         metrics_available: metrics.is_some() && engine != EngineKind::Unknown,
         quantization: None,
         build_info: None,
@@ -157,51 +149,33 @@ pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
             if let Some(p) = json_ok(s, &b) {
                 if p.get("total_slots").is_some() {
                     engine = EngineKind::LlamaCpp;
-                    info.capacity.slots = p
-                        .get("total_slots")
-                        .and_then(Value::as_u64)
-                        .map(|v| v as u32);
-                    info.capacity.slot_ctx = p
-                        .pointer("/default_generation_settings/n_ctx")
-                        .and_then(Value::as_u64);
-                    info.build_info = p
-                        .get("build_info")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    info.model_path = p
-                        .get("model_path")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    if let (Some(slots), Some(ctx)) = (info.capacity.slots, info.capacity.slot_ctx)
-                    {
+                    info.capacity.slots = p.get("total_slots").and_then(Value::as_u64).map(|v| v as u32);
+                    info.capacity.slot_ctx = p.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64);
+                    info.build_info = p.get("build_info").and_then(Value::as_str).map(str::to_string);
+                    info.model_path = p.get("model_path").and_then(Value::as_str).map(str::to_string);
+                    if let (Some(slots), Some(ctx)) = (info.capacity.slots, info.capacity.slot_ctx) {
                         info.capacity.kv_budget_tokens = Some(slots as u64 * ctx);
-                        info.capacity.kv_budget_source =
-                            Some("llama.cpp /props total_slots x n_ctx".into());
+                        info.capacity.kv_budget_source = Some("llama.cpp /props total_slots x n_ctx".into());
                     }
                 }
             }
         }
     }
     if engine == EngineKind::Vllm {
-        if let Some(tokens) = metric_label(m, "vllm:cache_config_info", "kv_cache_size_tokens")
-            .and_then(|v| v.parse::<f64>().ok())
+        if let Some(tokens) =
+            metric_label(m, "vllm:cache_config_info", "kv_cache_size_tokens").and_then(|v| v.parse::<f64>().ok())
         {
             info.capacity.kv_budget_tokens = Some(tokens as u64);
-            info.capacity.kv_budget_source =
-                Some("vllm:cache_config_info kv_cache_size_tokens".into());
+            info.capacity.kv_budget_source = Some("vllm:cache_config_info kv_cache_size_tokens".into());
         } else if let (Some(blocks), Some(size)) = (
-            metric_label(m, "vllm:cache_config_info", "num_gpu_blocks")
-                .and_then(|v| v.parse::<f64>().ok()),
-            metric_label(m, "vllm:cache_config_info", "block_size")
-                .and_then(|v| v.parse::<f64>().ok()),
+            metric_label(m, "vllm:cache_config_info", "num_gpu_blocks").and_then(|v| v.parse::<f64>().ok()),
+            metric_label(m, "vllm:cache_config_info", "block_size").and_then(|v| v.parse::<f64>().ok()),
         ) {
             info.capacity.kv_budget_tokens = Some((blocks * size) as u64);
-            info.capacity.kv_budget_source =
-                Some("vllm:cache_config_info num_gpu_blocks x block_size".into());
+            info.capacity.kv_budget_source = Some("vllm:cache_config_info num_gpu_blocks x block_size".into());
         }
         if let Ok((s, b)) = client.get("/version").await {
-            info.version = json_ok(s, &b)
-                .and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string));
+            info.version = json_ok(s, &b).and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string));
         }
     }
     if matches!(engine, EngineKind::Sglang | EngineKind::Unknown) {
@@ -211,24 +185,18 @@ pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
                     if let Some(t) = v.get("max_total_num_tokens").and_then(Value::as_u64) {
                         engine = EngineKind::Sglang;
                         info.capacity.kv_budget_tokens = Some(t);
-                        info.capacity.kv_budget_source =
-                            Some(format!("sglang {path} max_total_num_tokens"));
+                        info.capacity.kv_budget_source = Some(format!("sglang {path} max_total_num_tokens"));
                     }
-                    info.version = info
-                        .version
-                        .or_else(|| v.get("version").and_then(Value::as_str).map(str::to_string));
-                    info.quantization = v
-                        .get("quantization")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
+                    info.version =
+                        info.version.or_else(|| v.get("version").and_then(Value::as_str).map(str::to_string));
+                    info.quantization = v.get("quantization").and_then(Value::as_str).map(str::to_string);
                     break;
                 }
             }
         }
     }
     info.engine = engine;
-    info.metrics_available =
-        metrics.is_some() && engine.gauges().is_some_and(|(r, _)| m.contains(r));
+    info.metrics_available = metrics.is_some() && engine.gauges().is_some_and(|(r, _)| m.contains(r));
     Ok(info)
 }
 
@@ -242,14 +210,8 @@ mod tests {
     fn prometheus_text() {
         assert_eq!(metric_value(VLLM, "vllm:num_requests_running"), Some(5.0));
         assert_eq!(metric_value(VLLM, "vllm:num_requests"), None);
-        assert_eq!(
-            metric_label(VLLM, "vllm:cache_config_info", "num_gpu_blocks").as_deref(),
-            Some("5000")
-        );
+        assert_eq!(metric_label(VLLM, "vllm:cache_config_info", "num_gpu_blocks").as_deref(), Some("5000"));
         assert_eq!(gauge_values(VLLM, EngineKind::Vllm), Some((5.0, Some(0.0))));
-        assert_eq!(
-            gauge_values("llamacpp:requests_processing 2\n", EngineKind::LlamaCpp),
-            Some((2.0, None))
-        );
+        assert_eq!(gauge_values("llamacpp:requests_processing 2\n", EngineKind::LlamaCpp), Some((2.0, None)));
     }
 }

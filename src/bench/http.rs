@@ -26,19 +26,15 @@ impl Endpoint {
         if url.starts_with("https://") {
             bail!("{url}: https endpoints are not supported; reach the server over plain http (e.g. through an SSH tunnel)");
         }
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| anyhow!("{url}: the endpoint must start with http://"))?;
+        let rest = url.strip_prefix("http://").ok_or_else(|| anyhow!("{url}: the endpoint must start with http://"))?;
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
         };
         let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => (
-                h.to_string(),
-                p.parse::<u16>()
-                    .map_err(|_| anyhow!("{url}: bad port {p:?}"))?,
-            ),
+            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
+                (h.to_string(), p.parse::<u16>().map_err(|_| anyhow!("{url}: bad port {p:?}"))?)
+            }
             _ => (authority.to_string(), 80),
         };
         if host.is_empty() {
@@ -48,11 +44,7 @@ impl Endpoint {
         if base_path.ends_with("/v1") {
             base_path.truncate(base_path.len() - 3);
         }
-        Ok(Endpoint {
-            host,
-            port,
-            base_path,
-        })
+        Ok(Endpoint { host, port, base_path })
     }
 
     pub fn display(&self) -> String {
@@ -70,31 +62,16 @@ pub struct HttpClient {
 
 impl HttpClient {
     pub fn new(endpoint: Endpoint, api_key: Option<String>) -> HttpClient {
-        HttpClient {
-            endpoint,
-            api_key,
-            connect_timeout: Duration::from_secs(10),
-        }
+        HttpClient { endpoint, api_key, connect_timeout: Duration::from_secs(10) }
     }
 
-    fn build(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Bytes>,
-    ) -> Result<Request<Full<Bytes>>> {
+    fn build(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<Request<Full<Bytes>>> {
         let uri = format!("{}{}", self.endpoint.base_path, path);
         let mut b = Request::builder()
             .method(method)
             .uri(uri)
-            .header(
-                hyper::header::HOST,
-                format!("{}:{}", self.endpoint.host, self.endpoint.port),
-            )
-            .header(
-                hyper::header::USER_AGENT,
-                concat!("speed-matrix/", env!("CARGO_PKG_VERSION")),
-            );
+            .header(hyper::header::HOST, format!("{}:{}", self.endpoint.host, self.endpoint.port))
+            .header(hyper::header::USER_AGENT, concat!("speed-matrix/", env!("CARGO_PKG_VERSION")));
         if let Some(key) = &self.api_key {
             b = b.header(hyper::header::AUTHORIZATION, format!("Bearer {key}"));
         }
@@ -105,29 +82,20 @@ impl HttpClient {
     }
 
     /// Sends a request on a fresh connection and returns the response head and body stream.
-    pub async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Bytes>,
-    ) -> Result<(StatusCode, Incoming)> {
+    pub async fn send(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<(StatusCode, Incoming)> {
         let addr = (self.endpoint.host.as_str(), self.endpoint.port);
         let stream = tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| anyhow!("connecting to {} timed out", self.endpoint.display()))?
             .with_context(|| format!("connecting to {}", self.endpoint.display()))?;
         let _ = stream.set_nodelay(true);
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(async move {
             // Ends when the response body is dropped or the server closes.
             let _ = conn.await;
         });
         let req = self.build(method, path, body)?;
-        let resp = sender
-            .send_request(req)
-            .await
-            .with_context(|| format!("{} {path}", self.endpoint.display()))?;
+        let resp = sender.send_request(req).await.with_context(|| format!("{} {path}", self.endpoint.display()))?;
         Ok((resp.status(), resp.into_body()))
     }
 
@@ -141,31 +109,18 @@ impl HttpClient {
     ) -> Result<(StatusCode, Bytes)> {
         let fut = async {
             let (status, body) = self.send(method, path, body).await?;
-            let bytes = body
-                .collect()
-                .await
-                .context("reading the response body")?
-                .to_bytes();
+            let bytes = body.collect().await.context("reading the response body")?.to_bytes();
             Ok::<_, anyhow::Error>((status, bytes))
         };
-        tokio::time::timeout(timeout, fut)
-            .await
-            .map_err(|_| anyhow!("{path}: no answer within {timeout:?}"))?
+        tokio::time::timeout(timeout, fut).await.map_err(|_| anyhow!("{path}: no answer within {timeout:?}"))?
     }
 
     pub async fn get(&self, path: &str) -> Result<(StatusCode, Bytes)> {
-        self.fetch(Method::GET, path, None, Duration::from_secs(10))
-            .await
+        self.fetch(Method::GET, path, None, Duration::from_secs(10)).await
     }
 
     pub async fn post(&self, path: &str, json: &serde_json::Value) -> Result<(StatusCode, Bytes)> {
-        self.fetch(
-            Method::POST,
-            path,
-            Some(Bytes::from(serde_json::to_vec(json)?)),
-            Duration::from_secs(600),
-        )
-        .await
+        self.fetch(Method::POST, path, Some(Bytes::from(serde_json::to_vec(json)?)), Duration::from_secs(600)).await
     }
 }
 
@@ -176,10 +131,7 @@ mod tests {
     #[test]
     fn endpoints() {
         let e = Endpoint::parse("http://127.0.0.1:8000").unwrap();
-        assert_eq!(
-            (e.host.as_str(), e.port, e.base_path.as_str()),
-            ("127.0.0.1", 8000, "")
-        );
+        assert_eq!((e.host.as_str(), e.port, e.base_path.as_str()), ("127.0.0.1", 8000, ""));
         let e = Endpoint::parse("http://gpu-box:30000/v1/").unwrap();
         assert_eq!((e.port, e.base_path.as_str()), (30000, ""));
         let e = Endpoint::parse("http://h/proxy/v1").unwrap();

@@ -16,12 +16,7 @@ pub struct LoopSettings {
 
 impl Default for LoopSettings {
     fn default() -> Self {
-        LoopSettings {
-            min_chars: 4096,
-            min_cycles: 4,
-            check_every: 256,
-            max_period: 2048,
-        }
+        LoopSettings { min_chars: 4096, min_cycles: 4, check_every: 256, max_period: 2048 }
     }
 }
 
@@ -38,19 +33,9 @@ pub struct LoopDetector {
 impl LoopDetector {
     pub fn new(settings: LoopSettings) -> LoopDetector {
         // UTF-8 is at most 4 bytes a character.
-        let cap = (settings
-            .min_chars
-            .max(settings.max_period * settings.min_cycles)
-            + settings.max_period)
-            .max(64)
-            * 2
-            * 4;
-        LoopDetector {
-            settings,
-            tail: Vec::new(),
-            since_check: 0,
-            cap,
-        }
+        let cap =
+            (settings.min_chars.max(settings.max_period * settings.min_cycles) + settings.max_period).max(64) * 2 * 4;
+        LoopDetector { settings, tail: Vec::new(), since_check: 0, cap }
     }
 
     /// Appends text; returns a finding once the tail is a loop.
@@ -90,9 +75,7 @@ impl LoopDetector {
                 run += 1;
             }
             let repeated_bytes = run + p;
-            if repeated_bytes < self.settings.min_chars
-                || repeated_bytes / p < self.settings.min_cycles
-            {
+            if repeated_bytes < self.settings.min_chars || repeated_bytes / p < self.settings.min_cycles {
                 continue;
             }
             // The cycle must be whole characters; a byte period inside a character is not one.
@@ -111,9 +94,7 @@ impl LoopDetector {
             while (s[start] & 0xC0) == 0x80 {
                 start += 1;
             }
-            let repeated = std::str::from_utf8(&s[start..])
-                .map(|t| t.chars().count())
-                .unwrap_or(0);
+            let repeated = std::str::from_utf8(&s[start..]).map(|t| t.chars().count()).unwrap_or(0);
             if repeated < self.settings.min_chars || repeated / period < self.settings.min_cycles {
                 continue;
             }
@@ -168,9 +149,7 @@ mod tests {
     #[test]
     fn ignores_varied_text_whitespace_and_short_repeats() {
         let mut d = LoopDetector::new(LoopSettings::default());
-        let varied: String = (0..3000)
-            .map(|i| format!("w{} ", (i * 7919) % 1013))
-            .collect();
+        let varied: String = (0..3000).map(|i| format!("w{} ", (i * 7919) % 1013)).collect();
         assert!(feed(&mut d, &varied).is_none());
         let mut d = LoopDetector::new(LoopSettings::default());
         assert!(feed(&mut d, &" ".repeat(9000)).is_none());
@@ -181,12 +160,7 @@ mod tests {
 
     #[test]
     fn counts_code_points_not_bytes() {
-        let settings = LoopSettings {
-            min_chars: 400,
-            min_cycles: 4,
-            check_every: 16,
-            max_period: 64,
-        };
+        let settings = LoopSettings { min_chars: 400, min_cycles: 4, check_every: 16, max_period: 64 };
         let mut d = LoopDetector::new(settings);
         // 150 x 3 chars = 450 code points (1,350 bytes) of a 3-char cycle.
         assert!(feed(&mut d, &"é😀ü".repeat(150)).is_some());

@@ -23,8 +23,8 @@ use anyhow::{bail, Context, Result};
 use tokio::sync::watch;
 
 use crate::data::{
-    BenchTool, Cell, CellError, DecodeTest, EngineInfo, HardwareInfo, ModelInfo, Origin, Phase,
-    PrefillMode, RunManifest, RunSettings, Status, SCHEMA_VERSION,
+    BenchTool, Cell, CellError, DecodeTest, EngineInfo, HardwareInfo, ModelInfo, Origin, Phase, PrefillMode,
+    RunManifest, RunSettings, Status, SCHEMA_VERSION,
 };
 use crate::render::format::context_label;
 use discover::{EngineKind, ServerInfo};
@@ -101,9 +101,7 @@ pub struct BenchSummary {
 
 /// Runs the bench to the end (or to Ctrl-C) on a runtime of its own.
 pub fn run_blocking(cfg: BenchConfig) -> Result<BenchSummary> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(run(cfg))
 }
 
@@ -117,11 +115,7 @@ fn capacity(info: &ServerInfo, cfg: &BenchConfig) -> Capacity {
 }
 
 fn default_run_id(model: &str, engine: &str) -> String {
-    let stamp: String = recorder::now_rfc3339()
-        .chars()
-        .filter(|c| c.is_ascii_digit())
-        .take(14)
-        .collect();
+    let stamp: String = recorder::now_rfc3339().chars().filter(|c| c.is_ascii_digit()).take(14).collect();
     let mut id = format!(
         "{}-{}-{}",
         crate::data::ids::slugify(&crate::normalize::model_display_name(model)),
@@ -139,22 +133,14 @@ fn describe(p: &PlannedCell) -> String {
     }
 }
 
-fn manifest(
-    cfg: &BenchConfig,
-    info: &ServerInfo,
-    model: &str,
-    cap: &Capacity,
-) -> Result<RunManifest> {
+fn manifest(cfg: &BenchConfig, info: &ServerInfo, model: &str, cap: &Capacity) -> Result<RunManifest> {
     let f = &cfg.facts;
     let (kind, device, count) = match (&f.device, &f.cpu) {
         (Some(d), _) => (f.hardware_kind.clone().unwrap_or_else(|| "Discrete GPU".into()), d.clone(), f.device_count.unwrap_or(1)),
         (None, Some(cpu)) => (f.hardware_kind.clone().unwrap_or_else(|| "CPU".into()), cpu.clone(), f.device_count.unwrap_or(1)),
         (None, None) => bail!("say what the server runs on: --gpu NAME --gpu-count N (or --cpu NAME for a CPU-only server); the server cannot tell"),
     };
-    let engine = f
-        .engine
-        .clone()
-        .unwrap_or_else(|| info.engine.name().to_string());
+    let engine = f.engine.clone().unwrap_or_else(|| info.engine.name().to_string());
     let version = f
         .engine_version
         .clone()
@@ -170,11 +156,7 @@ fn manifest(
         schema_version: SCHEMA_VERSION,
         model: ModelInfo {
             id: f.model_id.clone().unwrap_or_else(|| model.to_string()),
-            served_name: f
-                .model_id
-                .as_ref()
-                .filter(|id| id.as_str() != model)
-                .map(|_| model.to_string()),
+            served_name: f.model_id.as_ref().filter(|id| id.as_str() != model).map(|_| model.to_string()),
             revision: f.revision.clone(),
         },
         hardware: HardwareInfo {
@@ -182,15 +164,8 @@ fn manifest(
             device,
             count,
             memory_gb: f.memory_gb,
-            os: Some(
-                f.os.clone()
-                    .unwrap_or_else(|| std::env::consts::OS.to_string()),
-            ),
-            cpu: if f.device.is_some() {
-                f.cpu.clone()
-            } else {
-                None
-            },
+            os: Some(f.os.clone().unwrap_or_else(|| std::env::consts::OS.to_string())),
+            cpu: if f.device.is_some() { f.cpu.clone() } else { None },
         },
         engine: EngineInfo {
             name: engine,
@@ -214,10 +189,7 @@ fn manifest(
             kv_budget_source: cap.kv_budget_source.clone(),
         },
         launch_command: f.launch_command.as_deref().map(redact::redact_command),
-        bench_tool: BenchTool {
-            name: "site bench".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
+        bench_tool: BenchTool { name: "site bench".into(), version: env!("CARGO_PKG_VERSION").into() },
         origin: Origin::Measured,
         started_at: Some(recorder::now_rfc3339()),
         finished_at: None,
@@ -229,11 +201,9 @@ fn cell_summary(cell: &Cell) -> String {
     let v = crate::normalize::normalize_cell(cell, Origin::Measured);
     let f = &v.figures;
     match cell.status {
-        Status::Valid if cell.phase == Phase::Prefill => format!(
-            "{:.0} prompt tok/s, TTFT {:.0} ms",
-            f.prompt_tps.unwrap_or(0.0),
-            f.ttft_ms.unwrap_or(0.0)
-        ),
+        Status::Valid if cell.phase == Phase::Prefill => {
+            format!("{:.0} prompt tok/s, TTFT {:.0} ms", f.prompt_tps.unwrap_or(0.0), f.ttft_ms.unwrap_or(0.0))
+        }
         Status::Valid => format!(
             "{:.1} tok/s total, {:.1} per request, TTFT {:.0} ms, {:.1} active{}",
             f.total_tps.unwrap_or(0.0),
@@ -243,80 +213,42 @@ fn cell_summary(cell: &Cell) -> String {
             if v.warnings.is_empty() {
                 String::new()
             } else {
-                format!(
-                    " (warning: {})",
-                    v.warnings
-                        .iter()
-                        .map(|w| w.code.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+                format!(" (warning: {})", v.warnings.iter().map(|w| w.code.as_str()).collect::<Vec<_>>().join(", "))
             }
         ),
         Status::Looped => "Looped".into(),
-        Status::OverCapacity => format!(
-            "Over capacity ({})",
-            cell.over_capacity
-                .as_ref()
-                .map(|o| o.rule.as_str())
-                .unwrap_or("")
-        ),
-        Status::Error => format!(
-            "Error: {}",
-            cell.error
-                .as_ref()
-                .map(|e| e.message.as_str())
-                .unwrap_or("")
-        ),
+        Status::OverCapacity => {
+            format!("Over capacity ({})", cell.over_capacity.as_ref().map(|o| o.rule.as_str()).unwrap_or(""))
+        }
+        Status::Error => format!("Error: {}", cell.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")),
     }
 }
 
 pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
     let client = HttpClient::new(Endpoint::parse(&cfg.endpoint)?, cfg.api_key.clone());
-    let info = discover::discover(&client)
-        .await
-        .with_context(|| format!("discovering {}", client.endpoint.display()))?;
+    let info =
+        discover::discover(&client).await.with_context(|| format!("discovering {}", client.endpoint.display()))?;
     let model = match (&cfg.model, info.models.first()) {
         (Some(m), _) => m.clone(),
         (None, Some(m)) => m.clone(),
         (None, None) => bail!("the server lists no model; pass --model"),
     };
     let cap = capacity(&info, &cfg);
-    let planned = plan::plan(
-        &cfg.contexts,
-        &cfg.concurrency,
-        &cfg.prefill_contexts,
-        cfg.max_output,
-        &cap,
-    );
+    let planned = plan::plan(&cfg.contexts, &cfg.concurrency, &cfg.prefill_contexts, cfg.max_output, &cap);
 
     eprintln!(
         "{} at {}: model {model}, KV budget {}, max model length {}, gauges {}",
         info.engine.name(),
         client.endpoint.display(),
         cap.kv_budget_tokens
-            .map(|b| format!(
-                "{b} tokens ({})",
-                cap.kv_budget_source.as_deref().unwrap_or("")
-            ))
+            .map(|b| format!("{b} tokens ({})", cap.kv_budget_source.as_deref().unwrap_or("")))
             .unwrap_or_else(|| "unknown".into()),
-        cap.max_model_len
-            .map(|l| l.to_string())
-            .unwrap_or_else(|| "unknown".into()),
-        if info.metrics_available {
-            "on"
-        } else {
-            "off (client in-flight count)"
-        }
+        cap.max_model_len.map(|l| l.to_string()).unwrap_or_else(|| "unknown".into()),
+        if info.metrics_available { "on" } else { "off (client in-flight count)" }
     );
     if cfg.dry_run {
         let runs = planned.iter().filter(|p| p.over_capacity.is_none()).count();
-        println!(
-            "Plan: {} cells, {} to run, {} Over capacity",
-            planned.len(),
-            runs,
-            planned.len() - runs
-        );
+        println!("Plan: {} cells, {} to run, {} Over capacity", planned.len(), runs, planned.len() - runs);
         for p in &planned {
             match &p.over_capacity {
                 None => println!("  run            {}", describe(p)),
@@ -325,35 +257,21 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
                     describe(p),
                     o.rule,
                     o.required_tokens,
-                    o.budget_tokens
-                        .map(|b| b.to_string())
-                        .unwrap_or_else(|| "?".into())
+                    o.budget_tokens.map(|b| b.to_string()).unwrap_or_else(|| "?".into())
                 ),
             }
         }
-        let secs: f64 = planned
-            .iter()
-            .filter(|p| p.phase == Phase::Decode && p.over_capacity.is_none())
-            .count() as f64
+        let secs: f64 = planned.iter().filter(|p| p.phase == Phase::Decode && p.over_capacity.is_none()).count() as f64
             * (cfg.duration + cfg.warmup_hold).as_secs_f64();
-        println!(
-            "Decode windows alone take about {:.0} minutes.",
-            secs / 60.0
-        );
+        println!("Decode windows alone take about {:.0} minutes.", secs / 60.0);
         return Ok(BenchSummary::default());
     }
 
-    let engine_name = cfg
-        .facts
-        .engine
+    let engine_name = cfg.facts.engine.clone().unwrap_or_else(|| info.engine.name().to_string());
+    let run_id = cfg
+        .run_id
         .clone()
-        .unwrap_or_else(|| info.engine.name().to_string());
-    let run_id = cfg.run_id.clone().unwrap_or_else(|| {
-        default_run_id(
-            cfg.facts.model_id.as_deref().unwrap_or(&model),
-            &engine_name,
-        )
-    });
+        .unwrap_or_else(|| default_run_id(cfg.facts.model_id.as_deref().unwrap_or(&model), &engine_name));
     let mut recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume)?;
     let mut m = manifest(&cfg, &info, &model, &cap)?;
     if let Some(old) = recorder.existing_manifest()? {
@@ -401,21 +319,11 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
         }
     });
 
-    let mut summary = BenchSummary {
-        run_dir: recorder.dir.clone(),
-        ..Default::default()
-    };
-    let todo: Vec<&PlannedCell> = planned
-        .iter()
-        .filter(|p| !recorder.has(p.phase, p.context, p.concurrency))
-        .collect();
+    let mut summary = BenchSummary { run_dir: recorder.dir.clone(), ..Default::default() };
+    let todo: Vec<&PlannedCell> = planned.iter().filter(|p| !recorder.has(p.phase, p.context, p.concurrency)).collect();
     summary.skipped_existing = planned.len() - todo.len();
     if summary.skipped_existing > 0 {
-        eprintln!(
-            "resuming {run_id}: {} cells already measured, {} to go",
-            summary.skipped_existing,
-            todo.len()
-        );
+        eprintln!("resuming {run_id}: {} cells already measured, {} to go", summary.skipped_existing, todo.len());
     }
     let mut progress = Progress::new(todo.len() as u64);
     let live = {
@@ -427,10 +335,7 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
                 let mut last = (Instant::now(), 0u64);
                 loop {
                     tokio::select! { _ = tokio::time::sleep(Duration::from_millis(500)) => {}, _ = stop.changed() => return }
-                    let now = (
-                        Instant::now(),
-                        clock.live_tokens.load(std::sync::atomic::Ordering::Relaxed),
-                    );
+                    let now = (Instant::now(), clock.live_tokens.load(std::sync::atomic::Ordering::Relaxed));
                     let rate = (now.1 - last.1) as f64 / (now.0 - last.0).as_secs_f64();
                     *bar_msg.lock().unwrap() = format!("{rate:.0} tok/s live");
                     last = now;
@@ -451,41 +356,29 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
             summary.over_capacity += 1;
             summary.written += 1;
         }
-        let runnable: Vec<&&PlannedCell> = cells
-            .iter()
-            .filter(|p| p.over_capacity.is_none())
-            .copied()
-            .collect();
+        let runnable: Vec<&&PlannedCell> = cells.iter().filter(|p| p.over_capacity.is_none()).copied().collect();
         if runnable.is_empty() {
             continue;
         }
         progress.current(&format!("sizing the {} prompt", context_label(ctx)));
-        let sized =
-            match prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, ctx).await {
-                Ok(s) => s,
-                Err(e) => {
-                    for p in &runnable {
-                        let mut cell = planned_cell(p, Status::Error);
-                        cell.error = Some(CellError {
-                            message: format!("sizing the prompt failed: {e:#}"),
-                            http_status: None,
-                        });
-                        recorder.write_cell(&cell)?;
-                        progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&cell)));
-                        summary.errors += 1;
-                        summary.written += 1;
-                    }
-                    continue;
+        let sized = match prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, ctx).await {
+            Ok(s) => s,
+            Err(e) => {
+                for p in &runnable {
+                    let mut cell = planned_cell(p, Status::Error);
+                    cell.error =
+                        Some(CellError { message: format!("sizing the prompt failed: {e:#}"), http_status: None });
+                    recorder.write_cell(&cell)?;
+                    progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&cell)));
+                    summary.errors += 1;
+                    summary.written += 1;
                 }
-            };
+                continue;
+            }
+        };
         // The prefill sample always runs first: it warms the prefix cache for the decode cells.
-        progress.current(&format!(
-            "prefill {} ({} prompt tokens)",
-            context_label(ctx),
-            sized.tokens
-        ));
-        let prefill =
-            runner::prefill_cell(&cx, ctx, &sized.text, sized.tokens, int_rx.clone()).await;
+        progress.current(&format!("prefill {} ({} prompt tokens)", context_label(ctx), sized.tokens));
+        let prefill = runner::prefill_cell(&cx, ctx, &sized.text, sized.tokens, int_rx.clone()).await;
         if *int_rx.borrow() {
             summary.interrupted = true;
             break 'contexts;
@@ -513,15 +406,8 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
                     }
                 })
             };
-            let (cell, interrupted) = runner::decode_cell(
-                &cx,
-                ctx,
-                p.concurrency,
-                &sized.text,
-                sized.tokens,
-                int_rx.clone(),
-            )
-            .await;
+            let (cell, interrupted) =
+                runner::decode_cell(&cx, ctx, p.concurrency, &sized.text, sized.tokens, int_rx.clone()).await;
             ticker.abort();
             if interrupted {
                 summary.interrupted = true;

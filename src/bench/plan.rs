@@ -14,9 +14,7 @@ pub fn parse_tokens(s: &str) -> Result<u32> {
         Some(n) => (n, 1024.0),
         None => (t, 1.0),
     };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| anyhow!("{s:?} is not a token count (examples: 512, 8k, 1.5k)"))?;
+    let v: f64 = num.parse().map_err(|_| anyhow!("{s:?} is not a token count (examples: 512, 8k, 1.5k)"))?;
     let tokens = v * mult;
     if !(tokens >= 1.0 && tokens <= u32::MAX as f64 && tokens.fract() == 0.0) {
         bail!("{s:?} is not a whole, positive number of tokens");
@@ -25,11 +23,7 @@ pub fn parse_tokens(s: &str) -> Result<u32> {
 }
 
 pub fn parse_token_list(s: &str) -> Result<Vec<u32>> {
-    let mut v: Vec<u32> = s
-        .split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(parse_tokens)
-        .collect::<Result<_>>()?;
+    let mut v: Vec<u32> = s.split(',').filter(|p| !p.trim().is_empty()).map(parse_tokens).collect::<Result<_>>()?;
     v.sort_unstable();
     v.dedup();
     if v.is_empty() {
@@ -43,16 +37,13 @@ pub fn parse_count_list(s: &str) -> Result<Vec<u32>> {
         .split(',')
         .filter(|p| !p.trim().is_empty())
         .map(|p| {
-            p.trim()
-                .parse::<u32>()
-                .map_err(|_| anyhow!("{p:?} is not a whole number"))
-                .and_then(|n| {
-                    if n == 0 {
-                        Err(anyhow!("0 requests at once"))
-                    } else {
-                        Ok(n)
-                    }
-                })
+            p.trim().parse::<u32>().map_err(|_| anyhow!("{p:?} is not a whole number")).and_then(|n| {
+                if n == 0 {
+                    Err(anyhow!("0 requests at once"))
+                } else {
+                    Ok(n)
+                }
+            })
         })
         .collect::<Result<_>>()?;
     v.sort_unstable();
@@ -75,10 +66,7 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     } else {
         (t, 1.0)
     };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| anyhow!("{s:?} is not a duration (examples: 30s, 500ms, 2m)"))?;
+    let v: f64 = num.trim().parse().map_err(|_| anyhow!("{s:?} is not a duration (examples: 30s, 500ms, 2m)"))?;
     if !(v.is_finite() && v > 0.0) {
         bail!("{s:?}: a duration must be positive");
     }
@@ -164,12 +152,7 @@ pub fn plan(
         if prefill_contexts.contains(&ctx) {
             // A prompt that cannot fit at all is reported by the server; the plan only
             // skips decode cells.
-            out.push(PlannedCell {
-                phase: Phase::Prefill,
-                context: ctx,
-                concurrency: 1,
-                over_capacity: None,
-            });
+            out.push(PlannedCell { phase: Phase::Prefill, context: ctx, concurrency: 1, over_capacity: None });
         }
         if contexts.contains(&ctx) {
             for &c in concurrency {
@@ -191,10 +174,7 @@ mod tests {
 
     #[test]
     fn token_and_duration_flags() {
-        assert_eq!(
-            parse_token_list("8k,16K,251k,1.5k,512").unwrap(),
-            [512, 1536, 8192, 16384, 257024]
-        );
+        assert_eq!(parse_token_list("8k,16K,251k,1.5k,512").unwrap(), [512, 1536, 8192, 16384, 257024]);
         assert!(parse_tokens("1.3k").is_err());
         assert!(parse_tokens("abc").is_err());
         assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
@@ -206,47 +186,25 @@ mod tests {
 
     #[test]
     fn over_capacity_rules() {
-        let cap = Capacity {
-            kv_budget_tokens: Some(100_000),
-            max_model_len: Some(40_000),
-            ..Default::default()
-        };
+        let cap = Capacity { kv_budget_tokens: Some(100_000), max_model_len: Some(40_000), ..Default::default() };
         assert!(over_capacity(8192, 8, 4096, &cap).is_none()); // 98,304 fits
         let o = over_capacity(8192, 16, 4096, &cap).unwrap();
-        assert_eq!(
-            (o.required_tokens, o.budget_tokens),
-            (196_608, Some(100_000))
-        );
+        assert_eq!((o.required_tokens, o.budget_tokens), (196_608, Some(100_000)));
         let o = over_capacity(38_000, 1, 4096, &cap).unwrap();
         assert_eq!(o.rule, "context + max output > max model length");
-        let llama = Capacity {
-            slots: Some(4),
-            slot_ctx: Some(2048),
-            ..Default::default()
-        };
+        let llama = Capacity { slots: Some(4), slot_ctx: Some(2048), ..Default::default() };
         assert!(over_capacity(1024, 4, 512, &llama).is_none());
-        assert_eq!(
-            over_capacity(1024, 8, 512, &llama).unwrap().rule,
-            "C > parallel slots"
-        );
+        assert_eq!(over_capacity(1024, 8, 512, &llama).unwrap().rule, "C > parallel slots");
         assert!(over_capacity(1600, 1, 512, &llama).is_some());
     }
 
     #[test]
     fn plan_orders_prefill_before_decode() {
         let p = plan(&[8192], &[1, 2], &[8192, 16384], 4096, &Capacity::default());
-        let keys: Vec<(Phase, u32, u32)> = p
-            .iter()
-            .map(|c| (c.phase, c.context, c.concurrency))
-            .collect();
+        let keys: Vec<(Phase, u32, u32)> = p.iter().map(|c| (c.phase, c.context, c.concurrency)).collect();
         assert_eq!(
             keys,
-            [
-                (Phase::Prefill, 8192, 1),
-                (Phase::Decode, 8192, 1),
-                (Phase::Decode, 8192, 2),
-                (Phase::Prefill, 16384, 1)
-            ]
+            [(Phase::Prefill, 8192, 1), (Phase::Decode, 8192, 1), (Phase::Decode, 8192, 2), (Phase::Prefill, 16384, 1)]
         );
     }
 }

@@ -17,19 +17,13 @@ impl Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let b = ProgressBar::new(total);
             b.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} [{pos}/{len}] {wide_msg} {elapsed_precise} ETA {eta}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template("{spinner} [{pos}/{len}] {wide_msg} {elapsed_precise} ETA {eta}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             b.enable_steady_tick(Duration::from_millis(200));
             b
         });
-        Progress {
-            bar,
-            total,
-            done: 0,
-        }
+        Progress { bar, total, done: 0 }
     }
 
     /// A line that stays (plain output) or prints above the bar.

@@ -30,22 +30,17 @@ impl Api {
 }
 
 const WORDS: &[&str] = &[
-    "river", "stone", "harbor", "lantern", "meadow", "copper", "signal", "orchard", "glacier",
-    "violet", "engine", "marble", "thunder", "saddle", "pepper", "canyon", "window", "falcon",
-    "ember", "ledger", "compass", "willow", "anchor", "quartz", "velvet", "summit", "cobalt",
-    "harvest", "pillar", "lagoon", "timber", "beacon",
+    "river", "stone", "harbor", "lantern", "meadow", "copper", "signal", "orchard", "glacier", "violet", "engine",
+    "marble", "thunder", "saddle", "pepper", "canyon", "window", "falcon", "ember", "ledger", "compass", "willow",
+    "anchor", "quartz", "velvet", "summit", "cobalt", "harvest", "pillar", "lagoon", "timber", "beacon",
 ];
 
 /// `n` filler words, deterministic for a seed (a small LCG: no dependency, same every run).
 pub fn filler(n: usize, seed: u64) -> String {
     let mut s = String::with_capacity(n * 7);
-    let mut x = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     for i in 0..n {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         if i > 0 {
             s.push(' ');
         }
@@ -120,17 +115,11 @@ pub async fn tokenize(
 
 /// Counts prompt tokens through a real one-token request's `usage.prompt_tokens`.
 async fn count_by_request(client: &HttpClient, api: Api, model: &str, prompt: &str) -> Result<u64> {
-    let (status, bytes) = client
-        .post(api.path(), &request_body(api, model, prompt, 1, false))
-        .await?;
+    let (status, bytes) = client.post(api.path(), &request_body(api, model, prompt, 1, false)).await?;
     if !status.is_success() {
-        bail!(
-            "sizing request answered {status}: {}",
-            super::protocol::error_body_message(&bytes)
-        );
+        bail!("sizing request answered {status}: {}", super::protocol::error_body_message(&bytes));
     }
-    let v: Value =
-        serde_json::from_slice(&bytes).context("sizing request: response is not JSON")?;
+    let v: Value = serde_json::from_slice(&bytes).context("sizing request: response is not JSON")?;
     v.pointer("/usage/prompt_tokens")
         .and_then(Value::as_u64)
         .context("sizing request: no usage.prompt_tokens in the response")
@@ -159,36 +148,25 @@ pub async fn size_prompt(
     let mut use_tokenizer = true;
     for _ in 0..8 {
         let text = prompt_text(run_id, target, words);
-        let (count, method) = match if use_tokenizer {
-            tokenize(client, engine, api, model, &text).await?
-        } else {
-            None
-        } {
-            Some(c) => (c, "tokenize"),
-            None => {
-                use_tokenizer = false;
-                (count_by_request(client, api, model, &text).await?, "usage")
-            }
-        };
+        let (count, method) =
+            match if use_tokenizer { tokenize(client, engine, api, model, &text).await? } else { None } {
+                Some(c) => (c, "tokenize"),
+                None => {
+                    use_tokenizer = false;
+                    (count_by_request(client, api, model, &text).await?, "usage")
+                }
+            };
         let err = (count as f64 - target as f64).abs();
-        let better = best
-            .as_ref()
-            .is_none_or(|b| err < (b.tokens as f64 - target as f64).abs());
+        let better = best.as_ref().is_none_or(|b| err < (b.tokens as f64 - target as f64).abs());
         if better {
-            best = Some(SizedPrompt {
-                text,
-                tokens: count,
-                method,
-            });
+            best = Some(SizedPrompt { text, tokens: count, method });
         }
         if err <= tolerance {
             break;
         }
         // Scale by the observed tokens per word (the tag and template are a fixed cost).
         let per_word = (count as f64 / words as f64).max(0.01);
-        let next = (words as f64 + (target as f64 - count as f64) / per_word)
-            .round()
-            .max(1.0) as usize;
+        let next = (words as f64 + (target as f64 - count as f64) / per_word).round().max(1.0) as usize;
         if next == words {
             break;
         }

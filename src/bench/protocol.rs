@@ -96,11 +96,7 @@ pub fn parse_chunk(payload: &[u8]) -> Result<Chunk<'_>, serde_json::Error> {
             RawError::Text(t) => t.into_owned(),
         });
     } else if raw.object.as_deref() == Some("error") {
-        chunk.error = Some(
-            raw.message
-                .map(Cow::into_owned)
-                .unwrap_or_else(|| "error".into()),
-        );
+        chunk.error = Some(raw.message.map(Cow::into_owned).unwrap_or_else(|| "error".into()));
     }
     if let Some(u) = raw.usage {
         chunk.completion_tokens = u.completion_tokens;
@@ -141,29 +137,34 @@ mod tests {
 
     #[test]
     fn chat_content_reasoning_and_role_only_chunks() {
-        let role =
-            parse_chunk(br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#)
-                .unwrap();
+        let role = parse_chunk(br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#).unwrap();
         assert!(!role.has_text());
-        let null =
-            parse_chunk(br#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#).unwrap();
+        let null = parse_chunk(br#"{"choices":[{"delta":{"role":"assistant","content":null}}]}"#).unwrap();
         assert!(!null.has_text());
-        let c = parse_chunk(br#"{"choices":[{"delta":{"content":"Hi \"x\""}}],"usage":{"prompt_tokens":9,"completion_tokens":3}}"#).unwrap();
+        let c = parse_chunk(
+            br#"{"choices":[{"delta":{"content":"Hi \"x\""}}],"usage":{"prompt_tokens":9,"completion_tokens":3}}"#,
+        )
+        .unwrap();
         assert_eq!(c.content.as_deref(), Some("Hi \"x\""));
         assert_eq!(c.completion_tokens, Some(3));
         let vllm = parse_chunk(br#"{"choices":[{"delta":{"reasoning":"think"}}]}"#).unwrap();
         assert_eq!(vllm.reasoning.as_deref(), Some("think"));
-        let sglang =
-            parse_chunk(br#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#).unwrap();
+        let sglang = parse_chunk(br#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#).unwrap();
         assert!(sglang.has_text());
     }
 
     #[test]
     fn completions_and_final_usage() {
-        let c = parse_chunk(br#"{"choices":[{"text":" world","finish_reason":"length"}],"usage":{"completion_tokens":128}}"#).unwrap();
+        let c = parse_chunk(
+            br#"{"choices":[{"text":" world","finish_reason":"length"}],"usage":{"completion_tokens":128}}"#,
+        )
+        .unwrap();
         assert_eq!(c.content.as_deref(), Some(" world"));
         assert_eq!(c.finish_reason.as_deref(), Some("length"));
-        let end = parse_chunk(br#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7},"timings":{"predicted_n":7}}"#).unwrap();
+        let end = parse_chunk(
+            br#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7},"timings":{"predicted_n":7}}"#,
+        )
+        .unwrap();
         assert_eq!(end.completion_tokens, Some(7));
         assert!(!end.has_text());
     }
@@ -172,8 +173,7 @@ mod tests {
     fn error_shapes() {
         let e = parse_chunk(br#"{"error":{"message":"boom","type":"internal"}}"#).unwrap();
         assert_eq!(e.error.as_deref(), Some("internal: boom"));
-        let flat =
-            parse_chunk(br#"{"object":"error","message":"The request queue is full"}"#).unwrap();
+        let flat = parse_chunk(br#"{"object":"error","message":"The request queue is full"}"#).unwrap();
         assert_eq!(flat.error.as_deref(), Some("The request queue is full"));
         assert_eq!(
             error_body_message(br#"{"error":{"code":400,"message":"request (9000 tokens) exceeds the available context size (2048 tokens)","type":"exceed_context_size_error"}}"#),

@@ -22,12 +22,11 @@ pub struct Recorder {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().context("a file path has a folder")?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(dir).with_context(|| format!("creating a temp file in {}", dir.display()))?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
+    tmp.persist(path).with_context(|| format!("renaming into {}", path.display()))?;
     Ok(())
 }
 
@@ -39,18 +38,19 @@ impl Recorder {
         let mut done = BTreeSet::new();
         if dir.join(RUN_MANIFEST).exists() {
             if !resume {
-                bail!("{} already exists: pass --resume to measure only its missing cells, or choose another --run-id", dir.display());
+                bail!(
+                    "{} already exists: pass --resume to measure only its missing cells, or choose another --run-id",
+                    dir.display()
+                );
             }
-            let run = data::load_run_dir(&dir)
-                .with_context(|| format!("reading {} to resume it", dir.display()))?;
+            let run = data::load_run_dir(&dir).with_context(|| format!("reading {} to resume it", dir.display()))?;
             for c in &run.cells {
                 done.insert((c.cell.phase, c.cell.context, c.cell.concurrency));
             }
         } else if resume {
             bail!("--resume: {} does not exist", dir.display());
         }
-        fs::create_dir_all(dir.join(CELLS_DIR))
-            .with_context(|| format!("creating {}", dir.display()))?;
+        fs::create_dir_all(dir.join(CELLS_DIR)).with_context(|| format!("creating {}", dir.display()))?;
         Ok(Recorder { dir, done })
     }
 
@@ -72,12 +72,8 @@ impl Recorder {
     }
 
     pub fn write_cell(&mut self, cell: &Cell) -> Result<()> {
-        write_atomic(
-            &self.dir.join(CELLS_DIR).join(cell.file_name()),
-            to_pretty(cell).as_bytes(),
-        )?;
-        self.done
-            .insert((cell.phase, cell.context, cell.concurrency));
+        write_atomic(&self.dir.join(CELLS_DIR).join(cell.file_name()), to_pretty(cell).as_bytes())?;
+        self.done.insert((cell.phase, cell.context, cell.concurrency));
         Ok(())
     }
 
@@ -101,19 +97,11 @@ pub fn rfc3339_utc(unix_s: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 pub fn now_rfc3339() -> String {
-    let s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     rfc3339_utc(s)
 }
 

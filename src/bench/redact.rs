@@ -5,14 +5,9 @@
 pub const REDACTED: &str = "<redacted>";
 
 fn secret_flag(flag: &str) -> bool {
-    let f = flag
-        .trim_start_matches('-')
-        .to_ascii_lowercase()
-        .replace('_', "-");
-    matches!(
-        f.as_str(),
-        "api-key" | "hf-token" | "token" | "password" | "secret" | "access-token" | "auth-token"
-    ) || f.ends_with("-api-key")
+    let f = flag.trim_start_matches('-').to_ascii_lowercase().replace('_', "-");
+    matches!(f.as_str(), "api-key" | "hf-token" | "token" | "password" | "secret" | "access-token" | "auth-token")
+        || f.ends_with("-api-key")
         || f.ends_with("-token")
         || f.ends_with("-secret")
         || f.ends_with("-password")
@@ -20,11 +15,7 @@ fn secret_flag(flag: &str) -> bool {
 
 fn secret_env(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    n.ends_with("_TOKEN")
-        || n.ends_with("_KEY")
-        || n.ends_with("_SECRET")
-        || n.ends_with("_PASSWORD")
-        || n == "TOKEN"
+    n.ends_with("_TOKEN") || n.ends_with("_KEY") || n.ends_with("_SECRET") || n.ends_with("_PASSWORD") || n == "TOKEN"
 }
 
 /// Redacts a shell command line, keeping its spacing between words.
@@ -48,8 +39,7 @@ pub fn redact_command(cmd: &str) -> String {
                 redact_next = true;
             }
         } else if let Some((name, _)) = w.split_once('=') {
-            let is_name =
-                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            let is_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if is_name && secret_env(name) {
                 out.push(format!("{name}={REDACTED}"));
                 continue;
@@ -72,9 +62,6 @@ mod tests {
         for secret in ["hf_abc", "sk-1", "sk-secret", "hf_x"] {
             assert!(!r.contains(secret));
         }
-        assert_eq!(
-            redact_command("llama-server -m x.gguf --ctx-size 8192"),
-            "llama-server -m x.gguf --ctx-size 8192"
-        );
+        assert_eq!(redact_command("llama-server -m x.gguf --ctx-size 8192"), "llama-server -m x.gguf --ctx-size 8192");
     }
 }

@@ -13,9 +13,7 @@ use super::discover::{gauge_values, EngineKind};
 use super::http::HttpClient;
 use super::prompt::{request_body, Api};
 use super::stream::{run_stream, StreamOutcome, StreamSettings, WindowClock};
-use crate::data::{
-    Cell, CellError, GaugeSample, Measurement, Phase, Status, Warning, Window, SCHEMA_VERSION,
-};
+use crate::data::{Cell, CellError, GaugeSample, Measurement, Phase, Status, Warning, Window, SCHEMA_VERSION};
 
 /// Everything a cell needs to know about the server and the run.
 #[derive(Clone)]
@@ -37,16 +35,7 @@ pub struct CellContext {
 
 impl CellContext {
     fn body(&self, prompt: &str, max_tokens: u32) -> Bytes {
-        Bytes::from(
-            serde_json::to_vec(&request_body(
-                self.api,
-                &self.model,
-                prompt,
-                max_tokens,
-                true,
-            ))
-            .expect("json"),
-        )
+        Bytes::from(serde_json::to_vec(&request_body(self.api, &self.model, prompt, max_tokens, true)).expect("json"))
     }
 
     fn cell(&self, phase: Phase, context: u32, concurrency: u32, prompt_tokens: u64) -> Cell {
@@ -88,9 +77,7 @@ impl CellContext {
         let deadline = tokio::time::Instant::now() + self.drain_timeout;
         loop {
             match self.gauges_now().await {
-                Some((running, waiting)) if running <= 0.0 && waiting.unwrap_or(0.0) <= 0.0 => {
-                    return true
-                }
+                Some((running, waiting)) if running <= 0.0 && waiting.unwrap_or(0.0) <= 0.0 => return true,
                 None => return true,
                 _ => {}
             }
@@ -104,10 +91,7 @@ impl CellContext {
 
 fn error_cell(mut cell: Cell, message: String, http_status: Option<u16>) -> Cell {
     cell.status = Status::Error;
-    cell.error = Some(CellError {
-        message,
-        http_status,
-    });
+    cell.error = Some(CellError { message, http_status });
     cell
 }
 
@@ -125,10 +109,7 @@ pub async fn prefill_cell(
         cx.api.path(),
         cx.body(prompt, 1),
         &cx.clock,
-        StreamSettings {
-            detect_loops: false,
-            ..cx.stream
-        },
+        StreamSettings { detect_loops: false, ..cx.stream },
         cancel,
         || {},
     )
@@ -139,12 +120,8 @@ pub async fn prefill_cell(
     if let Some((msg, status)) = out.failure {
         return error_cell(cell, msg, status);
     }
-    cell.measurement = Some(Measurement {
-        window: None,
-        requests: vec![out.record],
-        gauge: vec![],
-        gauge_source: None,
-    });
+    cell.measurement =
+        Some(Measurement { window: None, requests: vec![out.record], gauge: vec![], gauge_source: None });
     cell
 }
 
@@ -160,10 +137,7 @@ pub async fn warm_slots(cx: &CellContext, prompt: &str, c: u32, cancel: &watch::
                 cx2.api.path(),
                 body,
                 &cx2.clock,
-                StreamSettings {
-                    detect_loops: false,
-                    ..cx2.stream
-                },
+                StreamSettings { detect_loops: false, ..cx2.stream },
                 cancel,
                 || {},
             )
@@ -202,13 +176,8 @@ pub async fn decode_cell(
     let mut workers = Vec::new();
     for _ in 0..c {
         let (cx, body, cancel_rx) = (cx.clone(), body.clone(), cancel_rx.clone());
-        let (ready, stop, stopped, records, window_closed) = (
-            ready.clone(),
-            stop.clone(),
-            stopped.clone(),
-            records.clone(),
-            window_closed.clone(),
-        );
+        let (ready, stop, stopped, records, window_closed) =
+            (ready.clone(), stop.clone(), stopped.clone(), records.clone(), window_closed.clone());
         workers.push(tokio::spawn(async move {
             let mut counted = false;
             loop {
@@ -231,9 +200,7 @@ pub async fn decode_cell(
                 )
                 .await;
                 let stop_now = if let Some((msg, status)) = &out.failure {
-                    stop.lock()
-                        .unwrap()
-                        .get_or_insert(Stop::Failure(msg.clone(), *status));
+                    stop.lock().unwrap().get_or_insert(Stop::Failure(msg.clone(), *status));
                     true
                 } else if let Some(f) = &out.loop_finding {
                     stop.lock().unwrap().get_or_insert(Stop::Looped(f.clone()));
@@ -326,9 +293,7 @@ pub async fn decode_cell(
     let mut requests: Vec<_> = outcomes.into_iter().map(|o| o.record).collect();
     apply_final_usage_ratio(&mut requests);
     if !requests.is_empty()
-        && requests
-            .iter()
-            .all(|r| r.token_source == crate::data::TokenSource::Chunks)
+        && requests.iter().all(|r| r.token_source == crate::data::TokenSource::Chunks)
         && requests.iter().any(|r| r.tokens > 0)
     {
         warnings.push(Warning {
@@ -345,26 +310,11 @@ pub async fn decode_cell(
             ),
         });
     }
-    let gauge: Vec<GaugeSample> = cx
-        .gauge
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|g| g.t_s >= start_s && g.t_s <= end_s)
-        .copied()
-        .collect();
-    let gauge_source = if gauge.is_empty() {
-        None
-    } else {
-        cx.engine.gauges().map(|g| g.0.to_string())
-    };
+    let gauge: Vec<GaugeSample> =
+        cx.gauge.lock().unwrap().iter().filter(|g| g.t_s >= start_s && g.t_s <= end_s).copied().collect();
+    let gauge_source = if gauge.is_empty() { None } else { cx.engine.gauges().map(|g| g.0.to_string()) };
     cell.warnings = warnings;
-    let measurement = Measurement {
-        window: Some(Window { start_s, end_s }),
-        requests,
-        gauge,
-        gauge_source,
-    };
+    let measurement = Measurement { window: Some(Window { start_s, end_s }), requests, gauge, gauge_source };
     let stopped_by = stop.lock().unwrap().take();
     match stopped_by {
         Some(Stop::Failure(msg, status)) => {
@@ -397,10 +347,7 @@ fn apply_final_usage_ratio(requests: &mut [crate::data::RequestRecord]) {
         return;
     }
     let ratio = tokens as f64 / chunks as f64;
-    for r in requests
-        .iter_mut()
-        .filter(|r| r.token_source == TokenSource::Chunks)
-    {
+    for r in requests.iter_mut().filter(|r| r.token_source == TokenSource::Chunks) {
         r.tokens = (r.chunks as f64 * ratio).round() as u64;
         r.window_tokens = (r.window_tokens as f64 * ratio).round() as u64;
         r.token_source = TokenSource::ChunksCheckedByFinalUsage;
@@ -425,11 +372,7 @@ pub fn spawn_gauge_sampler(
             }
             let t = cx.clock.now_s();
             if let Some((running, waiting)) = cx.gauges_now().await {
-                cx.gauge.lock().unwrap().push(GaugeSample {
-                    t_s: t,
-                    running,
-                    waiting,
-                });
+                cx.gauge.lock().unwrap().push(GaugeSample { t_s: t, running, waiting });
             }
         }
     })

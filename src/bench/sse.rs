@@ -18,11 +18,7 @@ pub enum SseLine<'a> {
 impl SseParser {
     /// Calls `on_line` for every complete `data:` line in `bytes` (plus what was buffered).
     /// Comments (`:`), `event:`/`id:`/`retry:` fields and blank lines are skipped.
-    pub fn feed<E>(
-        &mut self,
-        bytes: &[u8],
-        mut on_line: impl FnMut(SseLine<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
+    pub fn feed<E>(&mut self, bytes: &[u8], mut on_line: impl FnMut(SseLine<'_>) -> Result<(), E>) -> Result<(), E> {
         let mut rest = bytes;
         if !self.partial.is_empty() {
             match memchr::memchr(b'\n', rest) {
@@ -86,11 +82,8 @@ mod tests {
 
     #[test]
     fn lines_split_across_pieces() {
-        let out = collect(&[
-            b"data: {\"a\"",
-            b":1}\n\nda",
-            b"ta: {\"b\":2}\r\n\r\n: comment\nevent: x\ndata: [DONE]\n\n",
-        ]);
+        let out =
+            collect(&[b"data: {\"a\"", b":1}\n\nda", b"ta: {\"b\":2}\r\n\r\n: comment\nevent: x\ndata: [DONE]\n\n"]);
         assert_eq!(out, ["{\"a\":1}", "{\"b\":2}", "[DONE]"]);
     }
 

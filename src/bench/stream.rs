@@ -98,13 +98,8 @@ pub async fn run_stream(
         finish_reason: None,
         error: None,
     };
-    let mut out = StreamOutcome {
-        record: rec.clone(),
-        loop_finding: None,
-        failure: None,
-        cancelled: false,
-        got_token: false,
-    };
+    let mut out =
+        StreamOutcome { record: rec.clone(), loop_finding: None, failure: None, cancelled: false, got_token: false };
 
     let sent = tokio::select! {
         r = client.send(Method::POST, path, Some(body)) => r,
@@ -142,12 +137,8 @@ pub async fn run_stream(
     let mut final_usage: Option<u64> = None;
     let mut window_chunks: u64 = 0;
     let mut done = false;
-    let mut content_loop = settings
-        .detect_loops
-        .then(|| LoopDetector::new(settings.loop_settings));
-    let mut reasoning_loop = settings
-        .detect_loops
-        .then(|| LoopDetector::new(settings.loop_settings));
+    let mut content_loop = settings.detect_loops.then(|| LoopDetector::new(settings.loop_settings));
+    let mut reasoning_loop = settings.detect_loops.then(|| LoopDetector::new(settings.loop_settings));
 
     loop {
         let frame = tokio::select! {
@@ -156,13 +147,8 @@ pub async fn run_stream(
         };
         let frame = match frame {
             Err(_) => {
-                out.failure = Some((
-                    format!(
-                        "stream stalled: no data for {:.0} s",
-                        settings.stall_timeout.as_secs_f64()
-                    ),
-                    None,
-                ));
+                out.failure =
+                    Some((format!("stream stalled: no data for {:.0} s", settings.stall_timeout.as_secs_f64()), None));
                 break;
             }
             Ok(None) => break,
@@ -190,8 +176,7 @@ pub async fn run_stream(
             let chunk = match parse_chunk(payload) {
                 Ok(c) => c,
                 Err(e) => {
-                    let shown: String =
-                        String::from_utf8_lossy(payload).chars().take(120).collect();
+                    let shown: String = String::from_utf8_lossy(payload).chars().take(120).collect();
                     failure.get_or_insert(format!("malformed stream: {e} in data {shown:?}"));
                     return Err(());
                 }
@@ -229,8 +214,7 @@ pub async fn run_stream(
                         found.get_or_insert(f);
                     }
                 }
-                if let (Some(d), Some(text)) = (reasoning_loop.as_mut(), chunk.reasoning.as_deref())
-                {
+                if let (Some(d), Some(text)) = (reasoning_loop.as_mut(), chunk.reasoning.as_deref()) {
                     if let Some(f) = d.push(text, "reasoning") {
                         found.get_or_insert(f);
                     }
@@ -270,24 +254,11 @@ pub async fn run_stream(
         }
     }
     rec.end_s = Some(clock.now_s());
-    if out.failure.is_none()
-        && !out.cancelled
-        && out.loop_finding.is_none()
-        && !done
-        && !parser.leftover().is_empty()
-    {
+    if out.failure.is_none() && !out.cancelled && out.loop_finding.is_none() && !done && !parser.leftover().is_empty() {
         out.failure = Some(("malformed stream: it ended inside an event".into(), None));
     }
-    if out.failure.is_none()
-        && !out.cancelled
-        && out.loop_finding.is_none()
-        && rec.finish_reason.is_none()
-        && !done
-    {
-        out.failure = Some((
-            "the server closed the stream before it finished".into(),
-            None,
-        ));
+    if out.failure.is_none() && !out.cancelled && out.loop_finding.is_none() && rec.finish_reason.is_none() && !done {
+        out.failure = Some(("the server closed the stream before it finished".into(), None));
     }
     // Usage only at the end: the chunks placed the tokens in time; the final count says
     // how many tokens each chunk carried.

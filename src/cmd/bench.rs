@@ -13,9 +13,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         None => contexts.clone(),
     };
     let notes_markdown = match &a.notes {
-        Some(p) => {
-            Some(std::fs::read_to_string(p).with_context(|| format!("--notes {}", p.display()))?)
-        }
+        Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("--notes {}", p.display()))?),
         None => None,
     };
     // The key comes only from the environment; it is sent as a header and never stored.
@@ -24,11 +22,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         endpoint: a.endpoint.clone(),
         api_key,
         model: a.model.clone(),
-        api: if a.api == "completions" {
-            Api::Completions
-        } else {
-            Api::Chat
-        },
+        api: if a.api == "completions" { Api::Completions } else { Api::Chat },
         contexts,
         concurrency: parse_count_list(&a.concurrency).context("--concurrency")?,
         prefill_contexts,

@@ -3,6 +3,8 @@
 pub mod bench;
 pub mod build;
 pub mod check;
+pub mod diff;
+pub mod serve;
 pub mod simulate;
 
 use crate::cli::SiteArgs;

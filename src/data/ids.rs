@@ -9,8 +9,7 @@ use anyhow::{bail, Result};
 pub fn check_id(kind: &str, id: &str) -> Result<()> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
     let first_ok = id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
-    if id.is_empty() || id.len() > 128 || !first_ok || !id.chars().all(ok_char) || id.contains("..")
-    {
+    if id.is_empty() || id.len() > 128 || !first_ok || !id.chars().all(ok_char) || id.contains("..") {
         bail!(
             "invalid {kind} {id:?}: use letters, digits, '.', '_' and '-' only, starting with a letter or digit (it becomes a folder name under the output)"
         );
@@ -45,9 +44,7 @@ mod tests {
 
     #[test]
     fn ids_that_could_escape_are_refused() {
-        for bad in [
-            "", "..", "../x", "a/b", "a\\b", ".hidden", "a..b", "-x", "a b", "é",
-        ] {
+        for bad in ["", "..", "../x", "a/b", "a\\b", ".hidden", "a..b", "-x", "a b", "é"] {
             assert!(check_id("run id", bad).is_err(), "{bad:?} accepted");
         }
         for good in ["run-1", "step-3.5-flash_vllm", "A1"] {
@@ -57,10 +54,7 @@ mod tests {
 
     #[test]
     fn slugs_are_path_safe() {
-        assert_eq!(
-            slugify("stepfun-ai/Step-3.5-Flash"),
-            "stepfun-ai-step-3-5-flash"
-        );
+        assert_eq!(slugify("stepfun-ai/Step-3.5-Flash"), "stepfun-ai-step-3-5-flash");
         assert_eq!(slugify("H200 SXM"), "h200-sxm");
         assert_eq!(slugify("../../etc"), "etc");
         assert_eq!(slugify("<script>"), "script");

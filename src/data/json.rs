@@ -18,13 +18,7 @@ pub fn located(path: &Path, e: &serde_json::Error) -> Error {
         Some((head, _)) => head.to_string(),
         None => full,
     };
-    anyhow!(
-        "{}:{}:{}: {}",
-        path.display(),
-        e.line(),
-        e.column(),
-        message
-    )
+    anyhow!("{}:{}:{}: {}", path.display(), e.line(), e.column(), message)
 }
 
 /// Serializes `value` as pretty JSON with a trailing newline (the form producers write).

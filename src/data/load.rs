@@ -13,7 +13,7 @@ use walkdir::WalkDir;
 use super::ids::check_id;
 use super::json;
 use super::model::*;
-use super::{CELLS_DIR, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
+use super::{CELLS_DIR, COMPARE_FILE, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 
 /// Everything under a data folder, validated, in a deterministic order.
 #[derive(Debug, Clone)]
@@ -23,6 +23,8 @@ pub struct DataSet {
     pub runs: Vec<LoadedRun>,
     /// Sorted by slug.
     pub pages: Vec<PageSource>,
+    /// From `compare.json`, in file order.
+    pub comparisons: Vec<ComparisonSpec>,
 }
 
 #[derive(Debug, Clone)]
@@ -76,10 +78,7 @@ impl Problems {
 /// Loads `root` (a data folder with `runs/` and optionally `pages/`).
 pub fn load_data_dir(root: &Path) -> Result<DataSet> {
     if !root.is_dir() {
-        bail!(
-            "data folder {} does not exist or is not a folder",
-            root.display()
-        );
+        bail!("data folder {} does not exist or is not a folder", root.display());
     }
     let mut problems = Problems::default();
     let mut runs = Vec::new();
@@ -95,11 +94,7 @@ pub fn load_data_dir(root: &Path) -> Result<DataSet> {
     let mut pages = Vec::new();
     let pages_dir = root.join(PAGES_DIR);
     if pages_dir.is_dir() {
-        for entry in WalkDir::new(&pages_dir)
-            .min_depth(1)
-            .max_depth(1)
-            .sort_by_file_name()
-        {
+        for entry in WalkDir::new(&pages_dir).min_depth(1).max_depth(1).sort_by_file_name() {
             let entry = entry.with_context(|| format!("reading {}", pages_dir.display()))?;
             let path = entry.path();
             if path.extension().and_then(|e| e.to_str()) != Some("md") {
@@ -111,37 +106,48 @@ pub fn load_data_dir(root: &Path) -> Result<DataSet> {
             }
         }
     }
+    let mut comparisons = Vec::new();
+    let compare_path = root.join(COMPARE_FILE);
+    if compare_path.is_file() {
+        match read_versioned::<CompareFile>(&compare_path) {
+            Ok(file) => {
+                for (i, c) in file.comparisons.iter().enumerate() {
+                    for id in [&c.a, &c.b] {
+                        if !runs.iter().any(|r: &LoadedRun| &r.id == id) {
+                            problems.push(anyhow!(
+                                "{}: comparisons[{i}] names run {id:?}, which is not in {}",
+                                compare_path.display(),
+                                runs_dir.display()
+                            ));
+                        }
+                    }
+                    if c.a == c.b {
+                        problems.push(anyhow!(
+                            "{}: comparisons[{i}] compares run {:?} with itself",
+                            compare_path.display(),
+                            c.a
+                        ));
+                    }
+                }
+                comparisons = file.comparisons;
+            }
+            Err(e) => problems.push(e),
+        }
+    }
     problems.into_result(root)?;
-    Ok(DataSet {
-        root: root.to_path_buf(),
-        runs,
-        pages,
-    })
+    Ok(DataSet { root: root.to_path_buf(), runs, pages, comparisons })
 }
 
 fn load_page(path: &Path) -> Result<PageSource> {
-    let slug = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or_default()
-        .to_string();
+    let slug = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
     check_id("page name", &slug).with_context(|| path.display().to_string())?;
-    let markdown =
-        fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(PageSource {
-        slug,
-        file: path.to_path_buf(),
-        markdown,
-    })
+    let markdown = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(PageSource { slug, file: path.to_path_buf(), markdown })
 }
 
 fn sorted_subdirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    for entry in WalkDir::new(dir)
-        .min_depth(1)
-        .max_depth(1)
-        .sort_by_file_name()
-    {
+    for entry in WalkDir::new(dir).min_depth(1).max_depth(1).sort_by_file_name() {
         let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
         if entry.file_type().is_dir() {
             out.push(entry.into_path());
@@ -177,26 +183,17 @@ pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
     let mut cells: Vec<LoadedCell> = Vec::new();
     let cells_dir = dir.join(CELLS_DIR);
     if cells_dir.is_dir() {
-        for entry in WalkDir::new(&cells_dir)
-            .min_depth(1)
-            .max_depth(1)
-            .sort_by_file_name()
-        {
+        for entry in WalkDir::new(&cells_dir).min_depth(1).max_depth(1).sort_by_file_name() {
             let entry = entry.with_context(|| format!("reading {}", cells_dir.display()))?;
             let path = entry.path();
-            if !entry.file_type().is_file()
-                || path.extension().and_then(|e| e.to_str()) != Some("json")
-            {
+            if !entry.file_type().is_file() || path.extension().and_then(|e| e.to_str()) != Some("json") {
                 continue;
             }
             match read_versioned::<Cell>(path).and_then(|c| {
                 validate_cell(&c).with_context(|| path.display().to_string())?;
                 Ok(c)
             }) {
-                Ok(cell) => cells.push(LoadedCell {
-                    file: path.to_path_buf(),
-                    cell,
-                }),
+                Ok(cell) => cells.push(LoadedCell { file: path.to_path_buf(), cell }),
                 Err(e) => problems.push(e),
             }
         }
@@ -240,13 +237,7 @@ pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
 
     problems.into_result(dir)?;
     cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency));
-    Ok(LoadedRun {
-        id,
-        dir: dir.to_path_buf(),
-        manifest: manifest.unwrap(),
-        cells,
-        notes_markdown,
-    })
+    Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest: manifest.unwrap(), cells, notes_markdown })
 }
 
 #[derive(Deserialize)]
@@ -294,6 +285,11 @@ impl HasSchemaVersion for RunManifest {
         self.schema_version
     }
 }
+impl HasSchemaVersion for CompareFile {
+    fn schema_version(&self) -> u32 {
+        self.schema_version
+    }
+}
 impl HasSchemaVersion for Cell {
     fn schema_version(&self) -> u32 {
         self.schema_version
@@ -302,11 +298,9 @@ impl HasSchemaVersion for Cell {
 
 fn validate_manifest(m: &RunManifest) -> Result<()> {
     let s = &m.settings;
-    for (name, list) in [
-        ("contexts", &s.contexts),
-        ("concurrency", &s.concurrency),
-        ("prefill_contexts", &s.prefill_contexts),
-    ] {
+    for (name, list) in
+        [("contexts", &s.contexts), ("concurrency", &s.concurrency), ("prefill_contexts", &s.prefill_contexts)]
+    {
         if list.contains(&0) {
             bail!("settings.{name} contains 0");
         }

@@ -370,3 +370,22 @@ impl Cell {
         }
     }
 }
+
+/// `data/compare.json`: comparisons `site build` publishes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareFile {
+    pub schema_version: u32,
+    pub comparisons: Vec<ComparisonSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComparisonSpec {
+    /// Run ids: `a` is the baseline, `b` the run compared with it.
+    pub a: String,
+    pub b: String,
+    /// Changes below this percentage are not coloured (default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_pct: Option<f64>,
+}

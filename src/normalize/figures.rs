@@ -59,11 +59,7 @@ impl Figures {
 
     /// A looped cell's figures are discarded; only the counts stay, as the seeds print them.
     pub fn discarded(&self) -> Figures {
-        Figures {
-            completed: self.completed,
-            output_tokens: self.output_tokens,
-            ..Figures::default()
-        }
+        Figures { completed: self.completed, output_tokens: self.output_tokens, ..Figures::default() }
     }
 }
 
@@ -109,9 +105,7 @@ fn decode_figures(m: &Measurement) -> Figures {
         .iter()
         .filter(|r| r.window_tokens > 0)
         .filter_map(|r| r.window_last_token_s)
-        .fold(None, |acc: Option<f64>, t| {
-            Some(acc.map_or(t, |a| a.max(t)))
-        });
+        .fold(None, |acc: Option<f64>, t| Some(acc.map_or(t, |a| a.max(t))));
     let measured_s = last_in_window.map(|t| t - w.start_s).filter(|s| *s > 0.0);
     let total_tps = measured_s.map(|s| output_tokens as f64 / s);
 
@@ -144,12 +138,8 @@ fn decode_figures(m: &Measurement) -> Figures {
 /// Mean of the server's gauge samples inside the window; without a gauge, the client's own
 /// in-flight count averaged over the window.
 fn average_active(m: &Measurement, w: Window) -> Option<f64> {
-    let samples: Vec<f64> = m
-        .gauge
-        .iter()
-        .filter(|g| g.t_s >= w.start_s && g.t_s <= w.end_s)
-        .map(|g| g.running)
-        .collect();
+    let samples: Vec<f64> =
+        m.gauge.iter().filter(|g| g.t_s >= w.start_s && g.t_s <= w.end_s).map(|g| g.running).collect();
     if !samples.is_empty() {
         return mean(&samples);
     }
@@ -198,27 +188,12 @@ mod tests {
         let a = request(0.0, 0.05, 40.0, 4001, 3000);
         let b = request(0.0, 0.10, 39.9, 1991, 1500);
         let m = Measurement {
-            window: Some(Window {
-                start_s: 10.0,
-                end_s: 40.0,
-            }),
+            window: Some(Window { start_s: 10.0, end_s: 40.0 }),
             requests: vec![a, b],
             gauge: vec![
-                GaugeSample {
-                    t_s: 5.0,
-                    running: 9.0,
-                    waiting: None,
-                }, // before the window: ignored
-                GaugeSample {
-                    t_s: 11.0,
-                    running: 2.0,
-                    waiting: None,
-                },
-                GaugeSample {
-                    t_s: 12.0,
-                    running: 1.0,
-                    waiting: None,
-                },
+                GaugeSample { t_s: 5.0, running: 9.0, waiting: None }, // before the window: ignored
+                GaugeSample { t_s: 11.0, running: 2.0, waiting: None },
+                GaugeSample { t_s: 12.0, running: 1.0, waiting: None },
             ],
             gauge_source: None,
         };
@@ -242,10 +217,7 @@ mod tests {
         let mut early = request(0.0, 0.1, 5.0, 50, 0);
         early.finish_reason = Some("length".into());
         let m = Measurement {
-            window: Some(Window {
-                start_s: 10.0,
-                end_s: 40.0,
-            }),
+            window: Some(Window { start_s: 10.0, end_s: 40.0 }),
             requests: vec![done, early],
             gauge: vec![],
             gauge_source: None,
@@ -260,12 +232,7 @@ mod tests {
     fn prefill_rate_is_prompt_tokens_over_ttft() {
         let mut r = request(1.0, 1.25, 1.25, 1, 0);
         r.prompt_tokens = Some(8000);
-        let m = Measurement {
-            window: None,
-            requests: vec![r],
-            gauge: vec![],
-            gauge_source: None,
-        };
+        let m = Measurement { window: None, requests: vec![r], gauge: vec![], gauge_source: None };
         let f = Figures::from_measurement(Phase::Prefill, None, &m);
         assert_eq!(f.prompt_tps, Some(32000.0));
         assert_eq!(f.ttft_ms, Some(250.0));

@@ -11,8 +11,7 @@ use serde::Serialize;
 
 use crate::data::ids::slugify;
 use crate::data::{
-    CellError, DataSet, LoadedRun, LoopFinding, Origin, OverCapacity, Phase, RunManifest, Status,
-    Warning,
+    CellError, DataSet, LoadedRun, LoopFinding, Origin, OverCapacity, Phase, RunManifest, Status, Warning,
 };
 pub use figures::Figures;
 
@@ -27,6 +26,7 @@ pub struct SiteModel {
     pub models: Vec<GroupView>,
     pub hardware: Vec<GroupView>,
     pub engines: Vec<GroupView>,
+    pub comparisons: Vec<crate::compare::Comparison>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -110,17 +110,23 @@ pub struct GroupView {
     pub runs: Vec<usize>,
 }
 
-pub fn normalize(data: &DataSet) -> SiteModel {
+/// Normalizes everything; fails only when a listed comparison cannot be made.
+pub fn normalize(data: &DataSet) -> anyhow::Result<SiteModel> {
     let runs: Vec<RunView> = data.runs.iter().map(normalize_run).collect();
+    let mut comparisons = Vec::new();
+    for spec in &data.comparisons {
+        let find = |id: &str| runs.iter().find(|r| r.id == id).expect("load checked the ids");
+        let c = crate::compare::compare(
+            find(&spec.a),
+            find(&spec.b),
+            spec.threshold_pct.unwrap_or(crate::compare::DEFAULT_THRESHOLD_PCT),
+        )?;
+        comparisons.push(c);
+    }
     let models = group(&runs, |r| r.manifest.model.id.clone());
     let hardware = group(&runs, |r| r.manifest.hardware.device.clone());
     let engines = group(&runs, |r| r.manifest.engine.name.clone());
-    let mut site = SiteModel {
-        runs,
-        models,
-        hardware,
-        engines,
-    };
+    let mut site = SiteModel { runs, models, hardware, engines, comparisons };
     for (i, g) in site.models.iter().enumerate() {
         for &r in &g.runs {
             site.runs[r].model_slug = site.models[i].slug.clone();
@@ -136,7 +142,7 @@ pub fn normalize(data: &DataSet) -> SiteModel {
             site.runs[r].engine_slug = g.slug.clone();
         }
     }
-    site
+    Ok(site)
 }
 
 /// Groups runs by `key`, sorted by name; slugs are made unique deterministically.
@@ -160,10 +166,7 @@ fn group(runs: &[RunView], key: impl Fn(&RunView) -> String) -> Vec<GroupView> {
 
 /// `stepfun-ai/Step-3.5-Flash` -> `Step-3.5-Flash`.
 pub fn model_display_name(id: &str) -> String {
-    id.rsplit('/')
-        .find(|s| !s.is_empty())
-        .unwrap_or(id)
-        .to_string()
+    id.rsplit('/').find(|s| !s.is_empty()).unwrap_or(id).to_string()
 }
 
 pub fn normalize_run(run: &LoadedRun) -> RunView {
@@ -191,12 +194,7 @@ pub fn normalize_run(run: &LoadedRun) -> RunView {
             counts.warned += 1;
         }
     }
-    counts.missing = heatmap
-        .rows
-        .iter()
-        .flat_map(|r| &r.cells)
-        .filter(|c| c.is_none())
-        .count();
+    counts.missing = heatmap.rows.iter().flat_map(|r| &r.cells).filter(|c| c.is_none()).count();
     RunView {
         id: run.id.clone(),
         manifest: m.clone(),
@@ -215,20 +213,10 @@ pub fn normalize_run(run: &LoadedRun) -> RunView {
 
 pub fn normalize_cell(c: &crate::data::Cell, origin: Origin) -> CellView {
     let (source, mut figures) = match (&c.measurement, &c.reported) {
-        (Some(m), _) => (
-            "measured",
-            Figures::from_measurement(c.phase, c.prompt_tokens, m),
-        ),
+        (Some(m), _) => ("measured", Figures::from_measurement(c.phase, c.prompt_tokens, m)),
         (None, Some(r)) => ("reported", Figures::from_reported(r)),
         // A cell with no figures (not run, failed) takes the run's origin.
-        (None, None) => (
-            if origin == Origin::Measured {
-                "measured"
-            } else {
-                "reported"
-            },
-            Figures::default(),
-        ),
+        (None, None) => (if origin == Origin::Measured { "measured" } else { "reported" }, Figures::default()),
     };
     match c.status {
         Status::Valid => {}
@@ -280,12 +268,7 @@ fn heatmap(contexts: &[u32], concurrency: &[u32], decode: &[CellView]) -> Heatma
             context: ctx,
             cells: columns
                 .iter()
-                .map(|&c| {
-                    decode
-                        .iter()
-                        .find(|d| d.context == ctx && d.concurrency == c)
-                        .cloned()
-                })
+                .map(|&c| decode.iter().find(|d| d.context == ctx && d.concurrency == c).cloned())
                 .collect(),
         })
         .collect();
@@ -293,14 +276,8 @@ fn heatmap(contexts: &[u32], concurrency: &[u32], decode: &[CellView]) -> Heatma
         .iter()
         .filter(|d| d.status == Status::Valid)
         .filter_map(|d| d.figures.total_tps)
-        .fold(None, |acc: Option<f64>, v| {
-            Some(acc.map_or(v, |a| a.max(v)))
-        });
-    Heatmap {
-        columns,
-        rows,
-        max_total_tps,
-    }
+        .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))));
+    Heatmap { columns, rows, max_total_tps }
 }
 
 fn headline(prefill: &[CellView], decode: &[CellView]) -> Headline {
@@ -316,18 +293,10 @@ fn headline(prefill: &[CellView], decode: &[CellView]) -> Headline {
         }
     }
     // `decode` is sorted by context, so the first C = 1 cell is the shortest context.
-    if let Some(c) = decode
-        .iter()
-        .filter(valid)
-        .find(|c| c.concurrency == 1 && c.figures.total_tps.is_some())
-    {
+    if let Some(c) = decode.iter().filter(valid).find(|c| c.concurrency == 1 && c.figures.total_tps.is_some()) {
         h.single_request_tps = c.figures.total_tps;
         h.single_request_context = Some(c.context);
     }
-    h.prefill_8k_tps = prefill
-        .iter()
-        .filter(valid)
-        .find(|c| c.context == 8192)
-        .and_then(|c| c.figures.prompt_tps);
+    h.prefill_8k_tps = prefill.iter().filter(valid).find(|c| c.context == 8192).and_then(|c| c.figures.prompt_tps);
     h
 }

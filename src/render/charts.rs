@@ -137,19 +137,16 @@ fn draw<DB: DrawingBackend>(
             .collect();
         let line = chart.draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))?;
         if spec.legend {
-            line.label(s.label.as_str()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
-            });
+            line.label(s.label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
         }
         chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
         if !s.point_labels.is_empty() {
-            chart.draw_series(pts.iter().zip(&s.point_labels).map(|(&p, text)| {
-                Text::new(
-                    text.clone(),
-                    p,
-                    ("sans-serif", 11).into_font().color(&BLACK),
-                )
-            }))?;
+            chart.draw_series(
+                pts.iter()
+                    .zip(&s.point_labels)
+                    .map(|(&p, text)| Text::new(text.clone(), p, ("sans-serif", 11).into_font().color(&BLACK))),
+            )?;
         }
     }
     if spec.legend {

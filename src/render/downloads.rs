@@ -48,10 +48,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 pub fn cell_detail(c: &CellView) -> String {
     if let Some(o) = &c.over_capacity {
         match o.budget_tokens {
-            Some(b) => format!(
-                "{}: needs {} tokens, budget {}",
-                o.rule, o.required_tokens, b
-            ),
+            Some(b) => format!("{}: needs {} tokens, budget {}", o.rule, o.required_tokens, b),
             None => format!("{}: needs {} tokens", o.rule, o.required_tokens),
         }
     } else if let Some(e) = &c.error {

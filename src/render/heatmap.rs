@@ -2,21 +2,12 @@
 //! mapped onto a light-to-deep sequential palette that reads in light and dark mode.
 
 /// Stops of the palette, low to high (a blue-green sequential scale).
-const STOPS: [(u8, u8, u8); 5] = [
-    (0xed, 0xf8, 0xfb),
-    (0xb2, 0xe2, 0xe2),
-    (0x66, 0xc2, 0xa4),
-    (0x2c, 0xa2, 0x5f),
-    (0x00, 0x6d, 0x2c),
-];
+const STOPS: [(u8, u8, u8); 5] =
+    [(0xed, 0xf8, 0xfb), (0xb2, 0xe2, 0xe2), (0x66, 0xc2, 0xa4), (0x2c, 0xa2, 0x5f), (0x00, 0x6d, 0x2c)];
 
 /// `background` and `color` for a value on a scale whose top is `max`.
 pub fn cell_style(value: f64, max: f64) -> String {
-    let level = if max > 0.0 && value.is_finite() {
-        (value / max).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
+    let level = if max > 0.0 && value.is_finite() { (value / max).clamp(0.0, 1.0) } else { 0.0 };
     let pos = level * (STOPS.len() - 1) as f64;
     let i = (pos.floor() as usize).min(STOPS.len() - 2);
     let t = pos - i as f64;

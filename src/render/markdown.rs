@@ -4,8 +4,7 @@
 use pulldown_cmark::{html, Event, Options, Parser};
 
 pub fn to_html(markdown: &str) -> String {
-    let options =
-        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_FOOTNOTES;
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_FOOTNOTES;
     let parser = Parser::new_ext(markdown, options).map(|event| match event {
         Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
         other => other,
@@ -17,11 +16,7 @@ pub fn to_html(markdown: &str) -> String {
 
 /// The text of the first `# heading`, for a page's title.
 pub fn first_heading(markdown: &str) -> Option<String> {
-    markdown
-        .lines()
-        .find_map(|l| l.strip_prefix("# "))
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
+    markdown.lines().find_map(|l| l.strip_prefix("# ")).map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
 }
 
 #[cfg(test)]

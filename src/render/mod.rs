@@ -2,6 +2,7 @@
 //! Formats figures; never computes one.
 
 pub mod charts;
+pub mod compare_page;
 pub mod downloads;
 pub mod format;
 pub mod heatmap;

@@ -50,23 +50,14 @@ pub struct RunSummary<'a> {
 /// `Step-3.5-Flash on H200 SXM 141GB ×4`, as the seed pages title a run.
 pub fn run_title(run: &RunView) -> String {
     let hw = &run.manifest.hardware;
-    let memory = hw
-        .memory_gb
-        .map(|g| format!(" {}GB", gb(g)))
-        .unwrap_or_default();
-    format!(
-        "{} on {}{} ×{}",
-        run.model_name, hw.device, memory, hw.count
-    )
+    let memory = hw.memory_gb.map(|g| format!(" {}GB", gb(g))).unwrap_or_default();
+    format!("{} on {}{} ×{}", run.model_name, hw.device, memory, hw.count)
 }
 
 /// A short name for a run among others: model, engine and version, hardware.
 pub fn run_label(run: &RunView) -> String {
     let m = &run.manifest;
-    format!(
-        "{} · {} {} · {}× {}",
-        run.model_name, m.engine.name, m.engine.version, m.hardware.count, m.hardware.device
-    )
+    format!("{} · {} {} · {}× {}", run.model_name, m.engine.name, m.engine.version, m.hardware.count, m.hardware.device)
 }
 
 fn gb(v: f64) -> String {
@@ -111,19 +102,35 @@ impl SitePages<'_> {
         let mut stats = RenderStats::default();
         let nav = self.nav_pages();
         for run in &self.site.runs {
-            self.render_run(run, &nav, sink, &mut stats)
-                .with_context(|| format!("rendering run {}", run.id))?;
+            self.render_run(run, &nav, sink, &mut stats).with_context(|| format!("rendering run {}", run.id))?;
         }
-        for (kind, groups) in [
-            ("model", &self.site.models),
-            ("hardware", &self.site.hardware),
-            ("engine", &self.site.engines),
-        ] {
+        for (kind, groups) in
+            [("model", &self.site.models), ("hardware", &self.site.hardware), ("engine", &self.site.engines)]
+        {
             for g in groups {
                 self.render_group(kind, g, &nav, sink, &mut stats)
                     .with_context(|| format!("rendering {kind} page {}", g.slug))?;
             }
         }
+        for cmp in &self.site.comparisons {
+            let find = |id: &str| self.site.runs.iter().find(|r| r.id == id).expect("normalize checked the ids");
+            let html = super::compare_page::comparison_html(
+                self.env,
+                cmp,
+                find(&cmp.a_id),
+                find(&cmp.b_id),
+                "../../",
+                false,
+                &nav,
+            )?;
+            put_page(sink, &format!("compare/{}/index.html", cmp.slug), &html, &mut stats)?;
+            sink.put(
+                &format!("compare/{}/comparison.csv", cmp.slug),
+                super::compare_page::comparison_csv(cmp).as_bytes(),
+            )?;
+            stats.files += 1;
+        }
+        let comparisons = self.comparison_links();
         let runs: Vec<RunSummary> = self.site.runs.iter().map(|r| summary(r, 0)).collect();
         let index = self.env.get_template("index.html")?.render(context! {
             root => Value::from_safe_string("".into()),
@@ -132,6 +139,7 @@ impl SitePages<'_> {
             models => ser(&self.site.models),
             hardware => ser(&self.site.hardware),
             engines => ser(&self.site.engines),
+            comparisons => ser(&comparisons),
         })?;
         put_page(sink, "index.html", &index, &mut stats)?;
         let glossary = self.env.get_template("glossary.html")?.render(context! {
@@ -144,29 +152,30 @@ impl SitePages<'_> {
             let html = self.env.get_template("page.html")?.render(context! {
                 root => Value::from_safe_string("../../".into()), nav_pages => ser(&nav), title => title, body => markdown::to_html(&p.markdown),
             })?;
-            put_page(
-                sink,
-                &format!("pages/{}/index.html", p.slug),
-                &html,
-                &mut stats,
-            )?;
+            put_page(sink, &format!("pages/{}/index.html", p.slug), &html, &mut stats)?;
         }
-        let not_found = self.env.get_template("404.html")?.render(
-            context! { root => Value::from_safe_string("/".into()), nav_pages => ser(&nav) },
-        )?;
+        let not_found = self
+            .env
+            .get_template("404.html")?
+            .render(context! { root => Value::from_safe_string("/".into()), nav_pages => ser(&nav) })?;
         put_page(sink, "404.html", &not_found, &mut stats)?;
         Ok(stats)
+    }
+
+    /// (slug, a id, b id, a title, b title) of every comparison.
+    fn comparison_links(&self) -> Vec<(String, String, String, String, String)> {
+        let title = |id: &str| self.site.runs.iter().find(|r| r.id == id).map(run_title).unwrap_or_default();
+        self.site
+            .comparisons
+            .iter()
+            .map(|c| (c.slug.clone(), c.a_id.clone(), c.b_id.clone(), title(&c.a_id), title(&c.b_id)))
+            .collect()
     }
 
     fn nav_pages(&self) -> Vec<(String, String)> {
         self.pages
             .iter()
-            .map(|p| {
-                (
-                    p.slug.clone(),
-                    markdown::first_heading(&p.markdown).unwrap_or_else(|| p.slug.clone()),
-                )
-            })
+            .map(|p| (p.slug.clone(), markdown::first_heading(&p.markdown).unwrap_or_else(|| p.slug.clone())))
             .collect()
     }
 
@@ -179,10 +188,7 @@ impl SitePages<'_> {
     ) -> Result<()> {
         let prefill_chart = prefill_chart(run);
         let tvi_chart = throughput_interactivity_chart(run);
-        stats.charts += [&prefill_chart, &tvi_chart]
-            .iter()
-            .filter(|c| !c.is_empty())
-            .count();
+        stats.charts += [&prefill_chart, &tvi_chart].iter().filter(|c| !c.is_empty()).count();
         let notes_html = run.notes_markdown.as_deref().map(markdown::to_html);
         let details: Vec<String> = run.decode.iter().map(downloads::cell_detail).collect();
         let html = self.env.get_template("run.html")?.render(context! {
@@ -194,18 +200,13 @@ impl SitePages<'_> {
             tvi_chart => tvi_chart,
             notes_html => ser(notes_html),
             decode_details => ser(details),
+            comparisons => ser(self.comparison_links().into_iter().filter(|c| c.1 == run.id || c.2 == run.id).collect::<Vec<_>>()),
         })?;
         let dir = format!("runs/{}", run.id);
         put_page(sink, &format!("{dir}/index.html"), &html, stats)?;
         stats.run_pages += 1;
-        sink.put(
-            &format!("{dir}/cells.csv"),
-            downloads::cells_csv(run).as_bytes(),
-        )?;
-        sink.put(
-            &format!("{dir}/cells.json"),
-            downloads::cells_json(run).as_bytes(),
-        )?;
+        sink.put(&format!("{dir}/cells.csv"), downloads::cells_csv(run).as_bytes())?;
+        sink.put(&format!("{dir}/cells.json"), downloads::cells_json(run).as_bytes())?;
         stats.files += 2;
         Ok(())
     }
@@ -219,11 +220,7 @@ impl SitePages<'_> {
         stats: &mut RenderStats,
     ) -> Result<()> {
         let runs: Vec<&RunView> = g.runs.iter().map(|&i| &self.site.runs[i]).collect();
-        let summaries: Vec<RunSummary> = runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| summary(r, i))
-            .collect();
+        let summaries: Vec<RunSummary> = runs.iter().enumerate().map(|(i, r)| summary(r, i)).collect();
         let single = overlay(&runs, |r| {
             r.decode
                 .iter()
@@ -253,10 +250,7 @@ impl SitePages<'_> {
             series: &prefill,
             legend,
         });
-        stats.charts += [&single_chart, &prefill_chart]
-            .iter()
-            .filter(|c| !c.is_empty())
-            .count();
+        stats.charts += [&single_chart, &prefill_chart].iter().filter(|c| !c.is_empty()).count();
         let (folder, kind_label) = match kind {
             "model" => ("models", "Model"),
             "hardware" => ("hardware", "Hardware"),
@@ -272,17 +266,12 @@ impl SitePages<'_> {
             single_chart => single_chart,
             prefill_chart => prefill_chart,
         })?;
-        put_page(
-            sink,
-            &format!("{folder}/{}/index.html", g.slug),
-            &html,
-            stats,
-        )
+        put_page(sink, &format!("{folder}/{}/index.html", g.slug), &html, stats)
     }
 }
 
 /// Template values from any serializable data (minijinja 3 converts only primitives itself).
-fn ser<T: Serialize>(v: T) -> Value {
+pub(crate) fn ser<T: Serialize>(v: T) -> Value {
     Value::from(Serde(v))
 }
 
@@ -294,13 +283,7 @@ fn put_page(sink: &mut dyn Sink, path: &str, html: &str, stats: &mut RenderStats
 }
 
 fn overlay(runs: &[&RunView], points: impl Fn(&RunView) -> Vec<(f64, f64)>) -> Vec<Series> {
-    runs.iter()
-        .map(|r| Series {
-            label: run_label(r),
-            points: points(r),
-            point_labels: Vec::new(),
-        })
-        .collect()
+    runs.iter().map(|r| Series { label: run_label(r), points: points(r), point_labels: Vec::new() }).collect()
 }
 
 fn prefill_chart(run: &RunView) -> String {
@@ -315,13 +298,7 @@ fn prefill_chart(run: &RunView) -> String {
         points: cells.iter().map(|(c, v)| (c.context as f64, *v)).collect(),
         point_labels: cells
             .iter()
-            .map(|(c, _)| {
-                c.figures
-                    .ttft_ms
-                    .map(format::millis)
-                    .map(|t| format!("  {t}"))
-                    .unwrap_or_default()
-            })
+            .map(|(c, _)| c.figures.ttft_ms.map(format::millis).map(|t| format!("  {t}")).unwrap_or_default())
             .collect(),
     }];
     line_chart(&ChartSpec {
@@ -345,13 +322,7 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
                 .iter()
                 .flatten()
                 .filter(|c| c.status == Status::Valid)
-                .filter_map(|c| {
-                    Some((
-                        c.figures.per_request_tps?,
-                        c.figures.total_tps?,
-                        c.concurrency,
-                    ))
-                })
+                .filter_map(|c| Some((c.figures.per_request_tps?, c.figures.total_tps?, c.concurrency)))
                 .collect();
             if pts.is_empty() {
                 return None;

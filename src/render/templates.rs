@@ -12,23 +12,12 @@ use super::{format, heatmap};
 /// Default templates, compiled in so a bare binary builds a site.
 pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
     ("base.html", include_str!("../../site-templates/base.html")),
-    (
-        "macros.html",
-        include_str!("../../site-templates/macros.html"),
-    ),
-    (
-        "index.html",
-        include_str!("../../site-templates/index.html"),
-    ),
+    ("macros.html", include_str!("../../site-templates/macros.html")),
+    ("index.html", include_str!("../../site-templates/index.html")),
     ("run.html", include_str!("../../site-templates/run.html")),
-    (
-        "entity.html",
-        include_str!("../../site-templates/entity.html"),
-    ),
-    (
-        "glossary.html",
-        include_str!("../../site-templates/glossary.html"),
-    ),
+    ("entity.html", include_str!("../../site-templates/entity.html")),
+    ("compare.html", include_str!("../../site-templates/compare.html")),
+    ("glossary.html", include_str!("../../site-templates/glossary.html")),
     ("page.html", include_str!("../../site-templates/page.html")),
     ("404.html", include_str!("../../site-templates/404.html")),
 ];
@@ -36,23 +25,15 @@ pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
 /// Builds the environment; `overrides` is a folder whose files replace defaults by name.
 pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>> {
     let mut env = Environment::new();
-    env.set_auto_escape_callback(|name| {
-        if name.ends_with(".html") {
-            AutoEscape::Html
-        } else {
-            AutoEscape::None
-        }
-    });
+    env.set_auto_escape_callback(|name| if name.ends_with(".html") { AutoEscape::Html } else { AutoEscape::None });
     // Lenient: optional fields of the data format are left out when absent, and a
     // template tests them for truth.
     for (name, source) in DEFAULT_TEMPLATES {
         let source = match overrides.map(|d| d.join(name)).filter(|p| p.is_file()) {
-            Some(path) => fs::read_to_string(&path)
-                .with_context(|| format!("reading template {}", path.display()))?,
+            Some(path) => fs::read_to_string(&path).with_context(|| format!("reading template {}", path.display()))?,
             None => source.to_string(),
         };
-        env.add_template_owned(name.to_string(), source)
-            .with_context(|| format!("template {name} does not parse"))?;
+        env.add_template_owned(name.to_string(), source).with_context(|| format!("template {name} does not parse"))?;
     }
     register_filters(&mut env);
     Ok(env)
@@ -77,6 +58,7 @@ fn register_filters(env: &mut Environment<'static>) {
     env.add_filter("secs", figure(format::seconds_setting));
     env.add_filter("ctx", figure(|v| format::context_label(v as u32)));
     env.add_filter("status_label", |s: String| status_label(&s).to_string());
+    env.add_filter("pct", figure(|v| format!("{}{:.1}%", if v > 0.0 { "+" } else { "" }, v)));
     env.add_filter("phase_label", |s: String| match s.as_str() {
         "prefill" => "Prefill".to_string(),
         _ => "Sustained decode".to_string(),

@@ -52,19 +52,13 @@ fn json_response(status: StatusCode, v: &Value) -> Response<Body> {
 
 /// Binds 127.0.0.1 and serves until the lifetime ends. Prints the URL first.
 pub async fn serve(args: SimArgs) -> Result<()> {
-    let listener = TcpListener::bind(("127.0.0.1", args.port))
-        .await
-        .context("binding the simulated engine")?;
+    let listener = TcpListener::bind(("127.0.0.1", args.port)).await.context("binding the simulated engine")?;
     let addr = listener.local_addr()?;
     println!("http://{addr}");
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     let lifetime = Duration::from_secs(args.lifetime_s);
-    let sim = Arc::new(Sim {
-        args,
-        state: Mutex::new(State::default()),
-        released: Notify::new(),
-    });
+    let sim = Arc::new(Sim { args, state: Mutex::new(State::default()), released: Notify::new() });
     let accept = async {
         loop {
             let (stream, _) = listener.accept().await?;
@@ -75,9 +69,7 @@ pub async fn serve(args: SimArgs) -> Result<()> {
                     let sim = sim.clone();
                     async move { Ok::<_, Infallible>(handle(sim, req).await) }
                 });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
             });
         }
         #[allow(unreachable_code)]
@@ -94,12 +86,7 @@ async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
     // part of the simulated prefill, not added to it.
     let arrival = tokio::time::Instant::now();
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .unwrap_or_default();
+    let body = req.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
     let a = &sim.args;
     match (method, path.as_str()) {
         (Method::GET, "/health") => json_response(StatusCode::OK, &json!({"status": "ok"})),
@@ -110,9 +97,7 @@ async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
             }
             json_response(StatusCode::OK, &json!({"object": "list", "data": [m]}))
         }
-        (Method::GET, "/metrics") => {
-            full(StatusCode::OK, "text/plain; version=0.0.4", metrics(&sim))
-        }
+        (Method::GET, "/metrics") => full(StatusCode::OK, "text/plain; version=0.0.4", metrics(&sim)),
         (Method::GET, "/version") if a.flavor == Flavor::Vllm => {
             json_response(StatusCode::OK, &json!({"version": "0.0.0-sim"}))
         }
@@ -159,27 +144,16 @@ fn metrics(sim: &Sim) -> String {
 
 fn prompt_of(v: &Value) -> (String, bool) {
     if let Some(msgs) = v.get("messages").and_then(Value::as_array) {
-        let text = msgs
-            .iter()
-            .filter_map(|m| m.get("content").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = msgs.iter().filter_map(|m| m.get("content").and_then(Value::as_str)).collect::<Vec<_>>().join("\n");
         return (text, true);
     }
-    let p = v
-        .get("prompt")
-        .or_else(|| v.get("content"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let p = v.get("prompt").or_else(|| v.get("content")).and_then(Value::as_str).unwrap_or_default();
     (p.to_string(), false)
 }
 
 fn tokenize(a: &SimArgs, body: &[u8]) -> Response<Body> {
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
-        return json_response(
-            StatusCode::BAD_REQUEST,
-            &json!({"error": {"message": "body is not JSON"}}),
-        );
+        return json_response(StatusCode::BAD_REQUEST, &json!({"error": {"message": "body is not JSON"}}));
     };
     let (text, chat) = prompt_of(&v);
     let n = SimArgs::count_tokens(&text, chat);
@@ -187,20 +161,14 @@ fn tokenize(a: &SimArgs, body: &[u8]) -> Response<Body> {
         let tokens: Vec<u64> = (0..n).collect();
         json_response(StatusCode::OK, &json!({"tokens": tokens}))
     } else {
-        json_response(
-            StatusCode::OK,
-            &json!({"count": n, "max_model_len": a.max_model_len, "tokens": []}),
-        )
+        json_response(StatusCode::OK, &json!({"count": n, "max_model_len": a.max_model_len, "tokens": []}))
     }
 }
 
 /// The `ctx-N` tag our prompts start with, if present.
 fn prompt_context(text: &str) -> Option<u32> {
     let i = text.find(" ctx-")? + 5;
-    let digits: String = text[i..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
+    let digits: String = text[i..].chars().take_while(|c| c.is_ascii_digit()).collect();
     digits.parse().ok()
 }
 
@@ -228,54 +196,30 @@ struct Gen {
     seed: u64,
 }
 
-async fn generate(
-    sim: Arc<Sim>,
-    body: &[u8],
-    chat: bool,
-    arrival: tokio::time::Instant,
-) -> Response<Body> {
+async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::Instant) -> Response<Body> {
     let a = &sim.args;
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
-        return error_response(
-            a.flavor,
-            StatusCode::BAD_REQUEST,
-            "body is not JSON",
-            "invalid_request_error",
-        );
+        return error_response(a.flavor, StatusCode::BAD_REQUEST, "body is not JSON", "invalid_request_error");
     };
     let (text, _) = prompt_of(&v);
     let prompt_tokens = SimArgs::count_tokens(&text, chat);
-    let max_tokens = v
-        .get("max_completion_tokens")
-        .or_else(|| v.get("max_tokens"))
-        .and_then(Value::as_u64)
-        .unwrap_or(16);
+    let max_tokens =
+        v.get("max_completion_tokens").or_else(|| v.get("max_tokens")).and_then(Value::as_u64).unwrap_or(16);
     let stream = v.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let ctx = prompt_context(&text);
-    let fault = a.fault.filter(|_| {
-        a.fault_context.is_none_or(|c| Some(c) == ctx) && max_tokens >= a.fault_min_max_tokens
-    });
+    let fault =
+        a.fault.filter(|_| a.fault_context.is_none_or(|c| Some(c) == ctx) && max_tokens >= a.fault_min_max_tokens);
     if prompt_tokens + max_tokens > a.max_model_len {
         let msg = format!(
             "request ({} tokens) exceeds the available context size ({} tokens)",
             prompt_tokens + max_tokens,
             a.max_model_len
         );
-        return error_response(
-            a.flavor,
-            StatusCode::BAD_REQUEST,
-            &msg,
-            "exceed_context_size_error",
-        );
+        return error_response(a.flavor, StatusCode::BAD_REQUEST, &msg, "exceed_context_size_error");
     }
     match fault {
         Some(Fault::Http400) => {
-            return error_response(
-                a.flavor,
-                StatusCode::BAD_REQUEST,
-                "simulated bad request",
-                "invalid_request_error",
-            )
+            return error_response(a.flavor, StatusCode::BAD_REQUEST, "simulated bad request", "invalid_request_error")
         }
         Some(Fault::Http500) => {
             return error_response(
@@ -295,14 +239,9 @@ async fn generate(
         }
         _ => {}
     }
-    let include_usage = v
-        .pointer("/stream_options/include_usage")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let continuous_asked = v
-        .pointer("/stream_options/continuous_usage_stats")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let include_usage = v.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+    let continuous_asked =
+        v.pointer("/stream_options/continuous_usage_stats").and_then(Value::as_bool).unwrap_or(false);
     let mut usage = a.usage_mode().to_string();
     if usage == "continuous" && !continuous_asked {
         usage = "final".into();
@@ -339,10 +278,9 @@ async fn generate(
         let mut s = sim.state.lock().unwrap();
         !s.prefix_cache.insert(fnv1a(text.as_bytes()))
     };
-    let loop_after = a.loop_after.filter(|_| {
-        a.loop_context.is_none_or(|c| Some(c) == ctx)
-            && running_at_admission >= a.loop_min_running as u64
-    });
+    let loop_after = a
+        .loop_after
+        .filter(|_| a.loop_context.is_none_or(|c| Some(c) == ctx) && running_at_admission >= a.loop_min_running as u64);
     let gen = Gen {
         chat,
         model: a.model.clone(),
@@ -354,18 +292,10 @@ async fn generate(
         fault,
         seed: fnv1a(text.as_bytes()) ^ running_at_admission,
     };
-    let prefill_s = prompt_tokens as f64
-        / if cached {
-            a.cached_prefill_tps
-        } else {
-            a.prefill_tps
-        };
+    let prefill_s = prompt_tokens as f64 / if cached { a.cached_prefill_tps } else { a.prefill_tps };
 
     if !stream {
-        tokio::time::sleep(Duration::from_secs_f64(
-            prefill_s + a.step_s(1) * max_tokens as f64,
-        ))
-        .await;
+        tokio::time::sleep(Duration::from_secs_f64(prefill_s + a.step_s(1) * max_tokens as f64)).await;
         release(&sim, need, false).await;
         let text: String = (0..max_tokens).map(|i| word(gen.seed, i)).collect();
         let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": max_tokens, "total_tokens": prompt_tokens + max_tokens});
@@ -380,13 +310,7 @@ async fn generate(
     let (tx, rx) = mpsc::channel::<Bytes>(32);
     let sim2 = sim.clone();
     tokio::spawn(async move {
-        let disconnected = produce(
-            &sim2,
-            &gen,
-            admitted_at + Duration::from_secs_f64(prefill_s),
-            &tx,
-        )
-        .await;
+        let disconnected = produce(&sim2, &gen, admitted_at + Duration::from_secs_f64(prefill_s), &tx).await;
         release(&sim2, need, disconnected).await;
     });
     let body = ChannelBody { rx }.boxed();
@@ -443,12 +367,7 @@ fn sse(v: &Value) -> Bytes {
 }
 
 /// Streams the answer; returns true if the client went away.
-async fn produce(
-    sim: &Sim,
-    g: &Gen,
-    prefill_done: tokio::time::Instant,
-    tx: &mpsc::Sender<Bytes>,
-) -> bool {
+async fn produce(sim: &Sim, g: &Gen, prefill_done: tokio::time::Instant, tx: &mpsc::Sender<Bytes>) -> bool {
     let a = &sim.args;
     let send = |b: Bytes| async move { tx.send(b).await.is_err() };
     tokio::time::sleep_until(prefill_done).await;
@@ -533,7 +452,11 @@ async fn produce(
                 return true;
             }
             if g.include_usage && g.usage != "none" {
-                if send(sse(&json!({"object": "chat.completion.chunk", "model": g.model, "choices": [], "usage": usage}))).await {
+                if send(sse(
+                    &json!({"object": "chat.completion.chunk", "model": g.model, "choices": [], "usage": usage}),
+                ))
+                .await
+                {
                     return true;
                 }
             }

@@ -9,8 +9,7 @@ use walkdir::WalkDir;
 
 use crate::render::Sink;
 
-pub const DEFAULT_ASSETS: &[(&str, &str)] =
-    &[("style.css", include_str!("../../static/style.css"))];
+pub const DEFAULT_ASSETS: &[(&str, &str)] = &[("style.css", include_str!("../../static/style.css"))];
 
 /// Writes the assets under `static/` in the output. Returns how many files.
 pub fn write_assets(static_dir: Option<&Path>, sink: &mut dyn Sink) -> Result<usize> {
@@ -34,16 +33,12 @@ pub fn write_assets(static_dir: Option<&Path>, sink: &mut dyn Sink) -> Result<us
         if !entry.file_type().is_file() {
             continue;
         }
-        let rel = entry
-            .path()
-            .strip_prefix(dir)
-            .expect("walkdir yields children");
+        let rel = entry.path().strip_prefix(dir).expect("walkdir yields children");
         let rel = rel.to_string_lossy().replace('\\', "/");
         if DEFAULT_ASSETS.iter().any(|(name, _)| *name == rel) {
             continue;
         }
-        let bytes = fs::read(entry.path())
-            .with_context(|| format!("reading {}", entry.path().display()))?;
+        let bytes = fs::read(entry.path()).with_context(|| format!("reading {}", entry.path().display()))?;
         sink.put(&format!("static/{rel}"), &bytes)?;
         n += 1;
     }

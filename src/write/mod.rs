@@ -34,31 +34,17 @@ impl Staging {
             _ => PathBuf::from("."),
         };
         fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
-        let name = out
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "public".into());
+        let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "public".into());
         let temp = tempfile::Builder::new()
             .prefix(&format!(".{name}.building-"))
             .tempdir_in(&parent)
             .with_context(|| format!("creating a temporary folder in {}", parent.display()))?;
-        fs::write(
-            temp.path().join(MARKER),
-            "built by site build; replaced whole on every build\n",
-        )?;
-        Ok(Staging {
-            out: out.to_path_buf(),
-            temp: Some(temp),
-            files: 0,
-            bytes: 0,
-        })
+        fs::write(temp.path().join(MARKER), "built by site build; replaced whole on every build\n")?;
+        Ok(Staging { out: out.to_path_buf(), temp: Some(temp), files: 0, bytes: 0 })
     }
 
     pub fn path(&self) -> &Path {
-        self.temp
-            .as_ref()
-            .expect("staging is live until commit")
-            .path()
+        self.temp.as_ref().expect("staging is live until commit").path()
     }
 
     /// Replaces the output folder with the staged one. The old folder is moved aside first
@@ -72,14 +58,11 @@ impl Staging {
             if let Err(e) = fs::rename(&temp, &self.out) {
                 let _ = fs::rename(&aside, &self.out);
                 let _ = fs::remove_dir_all(&temp);
-                return Err(e)
-                    .with_context(|| format!("moving the new site into {}", self.out.display()));
+                return Err(e).with_context(|| format!("moving the new site into {}", self.out.display()));
             }
-            fs::remove_dir_all(&aside)
-                .with_context(|| format!("removing the previous site at {}", aside.display()))?;
+            fs::remove_dir_all(&aside).with_context(|| format!("removing the previous site at {}", aside.display()))?;
         } else {
-            fs::rename(&temp, &self.out)
-                .with_context(|| format!("moving the new site into {}", self.out.display()))?;
+            fs::rename(&temp, &self.out).with_context(|| format!("moving the new site into {}", self.out.display()))?;
         }
         Ok(())
     }
@@ -92,10 +75,8 @@ impl Sink for Staging {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let mut f =
-            fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
-        f.write_all(bytes)
-            .with_context(|| format!("writing {}", path.display()))?;
+        let mut f = fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
+        f.write_all(bytes).with_context(|| format!("writing {}", path.display()))?;
         self.files += 1;
         self.bytes += bytes.len() as u64;
         Ok(())
@@ -103,10 +84,7 @@ impl Sink for Staging {
 }
 
 fn aside_path(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut i = 0u32;
     loop {
         let candidate = out.with_file_name(format!(".{name}.previous-{}-{i}", std::process::id()));
@@ -132,10 +110,7 @@ fn check_replaceable(out: &Path) -> Result<()> {
         return Ok(());
     }
     if !out.is_dir() {
-        bail!(
-            "{} exists and is not a folder; choose another --out",
-            out.display()
-        );
+        bail!("{} exists and is not a folder; choose another --out", out.display());
     }
     let empty = fs::read_dir(out)?.next().is_none();
     if !empty && !out.join(MARKER).is_file() {

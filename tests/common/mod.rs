@@ -57,11 +57,7 @@ impl Workspace {
 }
 
 pub fn site_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_site"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("running site")
+    Command::new(env!("CARGO_BIN_EXE_site")).args(args).current_dir(dir).output().expect("running site")
 }
 
 pub fn stderr(o: &Output) -> String {
@@ -73,12 +69,7 @@ pub fn stdout(o: &Output) -> String {
 }
 
 pub fn assert_ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "site failed:\nstdout:\n{}\nstderr:\n{}",
-        stdout(o),
-        stderr(o)
-    );
+    assert!(o.status.success(), "site failed:\nstdout:\n{}\nstderr:\n{}", stdout(o), stderr(o));
 }
 
 /// The visible text of an HTML fragment: tags dropped, entities decoded, SVGs skipped.
@@ -108,9 +99,7 @@ pub fn text_of(html: &str) -> String {
 
 /// Rows of an HTML table (by a substring of its opening tag) as lists of cell texts.
 pub fn table_rows(html: &str, table_marker: &str) -> Vec<Vec<String>> {
-    let start = html
-        .find(table_marker)
-        .unwrap_or_else(|| panic!("no table {table_marker}"));
+    let start = html.find(table_marker).unwrap_or_else(|| panic!("no table {table_marker}"));
     let end = start + html[start..].find("</table>").unwrap();
     let table = &html[start..end];
     let mut rows = Vec::new();
@@ -135,10 +124,7 @@ pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
         let e = e.unwrap();
         if e.file_type().is_file() {
-            out.push((
-                e.path().strip_prefix(dir).unwrap().display().to_string(),
-                fs::read(e.path()).unwrap(),
-            ));
+            out.push((e.path().strip_prefix(dir).unwrap().display().to_string(), fs::read(e.path()).unwrap()));
         }
     }
     out

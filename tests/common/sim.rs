@@ -20,17 +20,9 @@ impl SimEngine {
             .spawn()
             .expect("starting the simulated engine");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(
-            line.starts_with("http://127.0.0.1:"),
-            "simulated engine said {line:?}"
-        );
-        SimEngine {
-            child,
-            url: line.trim().to_string(),
-        }
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert!(line.starts_with("http://127.0.0.1:"), "simulated engine said {line:?}");
+        SimEngine { child, url: line.trim().to_string() }
     }
 
     /// GET a JSON document from the simulator (e.g. `/sim/stats`).
@@ -38,11 +30,7 @@ impl SimEngine {
         let addr = self.url.trim_start_matches("http://");
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         use std::io::{Read, Write};
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
         let mut resp = String::new();
         s.read_to_string(&mut resp).unwrap();
         let body = resp.split("\r\n\r\n").nth(1).unwrap();

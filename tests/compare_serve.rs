@@ -1,0 +1,251 @@
+//! `site diff`, comparisons built by `site build`, and `site serve` over real HTTP.
+
+mod common;
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn seed_comparison_is_built_and_linked() {
+    let ws = Workspace::from_repo_data();
+    assert_ok(&ws.site(&["build"]));
+    let slug = "step-3.5-flash-vllm-0.29.0-4x-h200-sxm--step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl";
+    let page = ws.read(&format!("public/compare/{slug}/index.html"));
+    let text = text_of(&page);
+    assert!(text.contains("156.7 → 124.3 (-20.7%)"), "8K x 1 total tok/s pair missing");
+    // Per GPU: 156.7 / 4 = 39.2 against 124.3 / 2 = 62.2.
+    assert!(text.contains("39.2 → 62.1 (+58.6%)") || text.contains("39.2 → 62.2 (+58.6%)"), "per-GPU view missing");
+    assert!(
+        text.contains("Looped → 172.5") || text.contains("Looped → Over capacity"),
+        "a status pair shown as a ratio?"
+    );
+    let flags = table_rows(&page, "<table class=\"flag-diff\"");
+    let row = |name: &str| flags.iter().find(|r| r[0] == name).unwrap_or_else(|| panic!("no flag {name}")).clone();
+    assert_eq!(row("--tensor-parallel-size")[3], "removed");
+    assert_eq!(row("--tp")[3], "added");
+    assert_eq!(row("--reasoning-parser")[3], "same");
+    assert_eq!(row("--served-model-name")[1..], ["stepfun-ai/Step-3.5-Flash", "step", "changed"]);
+    assert!(ws.read("public/index.html").contains(&format!("compare/{slug}/index.html")));
+    for run in ["step-3.5-flash-vllm-0.29.0-4x-h200-sxm", "step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl"] {
+        assert!(
+            ws.read(&format!("public/runs/{run}/index.html")).contains(&format!("../../compare/{slug}/index.html")),
+            "{run} does not link the comparison"
+        );
+    }
+    let csv = ws.read(&format!("public/compare/{slug}/comparison.csv"));
+    assert!(csv.contains("decode,65536,4,looped,over_capacity,"), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("decode,8192,1,valid,valid,156.7,124.3,-20.68,")), "{csv}");
+}
+
+#[test]
+fn diff_colours_past_the_threshold_by_each_metrics_direction() {
+    let ws = Workspace::from_fixture("valid/compare");
+    let out = ws.site(&["diff", "base", "faster", "--out", "cmp"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("cmp/index.html"), "{}", stdout(&out));
+    let page = ws.read("cmp/index.html");
+    let rows = table_rows(&page, "<table class=\"heatmap compare\"");
+    let cell = |r: usize, c: usize| rows[r][c].clone();
+    assert!(cell(1, 1).starts_with("100.0 → 103.0 (+3.0%)"), "{}", cell(1, 1));
+    // The total tok/s verdicts: +3% neutral, +6% better, -10% worse.
+    let verdicts: Vec<&str> = page
+        .match_indices("data-verdict=\"")
+        .map(|(i, _)| &page[i + 14..i + 14 + page[i + 14..].find('"').unwrap()])
+        .collect();
+    assert_eq!(verdicts[..3], ["neutral", "better", "worse"]);
+    // TTFT up 10% is worse, time between tokens down 10% is better.
+    assert!(page.contains("<span class=\"pair worse\">60 ms → 66 ms <small>(+10.0%)</small></span>"), "TTFT verdict");
+    assert!(
+        page.contains("<span class=\"pair better\">10.0 ms → 9.0 ms <small>(-10.0%)</small></span>"),
+        "TBT verdict"
+    );
+    // Status cells are never ratios.
+    assert_eq!(cell(2, 2), "Looped → 150.0");
+    assert_eq!(cell(2, 3), "Over capacity → Error");
+    // Flag-level command diff.
+    let flags = table_rows(&page, "<table class=\"flag-diff\"");
+    let f = |n: &str| flags.iter().find(|r| r[0] == n).unwrap().clone();
+    assert_eq!(f("--tp")[1..], ["1", "2", "changed"]);
+    assert_eq!(f("--enforce-eager")[3], "removed");
+    assert_eq!(f("--enable-prefix-caching")[3], "added");
+    assert_eq!(f("--max-num-seqs")[3], "same");
+    // Header differences are marked.
+    assert!(page.contains(
+        "<tr class=\"differs\"><th scope=\"row\">GPU count</th><td>1</td><td>2 <span class=\"tag\">differs</span>"
+    ));
+    // Per GPU: 400 / 1 against 360 / 2.
+    let per_gpu = table_rows(&page, "<table class=\"heatmap compare per-gpu\"");
+    assert!(per_gpu[1][3].starts_with("400.0 → 180.0 (-55.0%)"), "{:?}", per_gpu[1]);
+    // A custom threshold changes the colouring.
+    assert_ok(&ws.site(&["diff", "base", "faster", "--out", "cmp2", "--threshold", "2"]));
+    assert!(
+        ws.read("cmp2/index.html").contains("data-verdict=\"better\">100.0")
+            || ws.read("cmp2/index.html").contains("data-verdict=\"better\"><span class=\"pair better\">100.0")
+    );
+    let csv = ws.read("cmp/comparison.csv");
+    assert!(csv.contains("decode,8192,4,valid,valid,400,360,-10.00,"), "{csv}");
+    assert!(ws.path().join("cmp/static/style.css").is_file());
+    // The standalone page links nowhere else.
+    assert!(!page.contains("runs/base/index.html"));
+}
+
+#[test]
+fn diff_refuses_bad_pairs_and_writes_nothing() {
+    let ws = Workspace::from_fixture("valid/compare");
+    for (args, msg) in [
+        (["diff", "base", "nosuch", "--out", "x"], "unknown run \"nosuch\""),
+        (["diff", "base", "base", "--out", "x"], "cannot compare run base with itself"),
+        (["diff", "base", "disjoint", "--out", "x"], "have no cell in common"),
+    ] {
+        let out = ws.site(&args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr(&out).contains(msg), "{args:?}: {}", stderr(&out));
+        assert!(!ws.path().join("x").exists());
+    }
+    // A run folder given by path works too.
+    assert_ok(&ws.site(&["diff", "data/runs/base", "data/runs/faster", "--out", "bypath"]));
+    // A comparison file naming an unknown run fails the build.
+    fs::write(
+        ws.path().join("data/compare.json"),
+        r#"{"schema_version": 1, "comparisons": [{"a": "base", "b": "ghost"}]}"#,
+    )
+    .unwrap();
+    let out = ws.site(&["build"]);
+    assert!(stderr(&out).contains("comparisons[0] names run \"ghost\""), "{}", stderr(&out));
+}
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_serve(ws: &Workspace) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_site"))
+        .current_dir(ws.path())
+        .args(["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut addr = String::new();
+    for _ in 0..50 {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(i) = line.find("http://") {
+            addr = line[i + 7..]
+                .trim()
+                .trim_end_matches(|c| c != '/')
+                .trim_end_matches('/')
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string();
+            break;
+        }
+    }
+    assert!(addr.starts_with("127.0.0.1:"), "no URL printed: {addr:?}");
+    std::thread::spawn(move || for _ in reader.lines() {});
+    Server { child, addr }
+}
+
+/// A raw GET, so the path reaches the server exactly as written.
+fn get(addr: &str, path: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).unwrap();
+    let resp = String::from_utf8_lossy(&resp).into_owned();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+#[test]
+fn serve_answers_pages_assets_404_and_refuses_traversal() {
+    let ws = Workspace::from_fixture("valid/measured");
+    fs::write(ws.path().join("outside-secret.txt"), "TOP SECRET").unwrap();
+    let srv = start_serve(&ws);
+    let (s, h, body) = get(&srv.addr, "/");
+    assert_eq!(s, 200);
+    assert!(h.contains("content-type: text/html; charset=utf-8"));
+    assert!(body.contains("runs/tiny-vllm-l4/index.html"));
+    let (s, h, _) = get(&srv.addr, "/static/style.css");
+    assert_eq!(s, 200);
+    assert!(h.contains("content-type: text/css"));
+    let (s, h, _) = get(&srv.addr, "/runs/tiny-vllm-l4/cells.csv");
+    assert_eq!(s, 200);
+    assert!(h.contains("text/csv"));
+    let (s, h, _) = get(&srv.addr, "/runs/tiny-vllm-l4");
+    assert_eq!(s, 301);
+    assert!(h.contains("location: /runs/tiny-vllm-l4/"));
+    let (s, _, body) = get(&srv.addr, "/runs/tiny-vllm-l4/");
+    assert_eq!(s, 200);
+    assert!(body.contains("Sustained decode"));
+    let (s, _, body) = get(&srv.addr, "/no/such/page.html");
+    assert_eq!(s, 404);
+    assert!(body.contains("<h1>Not found</h1>"));
+    std::os::unix::fs::symlink(ws.path().join("outside-secret.txt"), ws.path().join("public/leak.txt")).unwrap();
+    for bad in [
+        "/../outside-secret.txt",
+        "/%2e%2e/outside-secret.txt",
+        "/runs/%2e%2e/%2e%2e/outside-secret.txt",
+        "/..%2foutside-secret.txt",
+        "/static/..%5c..%5coutside-secret.txt",
+        "/leak.txt",
+        "/%2e%2e%2f%2e%2e%2foutside-secret.txt",
+    ] {
+        let (s, _, body) = get(&srv.addr, bad);
+        assert!(s == 403 || s == 404 || s == 400, "{bad}: {s}");
+        assert!(!body.contains("TOP SECRET"), "{bad} leaked");
+    }
+}
+
+#[test]
+fn serve_rebuilds_on_change_and_survives_a_bad_edit() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let srv = start_serve(&ws);
+    let (_, _, before) = get(&srv.addr, "/runs/tiny-vllm-l4/");
+    assert!(before.contains("Tiny-1B"));
+    let manifest = ws.path().join("data/runs/tiny-vllm-l4/run.json");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, text.replace("acme/Tiny-1B", "acme/Renamed-2B")).unwrap();
+    let wait_for = |needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (_, _, body) = get(&srv.addr, "/runs/tiny-vllm-l4/");
+            if body.contains(needle) {
+                return body;
+            }
+            assert!(Instant::now() < deadline, "the page never showed {needle:?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    wait_for("Renamed-2B");
+    // A broken edit: the last good site stays up.
+    fs::write(&manifest, "{ broken").unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let (s, _, body) = get(&srv.addr, "/runs/tiny-vllm-l4/");
+    assert_eq!(s, 200);
+    assert!(body.contains("Renamed-2B"));
+    // Fixed again: served again.
+    fs::write(&manifest, text.replace("acme/Tiny-1B", "acme/Third-3B")).unwrap();
+    wait_for("Third-3B");
+    // A live-reload hook is injected by the server only.
+    assert!(get(&srv.addr, "/").2.contains("/__build"));
+    assert!(!ws.read("public/index.html").contains("/__build"));
+}
