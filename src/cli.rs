@@ -19,6 +19,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Build the site, serve it on 127.0.0.1 and rebuild on changes.
     Serve(ServeArgs),
+    /// Import an llm-inference-bench results file as a run.
+    Import(ImportArgs),
     /// Write a comparison page for two runs.
     Diff(DiffArgs),
     /// Measure an OpenAI-compatible server across the context x concurrency matrix.
@@ -102,49 +104,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
 
-    /// Accelerator name, e.g. "H200 SXM".
-    #[arg(long, help_heading = "Run facts")]
-    pub gpu: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub gpu_count: Option<u32>,
-    /// Memory per GPU, GB.
-    #[arg(long, help_heading = "Run facts")]
-    pub gpu_memory_gb: Option<f64>,
-    /// CPU name (the device of a CPU-only server).
-    #[arg(long, help_heading = "Run facts")]
-    pub cpu: Option<String>,
-    /// e.g. "Discrete GPU", "CPU".
-    #[arg(long, help_heading = "Run facts")]
-    pub hardware_kind: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub os: Option<String>,
-    /// Model repository id for the pages, when the served name differs.
-    #[arg(long, help_heading = "Run facts")]
-    pub model_id: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub revision: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub engine: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub engine_version: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub quantization: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub backend: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub engine_repository: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub engine_build: Option<String>,
-    #[arg(long, help_heading = "Run facts")]
-    pub engine_commit: Option<String>,
-    /// The server's launch command; secrets in it are redacted before it is stored.
-    #[arg(long, help_heading = "Run facts")]
-    pub launch_command: Option<String>,
-    /// A Markdown file shown on the run page.
-    #[arg(long, help_heading = "Run facts")]
-    pub notes: Option<std::path::PathBuf>,
-    #[arg(long, help_heading = "Run facts")]
-    pub description: Option<String>,
+    #[command(flatten)]
+    pub facts: FactsArgs,
 
     /// Steady time after every stream has tokens, before the window opens.
     #[arg(long, default_value = "3s", help_heading = "Timing")]
@@ -203,4 +164,68 @@ pub struct ServeArgs {
     /// Do not reload open pages after a rebuild.
     #[arg(long)]
     pub no_live_reload: bool,
+}
+
+/// Run facts the data cannot tell (shared by `bench` and `import`).
+#[derive(Debug, Args, Clone)]
+pub struct FactsArgs {
+    /// Accelerator name, e.g. "H200 SXM".
+    #[arg(long, help_heading = "Run facts")]
+    pub gpu: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub gpu_count: Option<u32>,
+    /// Memory per GPU, GB.
+    #[arg(long, help_heading = "Run facts")]
+    pub gpu_memory_gb: Option<f64>,
+    /// CPU name (the device of a CPU-only server).
+    #[arg(long, help_heading = "Run facts")]
+    pub cpu: Option<String>,
+    /// e.g. "Discrete GPU", "CPU".
+    #[arg(long, help_heading = "Run facts")]
+    pub hardware_kind: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub os: Option<String>,
+    /// Model repository id for the pages, when the served name differs.
+    #[arg(long, help_heading = "Run facts")]
+    pub model_id: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub revision: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine_version: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub quantization: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub backend: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine_repository: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine_build: Option<String>,
+    #[arg(long, help_heading = "Run facts")]
+    pub engine_commit: Option<String>,
+    /// The server's launch command; secrets in it are redacted before it is stored.
+    #[arg(long, help_heading = "Run facts")]
+    pub launch_command: Option<String>,
+    /// A Markdown file shown on the run page.
+    #[arg(long, help_heading = "Run facts")]
+    pub notes: Option<std::path::PathBuf>,
+    #[arg(long, help_heading = "Run facts")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// An llm-inference-bench `benchmark_results.json`.
+    pub file: PathBuf,
+    /// Run folder name (default: from the file name).
+    #[arg(long)]
+    pub run_id: Option<String>,
+    #[arg(long, default_value = "data")]
+    pub data: PathBuf,
+    /// Replace an existing run with the same id.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub facts: FactsArgs,
 }

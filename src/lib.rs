@@ -9,6 +9,7 @@ pub mod cli;
 pub mod cmd;
 pub mod compare;
 pub mod data;
+pub mod import;
 pub mod normalize;
 pub mod render;
 pub mod serve;

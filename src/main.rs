@@ -10,6 +10,7 @@ fn main() -> ExitCode {
         Command::Build(args) => cmd::build::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::Diff(args) => cmd::diff::run(args),
+        Command::Import(args) => cmd::import::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::SimulateEngine(args) => cmd::simulate::run(args),

@@ -23,8 +23,8 @@ use anyhow::{bail, Context, Result};
 use tokio::sync::watch;
 
 use crate::data::{
-    BenchTool, Cell, CellError, DecodeTest, EngineInfo, HardwareInfo, ModelInfo, Origin, Phase, PrefillMode,
-    RunManifest, RunSettings, Status, SCHEMA_VERSION,
+    BenchTool, Cell, CellError, DecodeTest, EngineInfo, ModelInfo, Origin, Phase, PrefillMode, RunManifest,
+    RunSettings, Status, SCHEMA_VERSION,
 };
 use crate::render::format::context_label;
 use discover::{EngineKind, ServerInfo};
@@ -37,29 +37,7 @@ use recorder::Recorder;
 use runner::CellContext;
 use stream::{StreamSettings, WindowClock};
 
-/// The facts a server cannot tell about itself.
-#[derive(Debug, Clone, Default)]
-pub struct ManifestFacts {
-    pub model_id: Option<String>,
-    pub revision: Option<String>,
-    pub hardware_kind: Option<String>,
-    pub device: Option<String>,
-    pub device_count: Option<u32>,
-    pub memory_gb: Option<f64>,
-    pub cpu: Option<String>,
-    pub os: Option<String>,
-    pub engine: Option<String>,
-    pub engine_version: Option<String>,
-    pub quantization: Option<String>,
-    pub backend: Option<String>,
-    pub repository: Option<String>,
-    pub build: Option<String>,
-    pub commit: Option<String>,
-    /// Redacted before it is stored.
-    pub launch_command: Option<String>,
-    pub notes_markdown: Option<String>,
-    pub description: Option<String>,
-}
+pub use crate::data::facts::ManifestFacts;
 
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -135,11 +113,7 @@ fn describe(p: &PlannedCell) -> String {
 
 fn manifest(cfg: &BenchConfig, info: &ServerInfo, model: &str, cap: &Capacity) -> Result<RunManifest> {
     let f = &cfg.facts;
-    let (kind, device, count) = match (&f.device, &f.cpu) {
-        (Some(d), _) => (f.hardware_kind.clone().unwrap_or_else(|| "Discrete GPU".into()), d.clone(), f.device_count.unwrap_or(1)),
-        (None, Some(cpu)) => (f.hardware_kind.clone().unwrap_or_else(|| "CPU".into()), cpu.clone(), f.device_count.unwrap_or(1)),
-        (None, None) => bail!("say what the server runs on: --gpu NAME --gpu-count N (or --cpu NAME for a CPU-only server); the server cannot tell"),
-    };
+    let hardware = f.hardware(Some(std::env::consts::OS))?;
     let engine = f.engine.clone().unwrap_or_else(|| info.engine.name().to_string());
     let version = f
         .engine_version
@@ -159,14 +133,7 @@ fn manifest(cfg: &BenchConfig, info: &ServerInfo, model: &str, cap: &Capacity) -
             served_name: f.model_id.as_ref().filter(|id| id.as_str() != model).map(|_| model.to_string()),
             revision: f.revision.clone(),
         },
-        hardware: HardwareInfo {
-            kind,
-            device,
-            count,
-            memory_gb: f.memory_gb,
-            os: Some(f.os.clone().unwrap_or_else(|| std::env::consts::OS.to_string())),
-            cpu: if f.device.is_some() { f.cpu.clone() } else { None },
-        },
+        hardware,
         engine: EngineInfo {
             name: engine,
             version,

@@ -5,16 +5,13 @@ use crate::bench::plan::{parse_count_list, parse_duration, parse_token_list};
 use crate::bench::prompt::Api;
 use crate::bench::{self, BenchConfig, ManifestFacts};
 use crate::cli::BenchArgs;
+use crate::cli::FactsArgs;
 
 pub fn run(a: &BenchArgs) -> Result<()> {
     let contexts = parse_token_list(&a.contexts).context("--contexts")?;
     let prefill_contexts = match &a.prefill_contexts {
         Some(p) => parse_token_list(p).context("--prefill-contexts")?,
         None => contexts.clone(),
-    };
-    let notes_markdown = match &a.notes {
-        Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("--notes {}", p.display()))?),
-        None => None,
     };
     // The key comes only from the environment; it is sent as a header and never stored.
     let api_key = std::env::var(&a.api_key_env).ok().filter(|k| !k.is_empty());
@@ -44,26 +41,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             ..LoopSettings::default()
         },
         detect_loops: !a.no_loop_detection,
-        facts: ManifestFacts {
-            model_id: a.model_id.clone(),
-            revision: a.revision.clone(),
-            hardware_kind: a.hardware_kind.clone(),
-            device: a.gpu.clone(),
-            device_count: a.gpu_count,
-            memory_gb: a.gpu_memory_gb,
-            cpu: a.cpu.clone(),
-            os: a.os.clone(),
-            engine: a.engine.clone(),
-            engine_version: a.engine_version.clone(),
-            quantization: a.quantization.clone(),
-            backend: a.backend.clone(),
-            repository: a.engine_repository.clone(),
-            build: a.engine_build.clone(),
-            commit: a.engine_commit.clone(),
-            launch_command: a.launch_command.clone(),
-            notes_markdown,
-            description: a.description.clone(),
-        },
+        facts: a.facts.to_manifest_facts()?,
     };
     let dry = cfg.dry_run;
     let s = bench::run_blocking(cfg)?;
@@ -80,4 +58,33 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+impl FactsArgs {
+    pub fn to_manifest_facts(&self) -> Result<ManifestFacts> {
+        let notes_markdown = match &self.notes {
+            Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("--notes {}", p.display()))?),
+            None => None,
+        };
+        Ok(ManifestFacts {
+            model_id: self.model_id.clone(),
+            revision: self.revision.clone(),
+            hardware_kind: self.hardware_kind.clone(),
+            device: self.gpu.clone(),
+            device_count: self.gpu_count,
+            memory_gb: self.gpu_memory_gb,
+            cpu: self.cpu.clone(),
+            os: self.os.clone(),
+            engine: self.engine.clone(),
+            engine_version: self.engine_version.clone(),
+            quantization: self.quantization.clone(),
+            backend: self.backend.clone(),
+            repository: self.engine_repository.clone(),
+            build: self.engine_build.clone(),
+            commit: self.engine_commit.clone(),
+            launch_command: self.launch_command.clone(),
+            notes_markdown,
+            description: self.description.clone(),
+        })
+    }
 }

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod build;
 pub mod check;
 pub mod diff;
+pub mod import;
 pub mod serve;
 pub mod simulate;
 

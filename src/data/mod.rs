@@ -2,6 +2,7 @@
 //! and the rules for names that become paths (`ids`). Only this module knows file names
 //! under `data/`.
 
+pub mod facts;
 pub mod ids;
 pub mod json;
 pub mod load;

@@ -229,6 +229,28 @@ pub struct ReportedFigures {
     /// How the source counted tokens (e.g. `openai_stream_chunks_fallback`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_source: Option<String>,
+    /// The source's per-request samples, kept so percentiles can be shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<ReportedSample>,
+}
+
+/// One request as another tool reported it. Times in seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedSample {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_s: Option<f64>,
+    /// The source's mean time between tokens of this request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tbt_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed: Option<bool>,
 }
 
 /// Raw records of one cell as our load generator saw them. Times are seconds since the

@@ -31,17 +31,21 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// Figures as reported; percentiles the source did not print are taken from its
+    /// per-request samples where it kept them.
     pub fn from_reported(r: &ReportedFigures) -> Figures {
+        let ttfts: Vec<f64> = r.samples.iter().filter_map(|s| s.ttft_s).map(ms).collect();
+        let tbts: Vec<f64> = r.samples.iter().filter_map(|s| s.tbt_s).map(ms).collect();
         Figures {
             prompt_tps: r.prompt_tps,
             total_tps: r.total_tps,
             per_request_tps: r.per_request_tps,
             ttft_ms: r.ttft_ms,
-            ttft_p90_ms: r.ttft_p90_ms,
-            ttft_p99_ms: r.ttft_p99_ms,
+            ttft_p90_ms: r.ttft_p90_ms.or_else(|| percentile(&ttfts, 90.0)),
+            ttft_p99_ms: r.ttft_p99_ms.or_else(|| percentile(&ttfts, 99.0)),
             tbt_ms: r.tbt_ms,
-            tbt_p90_ms: r.tbt_p90_ms,
-            tbt_p99_ms: r.tbt_p99_ms,
+            tbt_p90_ms: r.tbt_p90_ms.or_else(|| percentile(&tbts, 90.0)),
+            tbt_p99_ms: r.tbt_p99_ms.or_else(|| percentile(&tbts, 99.0)),
             avg_active: r.avg_active,
             completed: r.completed,
             output_tokens: r.output_tokens,

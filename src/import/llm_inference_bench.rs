@@ -1,0 +1,117 @@
+//! llm-inference-bench (`llm_decode_bench.py`) results, versions 0.x: the file's shape, as
+//! far as the importer needs it. Fields this importer does not use are ignored; the ones it
+//! needs are required, so a broken file fails with the field's name and position.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+pub struct ResultsFile {
+    pub metadata: Metadata,
+    #[serde(default)]
+    pub prefill: BTreeMap<String, PrefillEntry>,
+    pub results: Vec<DecodeResult>,
+    #[serde(default)]
+    pub summary_table: BTreeMap<String, BTreeMap<String, Option<f64>>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Metadata {
+    pub version: String,
+    #[serde(default)]
+    pub engine: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub timestamp: Option<String>,
+    pub duration_per_test: f64,
+    pub max_tokens: u32,
+    #[serde(default)]
+    pub max_total_tokens: Option<u64>,
+    #[serde(default)]
+    pub metrics_available: Option<bool>,
+    #[serde(default)]
+    pub prefill_mode: Option<String>,
+    pub concurrency_levels: Vec<u32>,
+    pub context_lengths: Vec<u32>,
+    #[serde(default)]
+    pub loop_detection: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PrefillEntry {
+    pub ttft_seconds: f64,
+    pub tok_per_sec: f64,
+    #[serde(default)]
+    pub prompt_tokens: Option<u32>,
+    #[serde(default)]
+    pub samples: Option<u64>,
+    #[serde(default)]
+    pub method: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DecodeResult {
+    pub context_tokens: u32,
+    pub concurrency: u32,
+    pub aggregate_tps: Option<f64>,
+    #[serde(default)]
+    pub aggregate_source: Option<String>,
+    #[serde(default)]
+    pub measurement_seconds: Option<f64>,
+    #[serde(default)]
+    pub client_output_tokens: Option<u64>,
+    #[serde(default)]
+    pub ttft_p50: Option<f64>,
+    #[serde(default)]
+    pub ttft_p90: Option<f64>,
+    #[serde(default)]
+    pub ttft_p99: Option<f64>,
+    #[serde(default)]
+    pub inter_token_latency_p50: Option<f64>,
+    #[serde(default)]
+    pub inter_token_latency_p90: Option<f64>,
+    #[serde(default)]
+    pub inter_token_latency_p99: Option<f64>,
+    #[serde(default)]
+    pub output_tps_per_user_p50: Option<f64>,
+    #[serde(default)]
+    pub avg_running_reqs: Option<f64>,
+    #[serde(default)]
+    pub completed_request_count: Option<u64>,
+    #[serde(default)]
+    pub num_errors: Option<u64>,
+    #[serde(default)]
+    pub capacity_limited: Option<bool>,
+    #[serde(default)]
+    pub warmup_timed_out: Option<bool>,
+    #[serde(default)]
+    pub ready_reason: Option<String>,
+    #[serde(default)]
+    pub timeout_reason: Option<String>,
+    #[serde(default)]
+    pub input_seq_len_avg: Option<f64>,
+    #[serde(default)]
+    pub loop_detected: Option<bool>,
+    #[serde(default)]
+    pub loop_diagnostics: Option<serde_json::Value>,
+    #[serde(default)]
+    pub request_samples: Vec<RequestSample>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RequestSample {
+    #[serde(default)]
+    pub ttft: Option<f64>,
+    #[serde(default)]
+    pub latency: Option<f64>,
+    #[serde(default)]
+    pub inter_token_latency_avg: Option<f64>,
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub completed: Option<bool>,
+}

@@ -1,0 +1,377 @@
+//! `site import`: another tool's results as a run folder in our data format. Figures are kept
+//! as reported (`origin: imported`), cells the tool leaves out are reconstructed, and the
+//! tool's flags become our warnings.
+
+pub mod llm_inference_bench;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::Value;
+
+use crate::bench::recorder::write_atomic;
+use crate::bench::redact::redact_command;
+use crate::data::facts::ManifestFacts;
+use crate::data::json::to_pretty;
+use crate::data::{
+    self, BenchTool, Cell, DecodeTest, EngineInfo, LoopFinding, ModelInfo, Origin, OverCapacity, Phase, PrefillMode,
+    ReportedFigures, ReportedSample, RunManifest, RunSettings, Status, Warning, CELLS_DIR, RUNS_DIR, RUN_MANIFEST,
+    RUN_NOTES, SCHEMA_VERSION,
+};
+use llm_inference_bench::{DecodeResult, ResultsFile};
+
+pub const TOOL: &str = "llm-inference-bench";
+
+#[derive(Debug)]
+pub struct ImportSummary {
+    pub run_dir: PathBuf,
+    pub cells: usize,
+    pub reconstructed_over_capacity: usize,
+    pub warned: usize,
+}
+
+/// Reads and checks the file: that tool's format, a major version this importer knows.
+pub fn read(path: &Path) -> Result<ResultsFile> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: Value = data::json::parse(path, &text)?;
+    let version = v.pointer("/metadata/version").and_then(Value::as_str);
+    if v.get("results").is_none() || version.is_none() {
+        bail!(
+            "{}: not an {TOOL} results file (it needs `metadata.version` and `results`; is it benchmark_results.json?)",
+            path.display()
+        );
+    }
+    let version = version.unwrap();
+    let major = version.split('.').next().and_then(|m| m.parse::<u32>().ok());
+    if major != Some(0) {
+        bail!("{}: unsupported {TOOL} version {version} (this importer reads versions 0.x)", path.display());
+    }
+    data::json::parse(path, &text)
+        .map_err(|e| e.context(format!("{}: not a complete {TOOL} {version} file", path.display())))
+}
+
+fn ms(s: Option<f64>) -> Option<f64> {
+    s.map(|v| v * 1000.0)
+}
+
+/// Whether a cell's "continuous usage" figures can be trusted. llm-inference-bench 0.4.18
+/// treats a usage block that llama.cpp sends only at a request's end as continuous and so
+/// credits whole requests to the window they end in: the output tokens are then an exact
+/// multiple of max_tokens, and a sibling cell that saw no usage at all fell back to chunks.
+fn usage_was_end_only(r: &DecodeResult, file: &ResultsFile) -> Option<String> {
+    if r.aggregate_source.as_deref() != Some("openai_continuous_usage") {
+        return None;
+    }
+    let max = file.metadata.max_tokens as u64;
+    let out = r.client_output_tokens.unwrap_or(0);
+    let sibling_fell_back =
+        file.results.iter().any(|o| o.aggregate_source.as_deref() == Some("openai_stream_chunks_fallback"));
+    let whole_requests = max > 0 && out > 0 && out % max == 0;
+    if !(sibling_fell_back || whole_requests) {
+        return None;
+    }
+    let mut why = Vec::new();
+    if whole_requests {
+        why.push(format!("its {out} output tokens are exactly {} whole requests of {max}", out / max));
+    }
+    if sibling_fell_back {
+        why.push(
+            "other cells of the same file saw no usage while streaming and fell back to chunk counting".to_string(),
+        );
+    }
+    Some(format!(
+        "{TOOL} counted usage as continuous, but this server reports usage only at a request's end: whole requests were credited to the window they ended in ({}), so total tok/s is unsound",
+        why.join("; ")
+    ))
+}
+
+fn decode_cell(r: &DecodeResult, file: &ResultsFile) -> Cell {
+    let md = &file.metadata;
+    let mut warnings = Vec::new();
+    if r.capacity_limited == Some(true) {
+        warnings.push(Warning {
+            code: "capacity_limited".into(),
+            message: format!(
+                "{TOOL} flagged the cell capacity-limited: it never had all {} streams active",
+                r.concurrency
+            ),
+        });
+    }
+    if r.warmup_timed_out == Some(true) {
+        let reason = r.timeout_reason.as_deref().filter(|s| !s.is_empty()).or(r.ready_reason.as_deref()).unwrap_or("");
+        warnings.push(Warning {
+            code: "warmup_timed_out".into(),
+            message: format!("warm-up timed out before all {} streams were active ({reason})", r.concurrency),
+        });
+    }
+    if let Some(msg) = usage_was_end_only(r, file) {
+        warnings.push(Warning { code: "usage_not_continuous".into(), message: msg });
+    }
+    if r.num_errors.unwrap_or(0) > 0 {
+        warnings.push(Warning {
+            code: "request_errors".into(),
+            message: format!("{} requests failed in this cell", r.num_errors.unwrap_or(0)),
+        });
+    }
+    let samples: Vec<ReportedSample> = r
+        .request_samples
+        .iter()
+        .map(|s| ReportedSample {
+            ttft_s: s.ttft,
+            latency_s: s.latency,
+            tbt_s: s.inter_token_latency_avg,
+            input_tokens: s.input_tokens,
+            output_tokens: s.output_tokens,
+            completed: s.completed,
+        })
+        .collect();
+    let looped = r.loop_detected == Some(true);
+    // Without the server's gauge the tool writes 0.0: that is "unknown", not zero requests.
+    let avg_active = r.avg_running_reqs.filter(|v| md.metrics_available == Some(true) || *v > 0.0);
+    let reported = ReportedFigures {
+        prompt_tps: None,
+        total_tps: r.aggregate_tps,
+        per_request_tps: r.output_tps_per_user_p50,
+        ttft_ms: ms(r.ttft_p50),
+        ttft_p90_ms: ms(r.ttft_p90),
+        ttft_p99_ms: ms(r.ttft_p99),
+        tbt_ms: ms(r.inter_token_latency_p50),
+        tbt_p90_ms: ms(r.inter_token_latency_p90),
+        tbt_p99_ms: ms(r.inter_token_latency_p99),
+        avg_active,
+        completed: r.completed_request_count,
+        output_tokens: r.client_output_tokens,
+        measured_s: r.measurement_seconds,
+        token_source: r.aggregate_source.clone(),
+        samples,
+    };
+    let prompt_tokens = r
+        .request_samples
+        .iter()
+        .find_map(|s| s.input_tokens.filter(|t| *t > 0))
+        .map(|t| t as u32)
+        .or_else(|| r.input_seq_len_avg.filter(|v| *v > 0.0).map(|v| v.round() as u32))
+        .or_else(|| file.prefill.get(&r.context_tokens.to_string()).and_then(|p| p.prompt_tokens));
+    Cell {
+        schema_version: SCHEMA_VERSION,
+        phase: Phase::Decode,
+        context: r.context_tokens,
+        prompt_tokens,
+        concurrency: r.concurrency,
+        status: if looped { Status::Looped } else { Status::Valid },
+        warnings,
+        reported: Some(reported),
+        measurement: None,
+        over_capacity: None,
+        loop_finding: looped.then(|| loop_finding(r.loop_diagnostics.as_ref())),
+        error: None,
+    }
+}
+
+fn loop_finding(d: Option<&Value>) -> LoopFinding {
+    let get_u = |keys: &[&str]| keys.iter().find_map(|k| d?.get(*k)?.as_u64());
+    let get_s = |keys: &[&str]| keys.iter().find_map(|k| d?.get(*k)?.as_str().map(str::to_string));
+    LoopFinding {
+        channel: get_s(&["channel"]),
+        period_chars: get_u(&["period", "period_chars", "cycle_length"]),
+        repeated_chars: get_u(&["repeated_chars", "repeat_chars", "repeated_length"]),
+        excerpt: get_s(&["excerpt", "sample", "cycle"]).map(|s| s.chars().take(120).collect()),
+        cycle_hash: get_s(&["cycle_hash", "hash"]),
+    }
+}
+
+/// Cells in the matrix that the tool left out because they exceed its KV budget.
+fn reconstructed(file: &ResultsFile) -> Vec<Cell> {
+    let md = &file.metadata;
+    let Some(budget) = md.max_total_tokens else { return vec![] };
+    let mut out = Vec::new();
+    for &ctx in &md.context_lengths {
+        for &c in &md.concurrency_levels {
+            if file.results.iter().any(|r| r.context_tokens == ctx && r.concurrency == c) {
+                continue;
+            }
+            let required = c as u64 * (ctx as u64 + md.max_tokens as u64);
+            if required > budget {
+                out.push(Cell {
+                    schema_version: SCHEMA_VERSION,
+                    phase: Phase::Decode,
+                    context: ctx,
+                    prompt_tokens: None,
+                    concurrency: c,
+                    status: Status::OverCapacity,
+                    warnings: vec![],
+                    reported: None,
+                    measurement: None,
+                    over_capacity: Some(OverCapacity {
+                        rule: "C x (context + max output) > KV budget".into(),
+                        required_tokens: required,
+                        budget_tokens: Some(budget),
+                    }),
+                    loop_finding: None,
+                    error: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn prefill_cells(file: &ResultsFile, path: &Path) -> Result<Vec<Cell>> {
+    let mut out = Vec::new();
+    for (key, p) in &file.prefill {
+        let ctx: u32 =
+            key.parse().map_err(|_| anyhow!("{}: prefill key {key:?} is not a context length", path.display()))?;
+        out.push(Cell {
+            schema_version: SCHEMA_VERSION,
+            phase: Phase::Prefill,
+            context: ctx,
+            prompt_tokens: p.prompt_tokens,
+            concurrency: 1,
+            status: Status::Valid,
+            warnings: vec![],
+            reported: Some(ReportedFigures {
+                prompt_tps: Some(p.tok_per_sec),
+                ttft_ms: Some(p.ttft_seconds * 1000.0),
+                completed: p.samples,
+                token_source: p.method.clone(),
+                ..Default::default()
+            }),
+            measurement: None,
+            over_capacity: None,
+            loop_finding: None,
+            error: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Converts `file` into cells and a manifest (nothing written).
+pub fn convert(path: &Path, facts: &ManifestFacts) -> Result<(RunManifest, Vec<Cell>)> {
+    let file = read(path)?;
+    let md = &file.metadata;
+    for (i, r) in file.results.iter().enumerate() {
+        if r.aggregate_tps.is_none() && r.loop_detected != Some(true) {
+            bail!(
+                "{}: results[{i}] (context {} x {}) has no aggregate_tps",
+                path.display(),
+                r.context_tokens,
+                r.concurrency
+            );
+        }
+    }
+    let mut cells: Vec<Cell> = prefill_cells(&file, path)?;
+    cells.extend(file.results.iter().map(|r| decode_cell(r, &file)));
+    cells.extend(reconstructed(&file));
+    let mut prefill_contexts: Vec<u32> =
+        cells.iter().filter(|c| c.phase == Phase::Prefill).map(|c| c.context).collect();
+    prefill_contexts.sort_unstable();
+    let mut contexts = md.context_lengths.clone();
+    contexts.sort_unstable();
+    contexts.dedup();
+    let mut concurrency = md.concurrency_levels.clone();
+    concurrency.sort_unstable();
+    concurrency.dedup();
+    let engine_name = facts.engine.clone().unwrap_or_else(|| match md.engine.as_deref() {
+        Some("openai_proxy") | None => "openai-compatible".to_string(),
+        Some(e) => e.to_string(),
+    });
+    let model_id = facts.model_id.clone().or_else(|| md.model.clone()).unwrap_or_else(|| "unknown".into());
+    let manifest = RunManifest {
+        schema_version: SCHEMA_VERSION,
+        model: ModelInfo { id: model_id, served_name: None, revision: facts.revision.clone() },
+        hardware: facts.hardware(None)?,
+        engine: EngineInfo {
+            name: engine_name,
+            version: facts.engine_version.clone().unwrap_or_else(|| "unknown".into()),
+            quantization: facts.quantization.clone(),
+            backend: facts.backend.clone(),
+            repository: facts.repository.clone(),
+            build: facts.build.clone(),
+            commit: facts.commit.clone(),
+        },
+        settings: RunSettings {
+            contexts,
+            concurrency,
+            prefill_contexts,
+            duration_s: md.duration_per_test,
+            max_output_tokens: md.max_tokens,
+            decode_test: DecodeTest::FixedDuration,
+            prefill_mode: match md.prefill_mode.as_deref() {
+                Some("integrated_decode_scout") | None => PrefillMode::DecodeWarmup,
+                Some(_) => PrefillMode::Standalone,
+            },
+            api: None,
+            kv_budget_tokens: md.max_total_tokens,
+            kv_budget_source: md.max_total_tokens.map(|_| format!("{TOOL} metadata.max_total_tokens")),
+        },
+        launch_command: facts.launch_command.as_deref().map(redact_command),
+        bench_tool: BenchTool { name: TOOL.into(), version: md.version.clone() },
+        origin: Origin::Imported,
+        started_at: md.timestamp.clone(),
+        finished_at: None,
+        description: facts.description.clone(),
+    };
+    Ok((manifest, cells))
+}
+
+/// Writes the run folder: built in a temporary folder beside it, then moved into place, so
+/// a failed import writes nothing and an existing run is replaced only with `force`.
+pub fn import(
+    path: &Path,
+    data_dir: &Path,
+    run_id: Option<&str>,
+    force: bool,
+    facts: &ManifestFacts,
+) -> Result<ImportSummary> {
+    let id = match run_id {
+        Some(id) => id.to_string(),
+        None => data::ids::slugify(&path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
+    };
+    data::ids::check_id("run id", &id)?;
+    let (manifest, cells) = convert(path, facts)?;
+    let runs = data_dir.join(RUNS_DIR);
+    let dest = runs.join(&id);
+    if dest.exists() && !force {
+        bail!("run {id} already exists in {}: pass --force to replace it, or choose another --run-id", runs.display());
+    }
+    fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
+    let staging = tempfile::Builder::new().prefix(&format!(".{id}.importing-")).tempdir_in(&runs)?;
+    write_atomic(&staging.path().join(RUN_MANIFEST), to_pretty(&manifest).as_bytes())?;
+    for c in &cells {
+        write_atomic(&staging.path().join(CELLS_DIR).join(c.file_name()), to_pretty(c).as_bytes())?;
+    }
+    if let Some(notes) = &facts.notes_markdown {
+        write_atomic(&staging.path().join(RUN_NOTES), notes.as_bytes())?;
+    }
+    // What we wrote must load: the same validation `site build` applies.
+    let staged = staging.keep();
+    let validate = |dir: &Path| data::load_run_dir(dir).map(|_| ());
+    if dest.exists() {
+        let aside = runs.join(format!(".{id}.replaced-{}", std::process::id()));
+        fs::rename(&dest, &aside)?;
+        if let Err(e) = fs::rename(&staged, &dest) {
+            let _ = fs::rename(&aside, &dest);
+            let _ = fs::remove_dir_all(&staged);
+            return Err(e.into());
+        }
+        if let Err(e) = validate(&dest) {
+            let _ = fs::remove_dir_all(&dest);
+            let _ = fs::rename(&aside, &dest);
+            return Err(e.context("the imported run does not validate; nothing was changed"));
+        }
+        fs::remove_dir_all(&aside)?;
+    } else {
+        fs::rename(&staged, &dest)?;
+        if let Err(e) = validate(&dest) {
+            let _ = fs::remove_dir_all(&dest);
+            return Err(e.context("the imported run does not validate; nothing was written"));
+        }
+    }
+    Ok(ImportSummary {
+        run_dir: dest,
+        cells: cells.len(),
+        reconstructed_over_capacity: cells.iter().filter(|c| c.status == Status::OverCapacity).count(),
+        warned: cells.iter().filter(|c| !c.warnings.is_empty()).count(),
+    })
+}
