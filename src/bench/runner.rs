@@ -296,10 +296,12 @@ pub async fn decode_cell(
         && requests.iter().all(|r| r.token_source == crate::data::TokenSource::Chunks)
         && requests.iter().any(|r| r.tokens > 0)
     {
-        warnings.push(Warning {
-            code: "chunk_count_fallback".into(),
-            message: "the server sent no usage figures: tokens were counted one per chunk".into(),
-        });
+        let message = if requests.iter().any(|r| r.finish_reason.is_some()) {
+            "the server sent no usage figures: tokens were counted one per chunk"
+        } else {
+            "no request finished inside the cell, so no final usage checked the chunk count: tokens were counted one per chunk"
+        };
+        warnings.push(Warning { code: "chunk_count_fallback".into(), message: message.into() });
     }
     if !drained {
         warnings.push(Warning {

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Checks that a run measured against a real engine is plausible, from the site's own
+cells.json download: usage: check-run.py PUBLIC_DIR RUN_ID SLOTS. Prints one line per check
+and 'N passed, N failed'; exits non-zero on any failure."""
+import json
+import sys
+
+public, run_id, slots = sys.argv[1], sys.argv[2], int(sys.argv[3])
+doc = json.load(open(f"{public}/runs/{run_id}/cells.json"))
+cells = doc["cells"]
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    print(("ok   " if cond else "FAIL ") + what)
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+
+
+decode = [c for c in cells if c["phase"] == "decode"]
+prefill = [c for c in cells if c["phase"] == "prefill"]
+check(len(prefill) > 0 and all(c["status"] == "valid" for c in prefill), "every prefill cell is valid")
+for c in prefill:
+    f = c["figures"]
+    check((f["prompt_tps"] or 0) > 0 and (f["ttft_ms"] or 0) > 0, f"prefill {c['context']}: {f['prompt_tps']:.0f} prompt tok/s, TTFT {f['ttft_ms']:.0f} ms")
+    check(abs(c["prompt_tokens"] - c["context"]) <= max(4, c["context"] * 0.002), f"prefill {c['context']}: prompt sized to {c['prompt_tokens']} tokens")
+for c in decode:
+    key = f"decode {c['context']} x {c['concurrency']}"
+    if c["concurrency"] > slots:
+        check(c["status"] == "over_capacity", f"{key}: over capacity (more requests than {slots} slots)")
+        continue
+    check(c["status"] == "valid", f"{key}: status {c['status']}")
+    if c["status"] != "valid":
+        continue
+    f = c["figures"]
+    # SmolLM2-135M on 2 CPU cores: single digits to a few hundred tokens per second.
+    check(1 < (f["total_tps"] or 0) < 2000, f"{key}: total {f['total_tps']:.1f} tok/s")
+    check(0 < (f["ttft_ms"] or 0) < 60000, f"{key}: TTFT {f['ttft_ms']:.0f} ms")
+    check(0 < (f["tbt_ms"] or 0) < 5000, f"{key}: time between tokens {f['tbt_ms']:.1f} ms")
+    check((f["output_tokens"] or 0) > 0, f"{key}: {f['output_tokens']} output tokens")
+    active = f["avg_active"] or 0
+    check(abs(active - c["concurrency"]) <= 0.5, f"{key}: {active:.1f} requests active")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

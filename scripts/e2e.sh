@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# End to end on a real engine and in a real browser. Installs what it needs (engine, model,
+# Chromium, playwright-core), starts llama.cpp's server on loopback, measures a small run
+# with `site bench`, builds the site, checks the run's figures, then serves the site and
+# drives Chromium over it. Any missing part fails the script: nothing is skipped.
+# Screenshots land in target/screenshots/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SITE=${SITE:-$ROOT/target/debug/site}
+PORT=${E2E_PORT:-18411}
+SLOTS=2
+
+step() { echo; echo "== e2e: $*"; }
+
+step "engine and model"
+bash scripts/install-engine.sh
+
+step "browser"
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" -ne 0 ]; then echo "e2e: chromium is missing and this user cannot apt-get install it" >&2; exit 1; fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+chromium --version
+command -v node >/dev/null || { echo "e2e: node is missing" >&2; exit 1; }
+(cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
+
+step "site binary"
+cargo build --locked --quiet
+[ -x "$SITE" ] || { echo "e2e: $SITE was not built" >&2; exit 1; }
+
+WORK=$(mktemp -d)
+SERVER_LOG=$WORK/llama-server.log
+cleanup() {
+  [ -n "${SERVE:-}" ] && kill "$SERVE" 2>/dev/null || true
+  [ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+cp -r data "$WORK/data"
+
+step "llama.cpp server ($SLOTS slots, 4,096 tokens each)"
+.venv/bin/python scripts/llama-server.py --port "$PORT" --n-ctx $((4096 * SLOTS)) --parallel $SLOTS --threads 2 --lifetime 900 >"$SERVER_LOG" 2>&1 &
+SERVER=$!
+for _ in $(seq 1 600); do
+  grep -q '^ready ' "$SERVER_LOG" && break
+  kill -0 "$SERVER" 2>/dev/null || { tail -30 "$SERVER_LOG" >&2; echo "e2e: llama-server died" >&2; exit 1; }
+  sleep 0.2
+done
+grep -q '^ready ' "$SERVER_LOG" || { echo "e2e: llama-server did not become ready" >&2; exit 1; }
+
+step "site bench against it"
+(cd "$WORK" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id e2e-llamacpp \
+  --contexts 512,1k --concurrency 1,2,4 --duration 3s --max-output 64 --warmup-hold 1s \
+  --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct \
+  --launch-command "scripts/llama-server.py --n-ctx $((4096 * SLOTS)) --parallel $SLOTS")
+kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
+
+step "site build and the run's figures"
+(cd "$WORK" && "$SITE" build)
+python3 scripts/check-run.py "$WORK/public" e2e-llamacpp $SLOTS
+
+step "site serve and Chromium"
+(cd "$WORK" && exec "$SITE" serve --port 0 --templates "$ROOT/site-templates" --static "$ROOT/static" >"$WORK/serve.log" 2>&1) &
+SERVE=$!
+for _ in $(seq 1 100); do grep -q 'Serving .* at http' "$WORK/serve.log" && break; sleep 0.1; done
+BASE=$(sed -n 's/^Serving .* at \(http[^ ]*\)\/ .*/\1/p' "$WORK/serve.log" | head -1)
+[ -n "$BASE" ] || { cat "$WORK/serve.log" >&2; echo "e2e: site serve printed no URL" >&2; exit 1; }
+VLLM_RUN=step-3.5-flash-vllm-0.29.0-4x-h200-sxm
+SGLANG_RUN=step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl
+CHECKS=$(cat <<JSON
+[
+  {"name": "index", "path": "/"},
+  {"name": "run-vllm", "path": "/runs/$VLLM_RUN/", "heatmap_cells": 48, "looped": 1, "over_capacity": 15, "svg": "#prefill svg"},
+  {"name": "run-cpu-e2e", "path": "/runs/e2e-llamacpp/", "heatmap_cells": 6, "looped": 0, "over_capacity": 2, "svg": "#prefill svg"},
+  {"name": "model", "path": "/models/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},
+  {"name": "compare", "path": "/compare/$VLLM_RUN--$SGLANG_RUN/", "svg": "figure.chart svg"},
+  {"name": "methodology", "path": "/glossary/"}
+]
+JSON
+)
+mkdir -p target/screenshots
+node tests/browser/check.mjs "$BASE" "$ROOT/target/screenshots" "$CHECKS"
+echo "e2e: screenshots in target/screenshots/"

@@ -1,0 +1,93 @@
+// Browser checks of the built site, served by `site serve`, in Debian's Chromium.
+// Usage: node check.mjs BASE_URL SCREENSHOT_DIR CHECKS_JSON
+// CHECKS_JSON lists pages: [{"name", "path", "heatmap_cells"?, "looped"?, "over_capacity"?,
+// "svg"?: CSS selector of an SVG that must render}]. Every link on each page must answer 200,
+// no page may log a console error, and each page is saved at desktop and phone width, in
+// light and dark mode.
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const [base, shots, checksJson] = process.argv.slice(2);
+const checks = JSON.parse(checksJson);
+fs.mkdirSync(shots, { recursive: true });
+const failures = [];
+let passed = 0;
+const ok = (cond, what) => {
+  if (cond) passed++;
+  else failures.push(what);
+};
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+});
+
+const views = [
+  { label: 'desktop', viewport: { width: 1280, height: 900 }, isMobile: false },
+  { label: 'phone', viewport: { width: 390, height: 844 }, isMobile: true },
+];
+const checkedLinks = new Map();
+
+for (const c of checks) {
+  for (const scheme of ['light', 'dark']) {
+    for (const v of views) {
+      const context = await browser.newContext({ viewport: v.viewport, isMobile: v.isMobile, colorScheme: scheme });
+      const page = await context.newPage();
+      const errors = [];
+      page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+      page.on('pageerror', (e) => errors.push(String(e)));
+      const resp = await page.goto(base + c.path, { waitUntil: 'load' });
+      ok(resp && resp.status() === 200, `${c.name}: ${c.path} answered ${resp && resp.status()}`);
+      const first = scheme === 'light' && v.label === 'desktop';
+      if (first) {
+        if (c.heatmap_cells !== undefined) {
+          const table = page.locator('table.heatmap').first();
+          ok(await table.isVisible(), `${c.name}: heatmap not visible`);
+          const n = await table.locator('td.cell').count();
+          ok(n === c.heatmap_cells, `${c.name}: ${n} heatmap cells, want ${c.heatmap_cells}`);
+          const bg = async (sel) => page.locator(sel).first().evaluate((e) => getComputedStyle(e).backgroundImage + '|' + getComputedStyle(e).backgroundColor);
+          const valid = await bg('table.heatmap td.cell.valid');
+          for (const [cls, want] of [['looped', c.looped], ['over-capacity', c.over_capacity]]) {
+            if (want === undefined) continue;
+            const cells = table.locator(`td.cell.${cls}`);
+            ok(await cells.count() === want, `${c.name}: ${await cells.count()} ${cls} cells, want ${want}`);
+            if (want > 0) {
+              ok(await bg(`table.heatmap td.cell.${cls}`) !== valid, `${c.name}: ${cls} cells look like valid ones`);
+              const text = (await cells.first().innerText()).trim();
+              ok(text === (cls === 'looped' ? 'Looped' : 'Over capacity'), `${c.name}: ${cls} cell reads ${JSON.stringify(text)}`);
+            }
+          }
+        }
+        if (c.svg) {
+          const svg = page.locator(c.svg).first();
+          const box = await svg.boundingBox();
+          ok(box && box.width > 200 && box.height > 100, `${c.name}: SVG ${c.svg} not rendered (${JSON.stringify(box)})`);
+          const marks = await svg.locator('circle, polyline, path').count();
+          ok(marks > 0, `${c.name}: SVG ${c.svg} has no marks`);
+        }
+        const hrefs = await page.$$eval('a[href]', (as) => as.map((a) => a.href));
+        for (const href of hrefs) {
+          if (!href.startsWith(base) || checkedLinks.has(href)) continue;
+          const r = await context.request.get(href);
+          checkedLinks.set(href, r.status());
+          ok(r.status() === 200, `${c.name}: link ${href} answered ${r.status()}`);
+        }
+      }
+      // The page must not scroll sideways as a whole on a phone (tables scroll inside).
+      if (v.label === 'phone') {
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        ok(overflow <= 1, `${c.name}: page is ${overflow}px wider than a phone screen`);
+      }
+      await page.screenshot({ path: path.join(shots, `${c.name}-${v.label}-${scheme}.png`), fullPage: true });
+      ok(errors.length === 0, `${c.name} (${v.label}, ${scheme}): console errors: ${errors.join(' | ')}`);
+      await context.close();
+    }
+  }
+}
+await browser.close();
+console.log(`browser checks: ${checkedLinks.size} links answered`);
+for (const f of failures) console.log(`FAIL ${f}`);
+console.log(`${passed} passed, ${failures.length} failed`);
+process.exit(failures.length ? 1 : 0);
