@@ -328,7 +328,7 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
             continue;
         }
         progress.current(&format!("sizing the {} prompt", context_label(ctx)));
-        let sized = match prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, ctx).await {
+        let mut sized = match prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, ctx, 0, ctx).await {
             Ok(s) => s,
             Err(e) => {
                 for p in &runnable {
@@ -345,7 +345,24 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
         };
         // The prefill sample always runs first: it warms the prefix cache for the decode cells.
         progress.current(&format!("prefill {} ({} prompt tokens)", context_label(ctx), sized.tokens));
-        let prefill = runner::prefill_cell(&cx, ctx, &sized.text, sized.tokens, int_rx.clone()).await;
+        let mut prefill = runner::prefill_cell(&cx, ctx, &sized.text, sized.tokens, int_rx.clone()).await;
+        // Confirm with the real request's usage: a chat template adds tokens a bare
+        // tokenizer does not count. Size again for the difference and sample again; the new
+        // prompt's tag differs from its first token, so its prefill is not served from cache.
+        if let (Status::Valid, Some(actual)) = (prefill.status, prefill.prompt_tokens) {
+            let overhead = actual as i64 - sized.tokens as i64;
+            if (actual as f64 - ctx as f64).abs() > prompt::size_tolerance(ctx) && overhead.unsigned_abs() < ctx as u64
+            {
+                let target = (ctx as i64 - overhead).max(1) as u32;
+                progress
+                    .current(&format!("resizing the {} prompt ({overhead:+} tokens of template)", context_label(ctx)));
+                if let Ok(s) = prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, ctx, 1, target).await
+                {
+                    sized = prompt::SizedPrompt { tokens: s.tokens + overhead.max(0) as u64, ..s };
+                    prefill = runner::prefill_cell(&cx, ctx, &sized.text, sized.tokens, int_rx.clone()).await;
+                }
+            }
+        }
         if *int_rx.borrow() {
             summary.interrupted = true;
             break 'contexts;

@@ -49,11 +49,14 @@ pub fn filler(n: usize, seed: u64) -> String {
     s
 }
 
-/// The text of a prompt: tag + filler + the instruction to write at length.
-pub fn prompt_text(run_id: &str, context: u32, words: usize) -> String {
+/// The text of a prompt: tag + filler + the instruction to write at length. `variant` > 0
+/// changes the tag itself, so a re-sized prompt shares no prefix with the first one and is
+/// never served from the prefix cache.
+pub fn prompt_text(run_id: &str, context: u32, variant: u32, words: usize) -> String {
+    let v = if variant > 0 { format!(" v{variant}") } else { String::new() };
     format!(
-        "[speed-matrix {run_id} ctx-{context}] Read the notes below, then write a long, detailed story that uses them.\n{}",
-        filler(words, context as u64)
+        "[speed-matrix {run_id} ctx-{context}{v}] Read the notes below, then write a long, detailed story that uses them.\n{}",
+        filler(words, context as u64 + variant as u64 * 7919)
     )
 }
 
@@ -133,21 +136,31 @@ pub struct SizedPrompt {
     pub method: &'static str,
 }
 
-/// Finds the number of filler words that gives `target` tokens (within 0.2% or 4 tokens).
+/// The tolerance of a prompt's size: 0.2% or 4 tokens.
+pub fn size_tolerance(target: u32) -> f64 {
+    (target as f64 * 0.002).max(4.0)
+}
+
+/// Finds the number of filler words that gives `target` tokens by the server's count, for
+/// the prompt tagged with `context`. (The caller confirms with the real request's usage and
+/// asks again with a corrected target where a chat template adds tokens the tokenizer did
+/// not count.)
 pub async fn size_prompt(
     client: &HttpClient,
     engine: EngineKind,
     api: Api,
     model: &str,
     run_id: &str,
+    context: u32,
+    variant: u32,
     target: u32,
 ) -> Result<SizedPrompt> {
-    let tolerance = (target as f64 * 0.002).max(4.0);
+    let tolerance = size_tolerance(target);
     let mut words = (target as usize).saturating_sub(32).max(1);
     let mut best: Option<SizedPrompt> = None;
     let mut use_tokenizer = true;
     for _ in 0..8 {
-        let text = prompt_text(run_id, target, words);
+        let text = prompt_text(run_id, context, variant, words);
         let (count, method) =
             match if use_tokenizer { tokenize(client, engine, api, model, &text).await? } else { None } {
                 Some(c) => (c, "tokenize"),
@@ -182,8 +195,10 @@ mod tests {
     #[test]
     fn prompts_are_unique_per_context_and_deterministic() {
         assert_eq!(filler(5, 1), filler(5, 1));
-        assert_ne!(prompt_text("r", 8192, 10), prompt_text("r", 16384, 10));
-        assert!(prompt_text("run-1", 8192, 10).starts_with("[speed-matrix run-1 ctx-8192]"));
+        assert_ne!(prompt_text("r", 8192, 0, 10), prompt_text("r", 16384, 0, 10));
+        assert!(prompt_text("run-1", 8192, 0, 10).starts_with("[speed-matrix run-1 ctx-8192]"));
+        // A re-sized prompt differs from its first token on.
+        assert!(prompt_text("run-1", 8192, 1, 10).starts_with("[speed-matrix run-1 ctx-8192 v1]"));
         assert_eq!(filler(100, 3).split(' ').count(), 100);
     }
 

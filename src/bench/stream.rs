@@ -220,6 +220,12 @@ pub async fn run_stream(
                     }
                 }
             }
+            // A token whose text is empty (a special or merged token) still arrives: the
+            // final chunk's usage says it exists. Place it at that chunk's arrival.
+            if new_tokens == 0 && rec.tokens == 0 && chunk.completion_tokens.unwrap_or(0) > 0 {
+                new_tokens = chunk.completion_tokens.unwrap_or(0);
+                final_usage = None;
+            }
             if new_tokens > 0 {
                 if rec.first_token_s.is_none() {
                     rec.first_token_s = Some(t);
@@ -262,7 +268,7 @@ pub async fn run_stream(
     }
     // Usage only at the end: the chunks placed the tokens in time; the final count says
     // how many tokens each chunk carried.
-    rec.token_source = if continuous {
+    rec.token_source = if continuous || (rec.chunks == 0 && rec.tokens > 0) {
         TokenSource::Usage
     } else if let Some(total) = final_usage.filter(|_| rec.chunks > 0) {
         let per_chunk = total as f64 / rec.chunks as f64;

@@ -1,6 +1,5 @@
 //! The simulated engine's HTTP side (hyper, HTTP/1.1, loopback only).
 
-use std::collections::HashSet;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,7 +25,8 @@ struct State {
     running: u64,
     waiting: u64,
     kv_used: u64,
-    prefix_cache: HashSet<u64>,
+    /// Prompts seen, most recent last: prefix caching matches from the first token.
+    prefix_cache: Vec<String>,
     requests: u64,
     max_running: u64,
     disconnects: u64,
@@ -274,9 +274,26 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
         }
         notified.await;
     };
-    let cached = {
+    // Prefix caching, as engines do it: the longest prefix shared with a prompt seen before
+    // is cached (counted in the simulator's tokens, i.e. words); the rest is prefilled.
+    let cached_tokens = {
         let mut s = sim.state.lock().unwrap();
-        !s.prefix_cache.insert(fnv1a(text.as_bytes()))
+        let shared = s.prefix_cache.iter().map(|p| common_prefix_len(p, &text)).max().unwrap_or(0);
+        if !s.prefix_cache.iter().any(|p| p == &text) {
+            s.prefix_cache.push(text.clone());
+            if s.prefix_cache.len() > 64 {
+                s.prefix_cache.remove(0);
+            }
+        }
+        let whole = shared == text.len();
+        let words = SimArgs::count_tokens(&text[..shared], false);
+        // A whole prompt seen before is cached with its template; a partial match only for
+        // the words it shares.
+        if whole {
+            prompt_tokens
+        } else {
+            words.min(prompt_tokens)
+        }
     };
     let loop_after = a
         .loop_after
@@ -292,7 +309,8 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
         fault,
         seed: fnv1a(text.as_bytes()) ^ running_at_admission,
     };
-    let prefill_s = prompt_tokens as f64 / if cached { a.cached_prefill_tps } else { a.prefill_tps };
+    let prefill_s =
+        (prompt_tokens - cached_tokens) as f64 / a.prefill_tps + cached_tokens as f64 / a.cached_prefill_tps;
 
     if !stream {
         tokio::time::sleep(Duration::from_secs_f64(prefill_s + a.step_s(1) * max_tokens as f64)).await;
@@ -351,6 +369,12 @@ async fn release(sim: &Sim, need: u64, disconnected: bool) {
         }
     }
     sim.released.notify_waiters();
+}
+
+/// Bytes two strings share from the start, ending on a character boundary.
+fn common_prefix_len(a: &str, b: &str) -> usize {
+    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    (0..=n).rev().find(|&i| b.is_char_boundary(i)).unwrap_or(0)
 }
 
 fn word(seed: u64, i: u64) -> String {
