@@ -9,7 +9,8 @@ use walkdir::WalkDir;
 
 use crate::render::Sink;
 
-pub const DEFAULT_ASSETS: &[(&str, &str)] = &[("style.css", include_str!("../../static/style.css"))];
+pub const DEFAULT_ASSETS: &[(&str, &str)] =
+    &[("style.css", include_str!("../../static/style.css")), ("favicon.svg", include_str!("../../static/favicon.svg"))];
 
 /// Writes the assets under `static/` in the output. Returns how many files.
 pub fn write_assets(static_dir: Option<&Path>, sink: &mut dyn Sink) -> Result<usize> {
