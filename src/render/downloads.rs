@@ -47,6 +47,13 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 /// The words that explain a non-valid cell.
 pub fn cell_detail(c: &CellView) -> String {
     if let Some(o) = &c.over_capacity {
+        // The slots rule counts requests, not tokens (see docs/data-format.md).
+        if o.rule.starts_with("C > parallel slots") {
+            return match o.budget_tokens {
+                Some(b) => format!("{}: {} requests at once, the server has {} slots", o.rule, o.required_tokens, b),
+                None => format!("{}: {} requests at once", o.rule, o.required_tokens),
+            };
+        }
         match o.budget_tokens {
             Some(b) => format!("{}: needs {} tokens, budget {}", o.rule, o.required_tokens, b),
             None => format!("{}: needs {} tokens", o.rule, o.required_tokens),
