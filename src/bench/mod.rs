@@ -434,18 +434,5 @@ fn count(summary: &mut BenchSummary, cell: &Cell) {
 }
 
 fn planned_cell(p: &PlannedCell, status: Status) -> Cell {
-    Cell {
-        schema_version: SCHEMA_VERSION,
-        phase: p.phase,
-        context: p.context,
-        prompt_tokens: None,
-        concurrency: p.concurrency,
-        status,
-        warnings: vec![],
-        reported: None,
-        measurement: None,
-        over_capacity: p.over_capacity.clone(),
-        loop_finding: None,
-        error: None,
-    }
+    Cell { over_capacity: p.over_capacity.clone(), ..Cell::new(p.phase, p.context, p.concurrency, status) }
 }

@@ -13,7 +13,7 @@ use super::discover::{gauge_values, EngineKind};
 use super::http::HttpClient;
 use super::prompt::{request_body, Api};
 use super::stream::{run_stream, StreamOutcome, StreamSettings, WindowClock};
-use crate::data::{Cell, CellError, GaugeSample, Measurement, Phase, Status, Warning, Window, SCHEMA_VERSION};
+use crate::data::{Cell, CellError, GaugeSample, Measurement, Phase, Status, Warning, Window};
 
 /// Everything a cell needs to know about the server and the run.
 #[derive(Clone)]
@@ -39,20 +39,7 @@ impl CellContext {
     }
 
     fn cell(&self, phase: Phase, context: u32, concurrency: u32, prompt_tokens: u64) -> Cell {
-        Cell {
-            schema_version: SCHEMA_VERSION,
-            phase,
-            context,
-            prompt_tokens: Some(prompt_tokens as u32),
-            concurrency,
-            status: Status::Valid,
-            warnings: vec![],
-            reported: None,
-            measurement: None,
-            over_capacity: None,
-            loop_finding: None,
-            error: None,
-        }
+        Cell { prompt_tokens: Some(prompt_tokens as u32), ..Cell::new(phase, context, concurrency, Status::Valid) }
     }
 
     /// The server's (running, waiting) gauges now, if it has them.

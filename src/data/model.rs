@@ -384,6 +384,24 @@ impl Status {
 }
 
 impl Cell {
+    /// A cell with no figures, warnings or findings yet.
+    pub fn new(phase: Phase, context: u32, concurrency: u32, status: Status) -> Cell {
+        Cell {
+            schema_version: SCHEMA_VERSION,
+            phase,
+            context,
+            prompt_tokens: None,
+            concurrency,
+            status,
+            warnings: vec![],
+            reported: None,
+            measurement: None,
+            over_capacity: None,
+            loop_finding: None,
+            error: None,
+        }
+    }
+
     /// The file name a producer gives this cell: one per (phase, context, concurrency).
     pub fn file_name(&self) -> String {
         match self.phase {

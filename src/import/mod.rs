@@ -154,18 +154,11 @@ fn decode_cell(r: &DecodeResult, file: &ResultsFile) -> Cell {
         .or_else(|| r.input_seq_len_avg.filter(|v| *v > 0.0).map(|v| v.round() as u32))
         .or_else(|| file.prefill.get(&r.context_tokens.to_string()).and_then(|p| p.prompt_tokens));
     Cell {
-        schema_version: SCHEMA_VERSION,
-        phase: Phase::Decode,
-        context: r.context_tokens,
         prompt_tokens,
-        concurrency: r.concurrency,
-        status: if looped { Status::Looped } else { Status::Valid },
         warnings,
         reported: Some(reported),
-        measurement: None,
-        over_capacity: None,
         loop_finding: looped.then(|| loop_finding(r.loop_diagnostics.as_ref())),
-        error: None,
+        ..Cell::new(Phase::Decode, r.context_tokens, r.concurrency, if looped { Status::Looped } else { Status::Valid })
     }
 }
 
@@ -194,22 +187,12 @@ fn reconstructed(file: &ResultsFile) -> Vec<Cell> {
             let required = c as u64 * (ctx as u64 + md.max_tokens as u64);
             if required > budget {
                 out.push(Cell {
-                    schema_version: SCHEMA_VERSION,
-                    phase: Phase::Decode,
-                    context: ctx,
-                    prompt_tokens: None,
-                    concurrency: c,
-                    status: Status::OverCapacity,
-                    warnings: vec![],
-                    reported: None,
-                    measurement: None,
                     over_capacity: Some(OverCapacity {
                         rule: "C x (context + max output) > KV budget".into(),
                         required_tokens: required,
                         budget_tokens: Some(budget),
                     }),
-                    loop_finding: None,
-                    error: None,
+                    ..Cell::new(Phase::Decode, ctx, c, Status::OverCapacity)
                 });
             }
         }
@@ -223,13 +206,7 @@ fn prefill_cells(file: &ResultsFile, path: &Path) -> Result<Vec<Cell>> {
         let ctx: u32 =
             key.parse().map_err(|_| anyhow!("{}: prefill key {key:?} is not a context length", path.display()))?;
         out.push(Cell {
-            schema_version: SCHEMA_VERSION,
-            phase: Phase::Prefill,
-            context: ctx,
             prompt_tokens: p.prompt_tokens,
-            concurrency: 1,
-            status: Status::Valid,
-            warnings: vec![],
             reported: Some(ReportedFigures {
                 prompt_tps: Some(p.tok_per_sec),
                 ttft_ms: Some(p.ttft_seconds * 1000.0),
@@ -237,10 +214,7 @@ fn prefill_cells(file: &ResultsFile, path: &Path) -> Result<Vec<Cell>> {
                 token_source: p.method.clone(),
                 ..Default::default()
             }),
-            measurement: None,
-            over_capacity: None,
-            loop_finding: None,
-            error: None,
+            ..Cell::new(Phase::Prefill, ctx, 1, Status::Valid)
         });
     }
     Ok(out)
