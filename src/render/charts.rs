@@ -120,7 +120,7 @@ fn draw<DB: DrawingBackend>(
         .y_label_formatter(&y_fmt)
         .label_style(("sans-serif", 12))
         .axis_desc_style(("sans-serif", 13))
-        .light_line_style(TRANSPARENT);
+        .max_light_lines(0);
     if matches!(axis, XAxis::Context) {
         // One label per power of two between the ends.
         let n = ((x1.floor() - x0.ceil()) as usize + 1).clamp(2, 12);
