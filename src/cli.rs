@@ -20,7 +20,7 @@ pub enum Command {
     /// Build the site, serve it on 127.0.0.1 and rebuild on changes.
     Serve(ServeArgs),
     /// Import an llm-inference-bench results file as a run.
-    Import(ImportArgs),
+    Import(Box<ImportArgs>),
     /// Write a comparison page for two runs.
     Diff(DiffArgs),
     /// Measure an OpenAI-compatible server across the context x concurrency matrix.
@@ -29,7 +29,7 @@ pub enum Command {
     /// Serve a simulated OpenAI-compatible engine with exactly known behaviour (for tests
     /// and benchmarks of `site bench`).
     #[command(hide = true, args_override_self = true)]
-    SimulateEngine(crate::sim::SimArgs),
+    SimulateEngine(Box<crate::sim::SimArgs>),
 }
 
 #[derive(Debug, Args, Clone)]

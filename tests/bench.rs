@@ -468,7 +468,7 @@ fn resume_runs_only_the_missing_cells() {
 fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
     let sim = SimEngine::start(&["--step-ms-base", "5", "--step-ms-per-seq", "0"]);
     let ws = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_site"))
+    let child = Command::new(env!("CARGO_BIN_EXE_site"))
         .current_dir(ws.path())
         .args([
             "bench",

@@ -328,7 +328,16 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
             continue;
         }
         progress.current(&format!("sizing the {} prompt", context_label(ctx)));
-        let mut sized = match prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, ctx, 0, ctx).await {
+        let mut sized = match prompt::size_prompt(
+            &client,
+            info.engine,
+            cfg.api,
+            &model,
+            &run_id,
+            prompt::SizeTarget { context: ctx, variant: 0, tokens: ctx },
+        )
+        .await
+        {
             Ok(s) => s,
             Err(e) => {
                 for p in &runnable {
@@ -356,7 +365,15 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
                 let target = (ctx as i64 - overhead).max(1) as u32;
                 progress
                     .current(&format!("resizing the {} prompt ({overhead:+} tokens of template)", context_label(ctx)));
-                if let Ok(s) = prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, ctx, 1, target).await
+                if let Ok(s) = prompt::size_prompt(
+                    &client,
+                    info.engine,
+                    cfg.api,
+                    &model,
+                    &run_id,
+                    prompt::SizeTarget { context: ctx, variant: 1, tokens: target },
+                )
+                .await
                 {
                     sized = prompt::SizedPrompt { tokens: s.tokens + overhead.max(0) as u64, ..s };
                     prefill = runner::prefill_cell(&cx, ctx, &sized.text, sized.tokens, int_rx.clone()).await;

@@ -145,16 +145,23 @@ pub fn size_tolerance(target: u32) -> f64 {
 /// the prompt tagged with `context`. (The caller confirms with the real request's usage and
 /// asks again with a corrected target where a chat template adds tokens the tokenizer did
 /// not count.)
+/// Which prompt to size: the context it is tagged with, its variant, and the tokens wanted.
+#[derive(Debug, Clone, Copy)]
+pub struct SizeTarget {
+    pub context: u32,
+    pub variant: u32,
+    pub tokens: u32,
+}
+
 pub async fn size_prompt(
     client: &HttpClient,
     engine: EngineKind,
     api: Api,
     model: &str,
     run_id: &str,
-    context: u32,
-    variant: u32,
-    target: u32,
+    want: SizeTarget,
 ) -> Result<SizedPrompt> {
+    let SizeTarget { context, variant, tokens: target } = want;
     let tolerance = size_tolerance(target);
     let mut words = (target as usize).saturating_sub(32).max(1);
     let mut best: Option<SizedPrompt> = None;

@@ -67,7 +67,7 @@ fn usage_was_end_only(r: &DecodeResult, file: &ResultsFile) -> Option<String> {
     let out = r.client_output_tokens.unwrap_or(0);
     let sibling_fell_back =
         file.results.iter().any(|o| o.aggregate_source.as_deref() == Some("openai_stream_chunks_fallback"));
-    let whole_requests = max > 0 && out > 0 && out % max == 0;
+    let whole_requests = max > 0 && out > 0 && out.is_multiple_of(max);
     if !(sibling_fell_back || whole_requests) {
         return None;
     }

@@ -76,9 +76,9 @@ pub fn seconds_setting(v: f64) -> String {
 
 /// Context length label: multiples of 1024 as `8K`, `251K`; halves as `1.5K`; else tokens.
 pub fn context_label(tokens: u32) -> String {
-    if tokens >= 1024 && tokens % 1024 == 0 {
+    if tokens >= 1024 && tokens.is_multiple_of(1024) {
         format!("{}K", tokens / 1024)
-    } else if tokens >= 1024 && tokens % 512 == 0 {
+    } else if tokens >= 1024 && tokens.is_multiple_of(512) {
         format!("{}.5K", tokens / 1024)
     } else {
         integer(tokens as f64)

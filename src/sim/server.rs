@@ -475,14 +475,14 @@ async fn produce(sim: &Sim, g: &Gen, prefill_done: tokio::time::Instant, tx: &mp
             if send(sse(&fin)).await {
                 return true;
             }
-            if g.include_usage && g.usage != "none" {
-                if send(sse(
+            if g.include_usage
+                && g.usage != "none"
+                && send(sse(
                     &json!({"object": "chat.completion.chunk", "model": g.model, "choices": [], "usage": usage}),
                 ))
                 .await
-                {
-                    return true;
-                }
+            {
+                return true;
             }
         }
     }
