@@ -51,7 +51,20 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
     rt.block_on(serve_async(opts))
 }
 
+fn watched_dirs(config: &SiteConfig) -> Vec<std::path::PathBuf> {
+    [Some(config.data_dir.clone()), config.templates_dir.clone(), config.static_dir.clone()]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
 async fn serve_async(opts: ServeOptions) -> Result<()> {
+    // The inputs as they are before the first build: an edit made during the build, or
+    // between the build and the watcher's start, still triggers a rebuild.
+    let initial = {
+        let dirs = watched_dirs(&opts.config);
+        watch::fingerprint(&dirs.iter().map(|d| d.as_path()).collect::<Vec<_>>())
+    };
     match build(&opts.config) {
         Ok(steps) => println!("Built {}\n{steps}", opts.config.out_dir.display()),
         Err(e) => {
@@ -85,13 +98,9 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
     let config = opts.config.clone();
     let (watch_shared, poll) = (shared.clone(), opts.poll);
     tokio::task::spawn_blocking(move || {
-        let dirs: Vec<std::path::PathBuf> =
-            [Some(config.data_dir.clone()), config.templates_dir.clone(), config.static_dir.clone()]
-                .into_iter()
-                .flatten()
-                .collect();
+        let dirs = watched_dirs(&config);
         let refs = || dirs.iter().map(|d| d.as_path()).collect::<Vec<_>>();
-        let mut last = watch::fingerprint(&refs());
+        let mut last = initial;
         loop {
             std::thread::sleep(poll);
             let now = watch::fingerprint(&refs());
