@@ -320,24 +320,18 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
             let cell = planned_cell(p, Status::OverCapacity);
             recorder.write_cell(&cell)?;
             progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&cell)));
-            summary.over_capacity += 1;
-            summary.written += 1;
+            count(&mut summary, &cell);
         }
         let runnable: Vec<&&PlannedCell> = cells.iter().filter(|p| p.over_capacity.is_none()).copied().collect();
         if runnable.is_empty() {
             continue;
         }
         progress.current(&format!("sizing the {} prompt", context_label(ctx)));
-        let mut sized = match prompt::size_prompt(
-            &client,
-            info.engine,
-            cfg.api,
-            &model,
-            &run_id,
-            prompt::SizeTarget { context: ctx, variant: 0, tokens: ctx },
-        )
-        .await
-        {
+        let size = |variant, tokens| {
+            let want = prompt::SizeTarget { context: ctx, variant, tokens };
+            prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, want)
+        };
+        let mut sized = match size(0, ctx).await {
             Ok(s) => s,
             Err(e) => {
                 for p in &runnable {
@@ -346,8 +340,7 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
                         Some(CellError { message: format!("sizing the prompt failed: {e:#}"), http_status: None });
                     recorder.write_cell(&cell)?;
                     progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&cell)));
-                    summary.errors += 1;
-                    summary.written += 1;
+                    count(&mut summary, &cell);
                 }
                 continue;
             }
@@ -365,17 +358,10 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
                 let target = (ctx as i64 - overhead).max(1) as u32;
                 progress
                     .current(&format!("resizing the {} prompt ({overhead:+} tokens of template)", context_label(ctx)));
-                if let Ok(s) = prompt::size_prompt(
-                    &client,
-                    info.engine,
-                    cfg.api,
-                    &model,
-                    &run_id,
-                    prompt::SizeTarget { context: ctx, variant: 1, tokens: target },
-                )
-                .await
-                {
-                    sized = prompt::SizedPrompt { tokens: s.tokens + overhead.max(0) as u64, ..s };
+                if let Ok(s) = size(1, target).await {
+                    // The tokenizer's count plus the template's tokens, as usage will say.
+                    let tokens = (s.tokens as i64 + overhead).max(1) as u64;
+                    sized = prompt::SizedPrompt { tokens, ..s };
                     prefill = runner::prefill_cell(&cx, ctx, &sized.text, sized.tokens, int_rx.clone()).await;
                 }
             }
@@ -397,7 +383,7 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
             }
             let ticker = {
                 let (msg, label) = (live.0.clone(), label.clone());
-                let bar = progress_handle(&progress);
+                let bar = progress.bar_handle();
                 tokio::spawn(async move {
                     loop {
                         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -434,10 +420,6 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
     m.finished_at = Some(recorder::now_rfc3339());
     recorder.write_manifest(&m)?;
     Ok(summary)
-}
-
-fn progress_handle(p: &Progress) -> Option<indicatif::ProgressBar> {
-    p.bar_handle()
 }
 
 fn count(summary: &mut BenchSummary, cell: &Cell) {
