@@ -11,6 +11,8 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
+use crate::redact::Scrubber;
+
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     pub host: String,
@@ -52,6 +54,21 @@ impl Endpoint {
     }
 }
 
+/// The server could not be reached at all (no connection): the server is down, not the cell.
+#[derive(Debug)]
+pub struct Unreachable(pub String);
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unreachable {}
+
+/// The most of a whole response (discovery, metrics, tokenize) that is read.
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
 #[derive(Clone)]
 pub struct HttpClient {
     pub endpoint: Endpoint,
@@ -63,6 +80,19 @@ pub struct HttpClient {
 impl HttpClient {
     pub fn new(endpoint: Endpoint, api_key: Option<String>) -> HttpClient {
         HttpClient { endpoint, api_key, connect_timeout: Duration::from_secs(10) }
+    }
+
+    /// What removes this client's secrets from text before it is stored or printed.
+    pub fn scrubber(&self) -> Scrubber {
+        Scrubber::new(self.api_key.clone())
+    }
+
+    /// `text` without this client's secrets (a server may echo the key it was sent).
+    pub fn scrub(&self, text: &str) -> String {
+        match &self.api_key {
+            Some(_) => self.scrubber().scrub(text),
+            None => crate::redact::scrub_bearer(text),
+        }
     }
 
     fn build(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<Request<Full<Bytes>>> {
@@ -84,10 +114,11 @@ impl HttpClient {
     /// Sends a request on a fresh connection and returns the response head and body stream.
     pub async fn send(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<(StatusCode, Incoming)> {
         let addr = (self.endpoint.host.as_str(), self.endpoint.port);
+        let unreachable = |why: String| anyhow::Error::new(Unreachable(format!("connecting to {}: {why}", self.endpoint.display())));
         let stream = tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr))
             .await
-            .map_err(|_| anyhow!("connecting to {} timed out", self.endpoint.display()))?
-            .with_context(|| format!("connecting to {}", self.endpoint.display()))?;
+            .map_err(|_| unreachable("timed out".into()))?
+            .map_err(|e| unreachable(e.to_string()))?;
         let _ = stream.set_nodelay(true);
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(async move {
@@ -109,7 +140,11 @@ impl HttpClient {
     ) -> Result<(StatusCode, Bytes)> {
         let fut = async {
             let (status, body) = self.send(method, path, body).await?;
-            let bytes = body.collect().await.context("reading the response body")?.to_bytes();
+            let bytes = http_body_util::Limited::new(body, MAX_BODY_BYTES)
+                .collect()
+                .await
+                .map_err(|e| anyhow!("{path}: reading the response body: {e} (at most {MAX_BODY_BYTES} bytes are read)"))?
+                .to_bytes();
             Ok::<_, anyhow::Error>((status, bytes))
         };
         tokio::time::timeout(timeout, fut).await.map_err(|_| anyhow!("{path}: no answer within {timeout:?}"))?

@@ -10,7 +10,7 @@ pub mod progress;
 pub mod prompt;
 pub mod protocol;
 pub mod recorder;
-pub mod redact;
+
 pub mod runner;
 pub mod sse;
 pub mod stream;
@@ -23,7 +23,7 @@ use anyhow::{bail, Context, Result};
 use tokio::sync::watch;
 
 use crate::data::{
-    BenchTool, Cell, CellError, DecodeTest, EngineInfo, ModelInfo, Origin, Phase, PrefillMode, RunManifest,
+    BenchTool, Cell, CellError, ErrorCause, DecodeTest, EngineInfo, ModelInfo, Origin, Phase, PrefillMode, RunManifest,
     RunSettings, Status, SCHEMA_VERSION,
 };
 use crate::render::format::context_label;
@@ -75,6 +75,8 @@ pub struct BenchSummary {
     pub over_capacity: usize,
     pub errors: usize,
     pub interrupted: bool,
+    /// Cells in a row, up to the last one, whose server could not be reached.
+    pub unreachable_streak: u32,
 }
 
 /// Runs the bench to the end (or to Ctrl-C) on a runtime of its own.
@@ -155,13 +157,42 @@ fn manifest(cfg: &BenchConfig, info: &ServerInfo, model: &str, cap: &Capacity) -
             kv_budget_tokens: cap.kv_budget_tokens,
             kv_budget_source: cap.kv_budget_source.clone(),
         },
-        launch_command: f.launch_command.as_deref().map(redact::redact_command),
+        launch_command: f.launch_command.as_deref().map(crate::redact::redact_command),
         bench_tool: BenchTool { name: "site bench".into(), version: env!("CARGO_PKG_VERSION").into() },
         origin: Origin::Measured,
         started_at: Some(recorder::now_rfc3339()),
         finished_at: None,
         description: f.description.clone(),
     })
+}
+
+/// `--resume` continues a run only under the same matrix, API and launch command: a cell
+/// measured under other settings would sit beside the old ones as if comparable.
+fn check_resumable(old: &RunManifest, new: &RunManifest, dir: &std::path::Path) -> Result<()> {
+    let (o, n) = (&old.settings, &new.settings);
+    if o.contexts != n.contexts
+        || o.concurrency != n.concurrency
+        || o.prefill_contexts != n.prefill_contexts
+        || o.duration_s != n.duration_s
+        || o.max_output_tokens != n.max_output_tokens
+    {
+        bail!("--resume: the matrix settings differ from those of {}; resume with the same --contexts, --concurrency, --prefill-contexts, --duration and --max-output", dir.display());
+    }
+    if o.api != n.api {
+        bail!(
+            "--resume: {} was measured with --api {}, not {}; resume with the same --api",
+            dir.display(),
+            o.api.as_deref().unwrap_or("?"),
+            n.api.as_deref().unwrap_or("?")
+        );
+    }
+    if old.launch_command != new.launch_command {
+        bail!(
+            "--resume: the launch command differs from the one recorded in {}; a resumed run must measure the same server setup (give the same --launch-command)",
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 fn cell_summary(cell: &Cell) -> String {
@@ -239,19 +270,15 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
         .run_id
         .clone()
         .unwrap_or_else(|| default_run_id(cfg.facts.model_id.as_deref().unwrap_or(&model), &engine_name));
-    let mut recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume)?;
+    let mut recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume, client.scrubber())?;
     let mut m = manifest(&cfg, &info, &model, &cap)?;
     if let Some(old) = recorder.existing_manifest()? {
-        if old.settings.contexts != m.settings.contexts
-            || old.settings.concurrency != m.settings.concurrency
-            || old.settings.prefill_contexts != m.settings.prefill_contexts
-            || old.settings.duration_s != m.settings.duration_s
-            || old.settings.max_output_tokens != m.settings.max_output_tokens
-        {
-            bail!("--resume: the matrix settings differ from those of {}; resume with the same --contexts, --concurrency, --prefill-contexts, --duration and --max-output", recorder.dir.display());
-        }
+        check_resumable(&old, &m, &recorder.dir)?;
         m.started_at = old.started_at;
     }
+    // Unique to this measurement (time and random bits), never derived from the run id: a
+    // re-used run id must not find its prompts in the server's prefix cache.
+    let tag = prompt::measurement_tag();
     recorder.write_manifest(&m)?;
     if let Some(notes) = &cfg.facts.notes_markdown {
         recorder.write_notes(notes)?;
@@ -317,10 +344,7 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
         let cells: Vec<&&PlannedCell> = todo.iter().filter(|p| p.context == ctx).collect();
         // Over-capacity cells need no server time: write them first.
         for p in cells.iter().filter(|p| p.over_capacity.is_some()) {
-            let cell = planned_cell(p, Status::OverCapacity);
-            recorder.write_cell(&cell)?;
-            progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&cell)));
-            count(&mut summary, &cell);
+            keep(&mut recorder, &mut progress, &mut summary, p, planned_cell(p, Status::OverCapacity))?;
         }
         let runnable: Vec<&&PlannedCell> = cells.iter().filter(|p| p.over_capacity.is_none()).copied().collect();
         if runnable.is_empty() {
@@ -329,18 +353,17 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
         progress.current(&format!("sizing the {} prompt", context_label(ctx)));
         let size = |variant, tokens| {
             let want = prompt::SizeTarget { context: ctx, variant, tokens };
-            prompt::size_prompt(&client, info.engine, cfg.api, &model, &run_id, want)
+            prompt::size_prompt(&client, info.engine, cfg.api, &model, &tag, want)
         };
         let mut sized = match size(0, ctx).await {
             Ok(s) => s,
             Err(e) => {
+                let cause = e.is::<http::Unreachable>().then_some(ErrorCause::Unreachable);
+                let message = client.scrub(&format!("sizing the prompt failed: {e:#}"));
                 for p in &runnable {
                     let mut cell = planned_cell(p, Status::Error);
-                    cell.error =
-                        Some(CellError { message: format!("sizing the prompt failed: {e:#}"), http_status: None });
-                    recorder.write_cell(&cell)?;
-                    progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&cell)));
-                    count(&mut summary, &cell);
+                    cell.error = Some(CellError { message: message.clone(), http_status: None, cause });
+                    keep(&mut recorder, &mut progress, &mut summary, p, cell)?;
                 }
                 continue;
             }
@@ -371,9 +394,7 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
             break 'contexts;
         }
         if let Some(p) = runnable.iter().find(|p| p.phase == Phase::Prefill) {
-            recorder.write_cell(&prefill)?;
-            progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&prefill)));
-            count(&mut summary, &prefill);
+            keep(&mut recorder, &mut progress, &mut summary, p, prefill)?;
         }
         for p in runnable.iter().filter(|p| p.phase == Phase::Decode) {
             let label = describe(p);
@@ -400,9 +421,7 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
                 summary.interrupted = true;
                 break 'contexts;
             }
-            recorder.write_cell(&cell)?;
-            progress.cell_done(&format!("{label}: {}", cell_summary(&cell)));
-            count(&mut summary, &cell);
+            keep(&mut recorder, &mut progress, &mut summary, p, cell)?;
         }
     }
     progress.finish();
@@ -410,6 +429,10 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
     let _ = sampler.await;
     live.1.abort();
     if summary.interrupted {
+        if recorder.remove_if_empty()? {
+            eprintln!("interrupted before any cell was measured: removed {}", recorder.dir.display());
+            bail!("interrupted");
+        }
         eprintln!(
             "interrupted: {} cells kept in {}; continue with --resume --run-id {run_id}",
             summary.written,
@@ -421,6 +444,36 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
     recorder.write_manifest(&m)?;
     Ok(summary)
 }
+
+/// Writes a finished cell, shows it, counts it, and stops the run when the server has been
+/// unreachable for [`MAX_UNREACHABLE_CELLS`] cells in a row: the rest would only be errors.
+fn keep(
+    recorder: &mut Recorder,
+    progress: &mut Progress,
+    summary: &mut BenchSummary,
+    p: &PlannedCell,
+    cell: Cell,
+) -> Result<()> {
+    recorder.write_cell(&cell)?;
+    progress.cell_done(&format!("{}: {}", describe(p), cell_summary(&cell)));
+    count(summary, &cell);
+    if cell.status != Status::OverCapacity {
+        summary.unreachable_streak = if cell.server_unreachable() { summary.unreachable_streak + 1 } else { 0 };
+    }
+    if summary.unreachable_streak >= MAX_UNREACHABLE_CELLS {
+        progress.finish();
+        let message = cell.error.map(|e| e.message).unwrap_or_default();
+        bail!(
+            "the server was unreachable for {MAX_UNREACHABLE_CELLS} cells in a row ({message}); stopped with {} cells in {}. Restart the server and continue with --resume (unreachable cells are measured again)",
+            summary.written,
+            recorder.dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Cells in a row that found the server unreachable before the run stops.
+pub const MAX_UNREACHABLE_CELLS: u32 = 3;
 
 fn count(summary: &mut BenchSummary, cell: &Cell) {
     summary.written += 1;

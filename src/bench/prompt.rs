@@ -1,6 +1,6 @@
-//! Prompts of an exact size: a tag unique to the run and context at the very start (prefix
-//! caches match from the first token, so no prompt is ever served from another context or
-//! run), then filler words, sized with the server's tokenizer and confirmed by usage.
+//! Prompts of an exact size: a tag unique to the measurement and context at the very start
+//! (prefix caches match from the first token, so no prompt is ever served from another
+//! context or measurement, even under a re-used run id), then filler words, sized with the server's tokenizer and confirmed by usage.
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -49,13 +49,21 @@ pub fn filler(n: usize, seed: u64) -> String {
     s
 }
 
+/// A tag no earlier measurement used: the time in milliseconds and 32 random bits.
+pub fn measurement_tag() -> String {
+    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+    let mut r = [0u8; 4];
+    let _ = getrandom::fill(&mut r);
+    format!("{ms:x}-{:08x}", u32::from_le_bytes(r))
+}
+
 /// The text of a prompt: tag + filler + the instruction to write at length. `variant` > 0
 /// changes the tag itself, so a re-sized prompt shares no prefix with the first one and is
 /// never served from the prefix cache.
-pub fn prompt_text(run_id: &str, context: u32, variant: u32, words: usize) -> String {
+pub fn prompt_text(tag: &str, context: u32, variant: u32, words: usize) -> String {
     let v = if variant > 0 { format!(" v{variant}") } else { String::new() };
     format!(
-        "[speed-matrix {run_id} ctx-{context}{v}] Read the notes below, then write a long, detailed story that uses them.\n{}",
+        "[speed-matrix {tag} ctx-{context}{v}] Read the notes below, then write a long, detailed story that uses them.\n{}",
         filler(words, context as u64 + variant as u64 * 7919)
     )
 }
@@ -158,7 +166,7 @@ pub async fn size_prompt(
     engine: EngineKind,
     api: Api,
     model: &str,
-    run_id: &str,
+    tag: &str,
     want: SizeTarget,
 ) -> Result<SizedPrompt> {
     let SizeTarget { context, variant, tokens: target } = want;
@@ -167,7 +175,7 @@ pub async fn size_prompt(
     let mut best: Option<SizedPrompt> = None;
     let mut use_tokenizer = true;
     for _ in 0..8 {
-        let text = prompt_text(run_id, context, variant, words);
+        let text = prompt_text(tag, context, variant, words);
         let (count, method) =
             match if use_tokenizer { tokenize(client, engine, api, model, &text).await? } else { None } {
                 Some(c) => (c, "tokenize"),

@@ -19,6 +19,21 @@ struct RawChunk<'a> {
     object: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     message: Option<Cow<'a, str>>,
+    /// llama.cpp's per-request timings: `cache_n` prompt tokens came from its cache.
+    #[serde(default)]
+    timings: Option<RawTimings>,
+}
+
+#[derive(Deserialize)]
+struct RawTimings {
+    #[serde(default)]
+    cache_n: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct RawPromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -47,6 +62,9 @@ struct RawUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens: Option<u64>,
+    /// OpenAI / vLLM / SGLang: prompt tokens served from the prefix cache.
+    #[serde(default)]
+    prompt_tokens_details: Option<RawPromptDetails>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +87,8 @@ pub struct Chunk<'a> {
     pub finish_reason: Option<Cow<'a, str>>,
     pub completion_tokens: Option<u64>,
     pub prompt_tokens: Option<u64>,
+    /// Prompt tokens the server says it took from its prefix cache.
+    pub cached_prompt_tokens: Option<u64>,
     pub error: Option<String>,
 }
 
@@ -101,6 +121,10 @@ pub fn parse_chunk(payload: &[u8]) -> Result<Chunk<'_>, serde_json::Error> {
     if let Some(u) = raw.usage {
         chunk.completion_tokens = u.completion_tokens;
         chunk.prompt_tokens = u.prompt_tokens;
+        chunk.cached_prompt_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+    }
+    if let Some(c) = raw.timings.and_then(|t| t.cache_n) {
+        chunk.cached_prompt_tokens = Some(c);
     }
     if let Some(choice) = raw.choices.and_then(|c| c.into_iter().next()) {
         chunk.finish_reason = choice.finish_reason;

@@ -4,38 +4,38 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
 use crate::data::json::to_pretty;
+use crate::fsutil::Lock;
+use crate::redact::Scrubber;
 use crate::data::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 
 pub struct Recorder {
     pub dir: PathBuf,
     /// (phase, context, concurrency) of the cells already on disk.
     pub done: BTreeSet<(Phase, u32, u32)>,
+    /// Whether this run created the folder (an interrupted run that wrote nothing removes it).
+    pub created: bool,
+    /// Known secrets (the API key): never in a file we write.
+    scrubber: Scrubber,
+    _lock: Lock,
 }
 
-/// Writes `bytes` to `path` through a temp file in the same folder and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().context("a file path has a folder")?;
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp =
-        tempfile::NamedTempFile::new_in(dir).with_context(|| format!("creating a temp file in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(())
-}
+pub use crate::fsutil::write_atomic;
 
 impl Recorder {
-    /// Opens `data/runs/<id>/`. A folder with cells is continued only with `resume`.
-    pub fn open(data_dir: &Path, run_id: &str, resume: bool) -> Result<Recorder> {
+    /// Opens `data/runs/<id>/`. A folder with cells is continued only with `resume`; cells
+    /// that failed because the server was unreachable are measured again.
+    pub fn open(data_dir: &Path, run_id: &str, resume: bool, scrubber: Scrubber) -> Result<Recorder> {
         data::ids::check_id("run id", run_id)?;
-        let dir = data_dir.join(RUNS_DIR).join(run_id);
+        let runs = data_dir.join(RUNS_DIR);
+        let lock = Lock::try_acquire(&runs.join(format!(".{run_id}.lock")), &format!("run {run_id}"))?;
+        let dir = runs.join(run_id);
         let mut done = BTreeSet::new();
+        let created = !dir.exists();
         if dir.join(RUN_MANIFEST).exists() {
             if !resume {
                 bail!(
@@ -44,14 +44,23 @@ impl Recorder {
                 );
             }
             let run = data::load_run_dir(&dir).with_context(|| format!("reading {} to resume it", dir.display()))?;
-            for c in &run.cells {
+            for c in run.cells.iter().filter(|c| !c.cell.server_unreachable()) {
                 done.insert((c.cell.phase, c.cell.context, c.cell.concurrency));
             }
         } else if resume {
             bail!("--resume: {} does not exist", dir.display());
         }
         fs::create_dir_all(dir.join(CELLS_DIR)).with_context(|| format!("creating {}", dir.display()))?;
-        Ok(Recorder { dir, done })
+        Ok(Recorder { dir, done, created, scrubber, _lock: lock })
+    }
+
+    /// Removes the run folder when this run created it and wrote no cell.
+    pub fn remove_if_empty(&self) -> Result<bool> {
+        if !self.created || !self.done.is_empty() {
+            return Ok(false);
+        }
+        fs::remove_dir_all(&self.dir).with_context(|| format!("removing the empty run {}", self.dir.display()))?;
+        Ok(true)
     }
 
     pub fn existing_manifest(&self) -> Result<Option<RunManifest>> {
@@ -59,7 +68,7 @@ impl Recorder {
         if !path.exists() {
             return Ok(None);
         }
-        let text = fs::read_to_string(&path)?;
+        let text = crate::fsutil::read_data_file(&path, crate::fsutil::MAX_DATA_FILE_BYTES)?;
         Ok(Some(data::json::parse(&path, &text)?))
     }
 
@@ -72,7 +81,8 @@ impl Recorder {
     }
 
     pub fn write_cell(&mut self, cell: &Cell) -> Result<()> {
-        write_atomic(&self.dir.join(CELLS_DIR).join(cell.file_name()), to_pretty(cell).as_bytes())?;
+        let json = self.scrubber.scrub(&to_pretty(cell));
+        write_atomic(&self.dir.join(CELLS_DIR).join(cell.file_name()), json.as_bytes())?;
         self.done.insert((cell.phase, cell.context, cell.concurrency));
         Ok(())
     }

@@ -12,8 +12,8 @@ use tokio::sync::watch;
 use super::discover::{gauge_values, EngineKind};
 use super::http::HttpClient;
 use super::prompt::{request_body, Api};
-use super::stream::{run_stream, StreamOutcome, StreamSettings, WindowClock};
-use crate::data::{Cell, CellError, GaugeSample, Measurement, Phase, Status, Warning, Window};
+use super::stream::{run_stream, Failure, StreamOutcome, StreamSettings, WindowClock};
+use crate::data::{Cell, CellError, ErrorCause, GaugeSample, Measurement, Phase, Status, Warning, Window};
 
 /// Everything a cell needs to know about the server and the run.
 #[derive(Clone)]
@@ -76,9 +76,9 @@ impl CellContext {
     }
 }
 
-fn error_cell(mut cell: Cell, message: String, http_status: Option<u16>) -> Cell {
+fn error_cell(mut cell: Cell, f: Failure) -> Cell {
     cell.status = Status::Error;
-    cell.error = Some(CellError { message, http_status });
+    cell.error = Some(CellError { message: f.message, http_status: f.http_status, cause: f.cause });
     cell
 }
 
@@ -104,8 +104,12 @@ pub async fn prefill_cell(
     if let Some(p) = out.record.prompt_tokens {
         cell.prompt_tokens = Some(p);
     }
-    if let Some((msg, status)) = out.failure {
-        return error_cell(cell, msg, status);
+    if let Some(f) = out.failure {
+        return error_cell(cell, f);
+    }
+    if out.record.first_token_s.is_none() {
+        let f = Failure { cause: Some(ErrorCause::NothingMeasured), ..Failure::new("the server sent no token") };
+        return error_cell(cell, f);
     }
     cell.measurement =
         Some(Measurement { window: None, requests: vec![out.record], gauge: vec![], gauge_source: None });
@@ -138,7 +142,7 @@ pub async fn warm_slots(cx: &CellContext, prompt: &str, c: u32, cancel: &watch::
 
 /// Why a decode cell stopped early.
 enum Stop {
-    Failure(String, Option<u16>),
+    Failure(Failure),
     Looped(crate::data::LoopFinding),
 }
 
@@ -186,8 +190,8 @@ pub async fn decode_cell(
                     },
                 )
                 .await;
-                let stop_now = if let Some((msg, status)) = &out.failure {
-                    stop.lock().unwrap().get_or_insert(Stop::Failure(msg.clone(), *status));
+                let stop_now = if let Some(f) = &out.failure {
+                    stop.lock().unwrap().get_or_insert(Stop::Failure(f.clone()));
                     true
                 } else if let Some(f) = &out.loop_finding {
                     stop.lock().unwrap().get_or_insert(Stop::Looped(f.clone()));
@@ -306,15 +310,26 @@ pub async fn decode_cell(
     let measurement = Measurement { window: Some(Window { start_s, end_s }), requests, gauge, gauge_source };
     let stopped_by = stop.lock().unwrap().take();
     match stopped_by {
-        Some(Stop::Failure(msg, status)) => {
+        Some(Stop::Failure(f)) => {
             cell.measurement = Some(measurement);
-            (error_cell(cell, msg, status), interrupted)
+            (error_cell(cell, f), interrupted)
         }
         Some(Stop::Looped(f)) => {
             cell.status = Status::Looped;
             cell.loop_finding = Some(f);
             cell.measurement = Some(measurement);
             (cell, interrupted)
+        }
+        None if !interrupted && measurement.requests.iter().all(|r| r.window_tokens == 0) => {
+            // Nothing to divide: no answer, or no token inside the window, is no 0 tok/s.
+            let why = if measurement.requests.iter().any(|r| r.first_token_s.is_some()) {
+                "no token arrived inside the measurement window"
+            } else {
+                "the server answered no request with a token during the cell"
+            };
+            cell.measurement = Some(measurement);
+            let f = Failure { cause: Some(ErrorCause::NothingMeasured), ..Failure::new(why) };
+            (error_cell(cell, f), interrupted)
         }
         None => {
             cell.measurement = Some(measurement);
@@ -331,7 +346,7 @@ fn apply_final_usage_ratio(requests: &mut [crate::data::RequestRecord]) {
     let (tokens, chunks) = requests
         .iter()
         .filter(|r| r.token_source == TokenSource::ChunksCheckedByFinalUsage)
-        .fold((0u64, 0u64), |(t, c), r| (t + r.tokens, c + r.chunks));
+        .fold((0u64, 0u64), |(t, c), r| (t.saturating_add(r.tokens), c.saturating_add(r.chunks)));
     if chunks == 0 {
         return;
     }

@@ -11,11 +11,11 @@ use http_body_util::BodyExt;
 use hyper::Method;
 use tokio::sync::watch;
 
-use super::http::HttpClient;
+use super::http::{HttpClient, Unreachable};
 use super::loopdetect::{LoopDetector, LoopSettings};
 use super::protocol::{error_body_message, parse_chunk};
 use super::sse::{SseLine, SseParser};
-use crate::data::{LoopFinding, RequestRecord, TokenSource};
+use crate::data::{ErrorCause, LoopFinding, RequestRecord, TokenSource};
 
 /// The cell's window, shared by its streams; set by the coordinator when warm-up ends.
 pub struct WindowClock {
@@ -61,11 +61,48 @@ pub struct StreamSettings {
     pub detect_loops: bool,
 }
 
+/// How a request failed: the message (scrubbed of secrets, bounded in length), the HTTP
+/// status where there was one, and the cause where it matters to the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub message: String,
+    pub http_status: Option<u16>,
+    pub cause: Option<ErrorCause>,
+}
+
+impl Failure {
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure { message: bounded_message(&message.into()), http_status: None, cause: None }
+    }
+    pub fn http(status: u16, message: String) -> Failure {
+        Failure { http_status: Some(status), ..Failure::new(message) }
+    }
+    pub fn unreachable(message: String) -> Failure {
+        Failure { cause: Some(ErrorCause::Unreachable), ..Failure::new(message) }
+    }
+}
+
+/// The longest error message kept: a server's error page can be megabytes.
+pub const MAX_ERROR_CHARS: usize = 2000;
+
+/// `message` cut to [`MAX_ERROR_CHARS`] characters, with a note saying how much was cut.
+pub fn bounded_message(message: &str) -> String {
+    let total = message.chars().count();
+    if total <= MAX_ERROR_CHARS {
+        return message.to_string();
+    }
+    let kept: String = message.chars().take(MAX_ERROR_CHARS).collect();
+    format!("{kept}… (truncated: {} more characters)", total - MAX_ERROR_CHARS)
+}
+
+/// The most of an error response's body that is read.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
 pub struct StreamOutcome {
     pub record: RequestRecord,
     pub loop_finding: Option<LoopFinding>,
     /// The failure, with the HTTP status where there was one.
-    pub failure: Option<(String, Option<u16>)>,
+    pub failure: Option<Failure>,
     /// Ended by the cell (window over, or another stream's failure), not by the server.
     pub cancelled: bool,
     /// Whether the first token has been seen (sent once through `first_token`).
@@ -95,6 +132,7 @@ pub async fn run_stream(
         window_last_token_s: None,
         token_source: TokenSource::Chunks,
         prompt_tokens: None,
+        cached_prompt_tokens: None,
         finish_reason: None,
         error: None,
     };
@@ -109,24 +147,27 @@ pub async fn run_stream(
         Ok(x) => x,
         Err(e) => {
             rec.end_s = Some(clock.now_s());
-            let msg = format!("{e:#}");
-            rec.error = Some(msg.clone());
-            out.failure = Some((msg, None));
+            let msg = client.scrub(&format!("{e:#}"));
+            let failure =
+                if e.is::<Unreachable>() { Failure::unreachable(msg) } else { Failure::new(msg) };
+            rec.error = Some(failure.message.clone());
+            out.failure = Some(failure);
             out.record = rec;
             return out;
         }
     };
     if !status.is_success() {
-        let bytes = tokio::time::timeout(settings.stall_timeout, body.collect())
-            .await
-            .ok()
-            .and_then(|r| r.ok())
-            .map(|c| c.to_bytes())
-            .unwrap_or_default();
+        let limited = http_body_util::Limited::new(body, MAX_ERROR_BODY_BYTES);
+        let bytes = match tokio::time::timeout(settings.stall_timeout, limited.collect()).await {
+            Ok(Ok(c)) => c.to_bytes(),
+            Ok(Err(_)) => Bytes::from(format!("(an error body over {MAX_ERROR_BODY_BYTES} bytes, not read)")),
+            Err(_) => Bytes::new(),
+        };
         let msg = format!("HTTP {}: {}", status.as_u16(), error_body_message(&bytes));
+        let failure = Failure::http(status.as_u16(), client.scrub(&msg));
         rec.end_s = Some(clock.now_s());
-        rec.error = Some(msg.clone());
-        out.failure = Some((msg, Some(status.as_u16())));
+        rec.error = Some(failure.message.clone());
+        out.failure = Some(failure);
         out.record = rec;
         return out;
     }
@@ -148,12 +189,12 @@ pub async fn run_stream(
         let frame = match frame {
             Err(_) => {
                 out.failure =
-                    Some((format!("stream stalled: no data for {:.0} s", settings.stall_timeout.as_secs_f64()), None));
+                    Some(Failure::new(format!("stream stalled: no data for {:.0} s", settings.stall_timeout.as_secs_f64())));
                 break;
             }
             Ok(None) => break,
             Ok(Some(Err(e))) => {
-                out.failure = Some((format!("connection failed mid-stream: {e}"), None));
+                out.failure = Some(Failure::new(format!("connection failed mid-stream: {e}")));
                 break;
             }
             Ok(Some(Ok(f))) => f,
@@ -172,6 +213,13 @@ pub async fn run_stream(
                     return Ok(());
                 }
                 SseLine::Data(p) => p,
+                SseLine::TooLong => {
+                    failure.get_or_insert(format!(
+                        "malformed stream: an event line longer than {} bytes",
+                        super::sse::MAX_LINE_BYTES
+                    ));
+                    return Err(());
+                }
             };
             let chunk = match parse_chunk(payload) {
                 Ok(c) => c,
@@ -186,7 +234,10 @@ pub async fn run_stream(
                 return Err(());
             }
             if let Some(p) = chunk.prompt_tokens {
-                rec.prompt_tokens = Some(p as u32);
+                rec.prompt_tokens = Some(u32::try_from(p).unwrap_or(u32::MAX));
+            }
+            if let Some(c) = chunk.cached_prompt_tokens {
+                rec.cached_prompt_tokens = Some(c);
             }
             let has_text = chunk.has_text();
             let mut new_tokens = 0u64;
@@ -231,9 +282,9 @@ pub async fn run_stream(
                     rec.first_token_s = Some(t);
                 }
                 rec.last_token_s = Some(t);
-                rec.tokens += new_tokens;
+                rec.tokens = rec.tokens.saturating_add(new_tokens);
                 if inside {
-                    rec.window_tokens += new_tokens;
+                    rec.window_tokens = rec.window_tokens.saturating_add(new_tokens);
                     rec.window_last_token_s = Some(t);
                 }
                 clock.live_tokens.fetch_add(new_tokens, Ordering::Relaxed);
@@ -248,7 +299,7 @@ pub async fn run_stream(
             on_first_token();
         }
         if let Some(f) = failure {
-            out.failure = Some((f, None));
+            out.failure = Some(Failure::new(client.scrub(&f)));
             break;
         }
         if found.is_some() {
@@ -261,10 +312,10 @@ pub async fn run_stream(
     }
     rec.end_s = Some(clock.now_s());
     if out.failure.is_none() && !out.cancelled && out.loop_finding.is_none() && !done && !parser.leftover().is_empty() {
-        out.failure = Some(("malformed stream: it ended inside an event".into(), None));
+        out.failure = Some(Failure::new("malformed stream: it ended inside an event"));
     }
     if out.failure.is_none() && !out.cancelled && out.loop_finding.is_none() && rec.finish_reason.is_none() && !done {
-        out.failure = Some(("the server closed the stream before it finished".into(), None));
+        out.failure = Some(Failure::new("the server closed the stream before it finished"));
     }
     // Usage only at the end: the chunks placed the tokens in time; the final count says
     // how many tokens each chunk carried.
@@ -278,8 +329,8 @@ pub async fn run_stream(
     } else {
         TokenSource::Chunks
     };
-    if let Some((msg, _)) = &out.failure {
-        rec.error = Some(msg.clone());
+    if let Some(f) = &out.failure {
+        rec.error = Some(f.message.clone());
     }
     out.record = rec;
     out

@@ -9,6 +9,9 @@ pub fn run(args: &CheckArgs) -> Result<()> {
     let warned: usize = site.model.runs.iter().map(|r| r.counts.warned).sum();
     println!("{}: OK", args.site.data.display());
     println!("{}", format_steps(&site.steps));
+    for s in &site.data.skipped {
+        println!("  skipped {}: {}", s.path.display(), s.reason);
+    }
     if warned > 0 {
         println!("  {warned} cells carry warnings (shown on their run pages)");
     }

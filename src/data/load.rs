@@ -11,6 +11,7 @@ use serde::Deserialize;
 use walkdir::WalkDir;
 
 use super::ids::check_id;
+use crate::fsutil;
 use super::json;
 use super::model::*;
 use super::{CELLS_DIR, COMPARE_FILE, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
@@ -25,6 +26,15 @@ pub struct DataSet {
     pub pages: Vec<PageSource>,
     /// From `compare.json`, in file order.
     pub comparisons: Vec<ComparisonSpec>,
+    /// Entries the loader did not read, each with the reason (`site check` lists them).
+    pub skipped: Vec<Skipped>,
+}
+
+/// A file or folder in the data folder that is not part of the format, so was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub reason: &'static str,
 }
 
 #[derive(Debug, Clone)]
@@ -81,79 +91,99 @@ pub fn load_data_dir(root: &Path) -> Result<DataSet> {
         bail!("data folder {} does not exist or is not a folder", root.display());
     }
     let mut problems = Problems::default();
+    let mut skipped = Vec::new();
     let mut runs = Vec::new();
     let runs_dir = root.join(RUNS_DIR);
-    if runs_dir.is_dir() {
-        for dir in sorted_subdirs(&runs_dir)? {
-            match load_run_dir(&dir) {
-                Ok(run) => runs.push(run),
-                Err(e) => problems.push(e),
+    if let Some(entries) = folder_entries(&runs_dir, &mut problems)? {
+        for (path, ft) in entries {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if ft.is_symlink() {
+                problems.push(anyhow!("{}: {}", path.display(), fsutil::describe(ft)));
+            } else if !ft.is_dir() {
+                skipped.push(Skipped { path, reason: "not a run folder (only folders are read in runs/)" });
+            } else if name.starts_with(fsutil::TEMP_PREFIX) {
+                skipped.push(Skipped { path, reason: "a temporary folder left by an interrupted writer" });
+            } else {
+                match load_run(&path, &name, &mut skipped) {
+                    Ok(run) => runs.push(run),
+                    Err(e) => problems.push(e),
+                }
             }
         }
     }
     let mut pages = Vec::new();
     let pages_dir = root.join(PAGES_DIR);
-    if pages_dir.is_dir() {
-        for entry in WalkDir::new(&pages_dir).min_depth(1).max_depth(1).sort_by_file_name() {
-            let entry = entry.with_context(|| format!("reading {}", pages_dir.display()))?;
-            let path = entry.path();
+    if let Some(entries) = folder_entries(&pages_dir, &mut problems)? {
+        for (path, ft) in entries {
             if path.extension().and_then(|e| e.to_str()) != Some("md") {
-                continue;
-            }
-            match load_page(path) {
-                Ok(p) => pages.push(p),
-                Err(e) => problems.push(e),
+                skipped.push(Skipped { path, reason: "not a .md page" });
+            } else if ft.is_dir() {
+                skipped.push(Skipped { path, reason: "a folder, not a page" });
+            } else {
+                match load_page(&path) {
+                    Ok(p) => pages.push(p),
+                    Err(e) => problems.push(e),
+                }
             }
         }
     }
     let mut comparisons = Vec::new();
     let compare_path = root.join(COMPARE_FILE);
-    if compare_path.is_file() {
+    if fs::symlink_metadata(&compare_path).is_ok() {
         match read_versioned::<CompareFile>(&compare_path) {
             Ok(file) => {
-                for (i, c) in file.comparisons.iter().enumerate() {
-                    for id in [&c.a, &c.b] {
-                        if !runs.iter().any(|r: &LoadedRun| &r.id == id) {
-                            problems.push(anyhow!(
-                                "{}: comparisons[{i}] names run {id:?}, which is not in {}",
-                                compare_path.display(),
-                                runs_dir.display()
-                            ));
-                        }
-                    }
-                    if c.a == c.b {
-                        problems.push(anyhow!(
-                            "{}: comparisons[{i}] compares run {:?} with itself",
-                            compare_path.display(),
-                            c.a
-                        ));
-                    }
-                }
+                check_comparisons(&file, &runs, &compare_path, &runs_dir, &mut problems);
                 comparisons = file.comparisons;
             }
             Err(e) => problems.push(e),
         }
     }
     problems.into_result(root)?;
-    Ok(DataSet { root: root.to_path_buf(), runs, pages, comparisons })
+    Ok(DataSet { root: root.to_path_buf(), runs, pages, comparisons, skipped })
+}
+
+fn check_comparisons(file: &CompareFile, runs: &[LoadedRun], path: &Path, runs_dir: &Path, problems: &mut Problems) {
+    for (i, c) in file.comparisons.iter().enumerate() {
+        for id in [&c.a, &c.b] {
+            if !runs.iter().any(|r| &r.id == id) {
+                problems.push(anyhow!(
+                    "{}: comparisons[{i}] names run {id:?}, which is not in {}",
+                    path.display(),
+                    runs_dir.display()
+                ));
+            }
+        }
+        if c.a == c.b {
+            problems.push(anyhow!("{}: comparisons[{i}] compares run {:?} with itself", path.display(), c.a));
+        }
+    }
+}
+
+/// The entries of a folder of the format, sorted by name; `None` when it does not exist. The
+/// folder itself must be a real folder: a symlink in its place is a problem.
+fn folder_entries(dir: &Path, problems: &mut Problems) -> Result<Option<Vec<(PathBuf, fs::FileType)>>> {
+    match fs::symlink_metadata(dir) {
+        Err(_) => return Ok(None),
+        Ok(m) if !m.file_type().is_dir() => {
+            problems.push(anyhow!("{}: {}; it must be a folder", dir.display(), fsutil::describe(m.file_type())));
+            return Ok(None);
+        }
+        Ok(_) => {}
+    }
+    let mut out = Vec::new();
+    for entry in WalkDir::new(dir).min_depth(1).max_depth(1).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+        let ft = entry.file_type();
+        out.push((entry.into_path(), ft));
+    }
+    Ok(Some(out))
 }
 
 fn load_page(path: &Path) -> Result<PageSource> {
     let slug = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
     check_id("page name", &slug).with_context(|| path.display().to_string())?;
-    let markdown = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let markdown = fsutil::read_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?;
     Ok(PageSource { slug, file: path.to_path_buf(), markdown })
-}
-
-fn sorted_subdirs(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for entry in WalkDir::new(dir).min_depth(1).max_depth(1).sort_by_file_name() {
-        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
-        if entry.file_type().is_dir() {
-            out.push(entry.into_path());
-        }
-    }
-    Ok(out)
 }
 
 /// Loads one run folder (`run.json`, `cells/*.json`, optional `notes.md`).
@@ -163,6 +193,13 @@ pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
         .and_then(|n| n.to_str())
         .ok_or_else(|| anyhow!("{}: run folder name is not UTF-8", dir.display()))?
         .to_string();
+    load_run(dir, &id, &mut Vec::new())
+}
+
+/// Loads the run folder `dir` as run `id` (a staged folder is checked under the id it will
+/// have); what it skips goes to `skipped`.
+pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<LoadedRun> {
+    let id = id.to_string();
     check_id("run id", &id).with_context(|| dir.display().to_string())?;
     let mut problems = Problems::default();
 
@@ -179,23 +216,46 @@ pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
             None
         }
     };
+    let notes_path = dir.join(RUN_NOTES);
+    let mut notes_markdown = None;
+    for (path, ft) in folder_entries(dir, &mut problems)?.unwrap_or_default() {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        match name {
+            RUN_MANIFEST => {}
+            RUN_NOTES => match fsutil::read_data_file(&notes_path, fsutil::MAX_DATA_FILE_BYTES) {
+                Ok(s) => notes_markdown = Some(s),
+                Err(e) => problems.push(e),
+            },
+            CELLS_DIR if ft.is_dir() || ft.is_symlink() => {}
+            CELLS_DIR => skipped.push(Skipped { path, reason: "`cells` is not a folder, so no cell was read" }),
+            _ => skipped.push(Skipped { path, reason: "not part of a run folder (run.json, notes.md, cells/)" }),
+        }
+    }
 
     let mut cells: Vec<LoadedCell> = Vec::new();
     let cells_dir = dir.join(CELLS_DIR);
-    if cells_dir.is_dir() {
-        for entry in WalkDir::new(&cells_dir).min_depth(1).max_depth(1).sort_by_file_name() {
-            let entry = entry.with_context(|| format!("reading {}", cells_dir.display()))?;
-            let path = entry.path();
-            if !entry.file_type().is_file() || path.extension().and_then(|e| e.to_str()) != Some("json") {
-                continue;
-            }
-            match read_versioned::<Cell>(path).and_then(|c| {
-                validate_cell(&c).with_context(|| path.display().to_string())?;
-                Ok(c)
-            }) {
-                Ok(cell) => cells.push(LoadedCell { file: path.to_path_buf(), cell }),
-                Err(e) => problems.push(e),
-            }
+    let cell_entries = match fs::symlink_metadata(&cells_dir) {
+        Ok(m) if m.file_type().is_dir() || m.file_type().is_symlink() => {
+            folder_entries(&cells_dir, &mut problems)?.unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    for (path, ft) in cell_entries {
+        let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
+        if ft.is_dir() {
+            skipped.push(Skipped { path, reason: "a folder inside cells/ (cells are read from cells/ only)" });
+            continue;
+        }
+        if !is_json && !ft.is_symlink() {
+            skipped.push(Skipped { path, reason: "not a .json cell file" });
+            continue;
+        }
+        match read_versioned::<Cell>(&path).and_then(|c| {
+            validate_cell(&c).with_context(|| path.display().to_string())?;
+            Ok(c)
+        }) {
+            Ok(cell) => cells.push(LoadedCell { file: path.to_path_buf(), cell }),
+            Err(e) => problems.push(e),
         }
     }
 
@@ -222,19 +282,6 @@ pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
         }
     }
 
-    let notes_path = dir.join(RUN_NOTES);
-    let notes_markdown = if notes_path.is_file() {
-        match fs::read_to_string(&notes_path) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                problems.push(anyhow!("{}: {e}", notes_path.display()));
-                None
-            }
-        }
-    } else {
-        None
-    };
-
     problems.into_result(dir)?;
     cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency));
     Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest: manifest.unwrap(), cells, notes_markdown })
@@ -251,7 +298,7 @@ fn read_versioned<T>(path: &Path) -> Result<T>
 where
     T: serde::de::DeserializeOwned + HasSchemaVersion,
 {
-    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = fsutil::read_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?;
     match json::parse::<T>(path, &text) {
         Ok(v) => {
             check_version(path, Some(&serde_json::Value::from(v.schema_version())))?;
@@ -314,6 +361,10 @@ fn validate_manifest(m: &RunManifest) -> Result<()> {
     if !(s.duration_s.is_finite() && s.duration_s > 0.0) {
         bail!("settings.duration_s must be a positive number of seconds");
     }
+    check_number("settings.duration_s", s.duration_s)?;
+    if let Some(b) = s.kv_budget_tokens {
+        check_count("settings.kv_budget_tokens", b)?;
+    }
     if m.model.id.trim().is_empty() {
         bail!("model.id is empty");
     }
@@ -357,6 +408,7 @@ fn validate_cell(c: &Cell) -> Result<()> {
     if c.reported.is_some() && c.measurement.is_some() {
         bail!("a cell has either `reported` figures or a `measurement`, not both");
     }
+    validate_numbers(c)?;
     if let Some(m) = &c.measurement {
         if let Some(w) = m.window {
             if !(w.start_s.is_finite() && w.end_s.is_finite() && w.end_s > w.start_s) {
@@ -364,6 +416,113 @@ fn validate_cell(c: &Cell) -> Result<()> {
             }
         } else if c.phase == Phase::Decode && c.status == Status::Valid {
             bail!("a measured decode cell needs measurement.window");
+        }
+    }
+    Ok(())
+}
+
+/// The largest figure, time or count a data file may hold. Far above any real measurement
+/// (10^12 tok/s, 31,000 years in seconds), far below where sums and chart axes overflow.
+pub const MAX_NUMBER: f64 = 1e12;
+
+/// A number of a data file: finite, not negative, at most [`MAX_NUMBER`].
+fn check_number(field: &str, v: f64) -> Result<()> {
+    if !v.is_finite() {
+        bail!("{field} is not a finite number");
+    }
+    if v < 0.0 {
+        bail!("{field} is negative ({v})");
+    }
+    if v > MAX_NUMBER {
+        bail!("{field} is {v:e}, beyond the largest number a data file may hold ({MAX_NUMBER:e})");
+    }
+    Ok(())
+}
+
+fn check_count(field: &str, v: u64) -> Result<()> {
+    check_number(field, v as f64)
+}
+
+/// Every number of a cell, so that no figure, sum or chart axis can overflow later.
+fn validate_numbers(c: &Cell) -> Result<()> {
+    if let Some(r) = &c.reported {
+        for (name, v) in [
+            ("prompt_tps", r.prompt_tps),
+            ("total_tps", r.total_tps),
+            ("per_request_tps", r.per_request_tps),
+            ("ttft_ms", r.ttft_ms),
+            ("ttft_p90_ms", r.ttft_p90_ms),
+            ("ttft_p99_ms", r.ttft_p99_ms),
+            ("tbt_ms", r.tbt_ms),
+            ("tbt_p90_ms", r.tbt_p90_ms),
+            ("tbt_p99_ms", r.tbt_p99_ms),
+            ("avg_active", r.avg_active),
+            ("measured_s", r.measured_s),
+        ] {
+            if let Some(v) = v {
+                check_number(&format!("reported.{name}"), v)?;
+            }
+        }
+        for (name, v) in [("completed", r.completed), ("output_tokens", r.output_tokens)] {
+            if let Some(v) = v {
+                check_count(&format!("reported.{name}"), v)?;
+            }
+        }
+        for (i, s) in r.samples.iter().enumerate() {
+            for (name, v) in [("ttft_s", s.ttft_s), ("latency_s", s.latency_s), ("tbt_s", s.tbt_s)] {
+                if let Some(v) = v {
+                    check_number(&format!("reported.samples[{i}].{name}"), v)?;
+                }
+            }
+            for (name, v) in [("input_tokens", s.input_tokens), ("output_tokens", s.output_tokens)] {
+                if let Some(v) = v {
+                    check_count(&format!("reported.samples[{i}].{name}"), v)?;
+                }
+            }
+        }
+    }
+    if let Some(m) = &c.measurement {
+        if let Some(w) = m.window {
+            check_number("measurement.window.start_s", w.start_s)?;
+            check_number("measurement.window.end_s", w.end_s)?;
+        }
+        for (i, r) in m.requests.iter().enumerate() {
+            let times = [
+                ("send_s", Some(r.send_s)),
+                ("first_token_s", r.first_token_s),
+                ("last_token_s", r.last_token_s),
+                ("end_s", r.end_s),
+                ("window_last_token_s", r.window_last_token_s),
+            ];
+            for (name, v) in times {
+                if let Some(v) = v {
+                    check_number(&format!("measurement.requests[{i}].{name}"), v)?;
+                }
+            }
+            let counts = [
+                ("tokens", Some(r.tokens)),
+                ("chunks", Some(r.chunks)),
+                ("window_tokens", Some(r.window_tokens)),
+                ("cached_prompt_tokens", r.cached_prompt_tokens),
+            ];
+            for (name, v) in counts {
+                if let Some(v) = v {
+                    check_count(&format!("measurement.requests[{i}].{name}"), v)?;
+                }
+            }
+        }
+        for (i, g) in m.gauge.iter().enumerate() {
+            check_number(&format!("measurement.gauge[{i}].t_s"), g.t_s)?;
+            check_number(&format!("measurement.gauge[{i}].running"), g.running)?;
+            if let Some(w) = g.waiting {
+                check_number(&format!("measurement.gauge[{i}].waiting"), w)?;
+            }
+        }
+    }
+    if let Some(o) = &c.over_capacity {
+        check_count("over_capacity.required_tokens", o.required_tokens)?;
+        if let Some(b) = o.budget_tokens {
+            check_count("over_capacity.budget_tokens", b)?;
         }
     }
     Ok(())

@@ -8,7 +8,7 @@ pub mod json;
 pub mod load;
 pub mod model;
 
-pub use load::{load_data_dir, load_run_dir, DataSet, LoadedCell, LoadedRun, PageSource};
+pub use load::{load_data_dir, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun, PageSource, Skipped};
 pub use model::*;
 
 /// File and folder names inside a data folder.

@@ -312,6 +312,9 @@ pub struct RequestRecord {
     pub token_source: TokenSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens: Option<u32>,
+    /// Prompt tokens the server reported as served from its prefix cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u64>,
     /// `length`, `stop`, ...; absent for a stream cut at the window's end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
@@ -361,6 +364,20 @@ pub struct CellError {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
+    /// What kind of failure it was, where the producer knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<ErrorCause>,
+}
+
+/// Why a cell failed, for the failures a producer treats differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCause {
+    /// No connection to the server (refused, reset before an answer, timed out): the
+    /// server was down, not the cell. `site bench --resume` measures such cells again.
+    Unreachable,
+    /// The cell ran but produced nothing to measure (no answer, or no token in the window).
+    NothingMeasured,
 }
 
 impl Phase {
@@ -384,6 +401,11 @@ impl Status {
 }
 
 impl Cell {
+    /// An error cell written because the server could not be reached.
+    pub fn server_unreachable(&self) -> bool {
+        self.status == Status::Error && self.error.as_ref().is_some_and(|e| e.cause == Some(ErrorCause::Unreachable))
+    }
+
     /// A cell with no figures, warnings or findings yet.
     pub fn new(phase: Phase, context: u32, concurrency: u32, status: Status) -> Cell {
         Cell {

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
-use crate::bench::recorder::write_atomic;
-use crate::bench::redact::redact_command;
+use crate::fsutil::{self, write_atomic, Lock};
+use crate::redact::redact_command;
 use crate::data::facts::ManifestFacts;
 use crate::data::json::to_pretty;
 use crate::data::{
@@ -146,12 +146,13 @@ fn decode_cell(r: &DecodeResult, file: &ResultsFile) -> Cell {
         token_source: r.aggregate_source.clone(),
         samples,
     };
+    // Checked to fit by `check_file`.
     let prompt_tokens = r
         .request_samples
         .iter()
         .find_map(|s| s.input_tokens.filter(|t| *t > 0))
-        .map(|t| t as u32)
-        .or_else(|| r.input_seq_len_avg.filter(|v| *v > 0.0).map(|v| v.round() as u32))
+        .map(|t| u32::try_from(t).unwrap_or(u32::MAX))
+        .or_else(|| r.input_seq_len_avg.filter(|v| *v > 0.0).map(|v| v.round().min(u32::MAX as f64) as u32))
         .or_else(|| file.prefill.get(&r.context_tokens.to_string()).and_then(|p| p.prompt_tokens));
     Cell {
         prompt_tokens,
@@ -220,9 +221,70 @@ fn prefill_cells(file: &ResultsFile, path: &Path) -> Result<Vec<Cell>> {
     Ok(out)
 }
 
+/// What the file says must make sense before anything is converted: one result per cell,
+/// no negative figure, token counts that fit the format. Each refusal names the field.
+fn check_file(file: &ResultsFile, path: &Path) -> Result<()> {
+    let at = |field: String| format!("{}: {field}", path.display());
+    let mut seen = std::collections::BTreeMap::new();
+    for (i, r) in file.results.iter().enumerate() {
+        if let Some(first) = seen.insert((r.context_tokens, r.concurrency), i) {
+            bail!(
+                "{}: results[{i}] measures context {} x {} again (first in results[{first}]): a cell is imported once",
+                path.display(),
+                r.context_tokens,
+                r.concurrency
+            );
+        }
+        let figures = [
+            ("aggregate_tps", r.aggregate_tps),
+            ("measurement_seconds", r.measurement_seconds),
+            ("ttft_p50", r.ttft_p50),
+            ("ttft_p90", r.ttft_p90),
+            ("ttft_p99", r.ttft_p99),
+            ("inter_token_latency_p50", r.inter_token_latency_p50),
+            ("inter_token_latency_p90", r.inter_token_latency_p90),
+            ("inter_token_latency_p99", r.inter_token_latency_p99),
+            ("output_tps_per_user_p50", r.output_tps_per_user_p50),
+            ("avg_running_reqs", r.avg_running_reqs),
+            ("input_seq_len_avg", r.input_seq_len_avg),
+        ];
+        for (name, v) in figures {
+            if let Some(v) = v.filter(|v| !(*v >= 0.0 && v.is_finite())) {
+                bail!("{}: {v} is not a figure (negative or not finite)", at(format!("results[{i}].{name}")));
+            }
+        }
+        if let Some(v) = r.input_seq_len_avg.filter(|v| *v > u32::MAX as f64) {
+            bail!("{}: {v} tokens do not fit a prompt size (at most {})", at(format!("results[{i}].input_seq_len_avg")), u32::MAX);
+        }
+        for (j, s) in r.request_samples.iter().enumerate() {
+            for (name, v) in [("ttft", s.ttft), ("latency", s.latency), ("inter_token_latency_avg", s.inter_token_latency_avg)] {
+                if let Some(v) = v.filter(|v| !(*v >= 0.0 && v.is_finite())) {
+                    bail!("{}: {v} is not a time (negative or not finite)", at(format!("results[{i}].request_samples[{j}].{name}")));
+                }
+            }
+            if let Some(t) = s.input_tokens.filter(|t| *t > u32::MAX as u64) {
+                bail!("{}: {t} tokens do not fit a prompt size (at most {})", at(format!("results[{i}].request_samples[{j}].input_tokens")), u32::MAX);
+            }
+        }
+    }
+    for (key, p) in &file.prefill {
+        for (name, v) in [("ttft_seconds", p.ttft_seconds), ("tok_per_sec", p.tok_per_sec)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                bail!("{}: {v} is not a figure (negative or not finite)", at(format!("prefill.{key}.{name}")));
+            }
+        }
+    }
+    let md = &file.metadata;
+    if !(md.duration_per_test > 0.0 && md.duration_per_test.is_finite()) {
+        bail!("{}: {} is not a duration", at("metadata.duration_per_test".into()), md.duration_per_test);
+    }
+    Ok(())
+}
+
 /// Converts `file` into cells and a manifest (nothing written).
 pub fn convert(path: &Path, facts: &ManifestFacts) -> Result<(RunManifest, Vec<Cell>)> {
     let file = read(path)?;
+    check_file(&file, path)?;
     let md = &file.metadata;
     for (i, r) in file.results.iter().enumerate() {
         if r.aggregate_tps.is_none() && r.loop_detected != Some(true) {
@@ -306,42 +368,29 @@ pub fn import(
     let (manifest, cells) = convert(path, facts)?;
     let runs = data_dir.join(RUNS_DIR);
     let dest = runs.join(&id);
+    // One writer per run id: a second import (or bench) of the same id fails here.
+    let _lock = Lock::try_acquire(&runs.join(format!(".{id}.lock")), &format!("run {id}"))?;
     if dest.exists() && !force {
         bail!("run {id} already exists in {}: pass --force to replace it, or choose another --run-id", runs.display());
     }
-    fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
-    let staging = tempfile::Builder::new().prefix(&format!(".{id}.importing-")).tempdir_in(&runs)?;
-    write_atomic(&staging.path().join(RUN_MANIFEST), to_pretty(&manifest).as_bytes())?;
-    for c in &cells {
-        write_atomic(&staging.path().join(CELLS_DIR).join(c.file_name()), to_pretty(c).as_bytes())?;
-    }
-    if let Some(notes) = &facts.notes_markdown {
-        write_atomic(&staging.path().join(RUN_NOTES), notes.as_bytes())?;
-    }
-    // What we wrote must load: the same validation `site build` applies.
-    let staged = staging.keep();
-    let validate = |dir: &Path| data::load_run_dir(dir).map(|_| ());
-    if dest.exists() {
-        let aside = runs.join(format!(".{id}.replaced-{}", std::process::id()));
-        fs::rename(&dest, &aside)?;
-        if let Err(e) = fs::rename(&staged, &dest) {
-            let _ = fs::rename(&aside, &dest);
-            let _ = fs::remove_dir_all(&staged);
-            return Err(e.into());
+    let staged = fsutil::create_temp_dir(&runs, &format!("import-{id}"))?;
+    let written = (|| {
+        write_atomic(&staged.join(RUN_MANIFEST), to_pretty(&manifest).as_bytes())?;
+        for c in &cells {
+            write_atomic(&staged.join(CELLS_DIR).join(c.file_name()), to_pretty(c).as_bytes())?;
         }
-        if let Err(e) = validate(&dest) {
-            let _ = fs::remove_dir_all(&dest);
-            let _ = fs::rename(&aside, &dest);
-            return Err(e.context("the imported run does not validate; nothing was changed"));
+        if let Some(notes) = &facts.notes_markdown {
+            write_atomic(&staged.join(RUN_NOTES), notes.as_bytes())?;
         }
-        fs::remove_dir_all(&aside)?;
-    } else {
-        fs::rename(&staged, &dest)?;
-        if let Err(e) = validate(&dest) {
-            let _ = fs::remove_dir_all(&dest);
-            return Err(e.context("the imported run does not validate; nothing was written"));
-        }
+        // What we wrote must load, under the id it will have: the checks `site build` makes.
+        data::load_run(&staged, &id, &mut Vec::new())
+            .map_err(|e| e.context("the imported run does not validate; nothing was changed"))
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_dir_all(&staged);
+        return Err(e);
     }
+    fsutil::replace_dir(&staged, &dest, |_| Ok(()))?;
     Ok(ImportSummary {
         run_dir: dest,
         cells: cells.len(),

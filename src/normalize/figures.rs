@@ -181,6 +181,7 @@ mod tests {
             window_last_token_s: Some(last.min(40.0)),
             token_source: TokenSource::Usage,
             prompt_tokens: Some(8192),
+            cached_prompt_tokens: None,
             finish_reason: None,
             error: None,
         }

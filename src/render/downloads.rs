@@ -31,8 +31,12 @@ const CSV_COLUMNS: &[&str] = &[
     "detail",
 ];
 
-/// RFC 4180 field: quoted when it holds a comma, quote or line break.
+/// RFC 4180 field: quoted when it holds a comma, quote or line break. A text that a
+/// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, tab or CR; OWASP's
+/// rule) gets a leading `'`; numbers such as `-1.5` stay numbers.
 pub fn csv_field(s: &str) -> String {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().map_or(true, |v| !v.is_finite());
+    let s: std::borrow::Cow<str> = if formula { format!("'{s}").into() } else { s.into() };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -139,6 +143,20 @@ mod tests {
     fn csv_quotes_only_when_needed() {
         assert_eq!(csv_field("plain"), "plain");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
+        for (formula, safe) in [
+            ("=HYPERLINK(\"http://x\")", "\"'=HYPERLINK(\"\"http://x\"\")\""),
+            ("+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0"),
+            ("-2+3", "'-2+3"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\t=1", "'\t=1"),
+            ("\r=1", "\"'\r=1\""),
+            ("-inf", "'-inf"),
+        ] {
+            assert_eq!(csv_field(formula), safe, "{formula:?}");
+        }
+        for number in ["-1.5", "+3", "-0", "1e5"] {
+            assert_eq!(csv_field(number), number);
+        }
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
     }
 }

@@ -11,6 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::fsutil::{self, Lock};
 use crate::render::Sink;
 
 /// Written into every output folder we build; a folder without it is never replaced.
@@ -19,14 +20,17 @@ pub const MARKER: &str = ".speed-matrix-site";
 /// A temporary folder that becomes the output folder on `commit`.
 pub struct Staging {
     out: PathBuf,
-    temp: Option<tempfile::TempDir>,
+    /// Removed on drop unless committed.
+    temp: Option<PathBuf>,
     pub files: usize,
     pub bytes: u64,
+    _lock: Lock,
 }
 
 impl Staging {
     /// Prepares a build of `out`. Refuses an existing `out` that is not a folder we built
-    /// (so `--out .` or `--out data` cannot wipe someone's files).
+    /// (so `--out .` or `--out data` cannot wipe someone's files), and a second build of the
+    /// same `out` running at once. Staging folders that a killed build left are removed.
     pub fn new(out: &Path) -> Result<Staging> {
         check_replaceable(out)?;
         let parent = match out.parent() {
@@ -35,36 +39,44 @@ impl Staging {
         };
         fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
         let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "public".into());
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}.building-"))
-            .tempdir_in(&parent)
-            .with_context(|| format!("creating a temporary folder in {}", parent.display()))?;
-        fs::write(temp.path().join(MARKER), "built by site build; replaced whole on every build\n")?;
-        Ok(Staging { out: out.to_path_buf(), temp: Some(temp), files: 0, bytes: 0 })
+        let lock = Lock::try_acquire(&parent.join(format!(".{name}.lock")), &format!("{}", out.display()))?;
+        remove_stale_staging(&parent, &name);
+        let temp = fsutil::create_temp_dir(&parent, &format!("build-{name}"))?;
+        fs::write(temp.join(MARKER), "built by site build; replaced whole on every build\n")?;
+        Ok(Staging { out: out.to_path_buf(), temp: Some(temp), files: 0, bytes: 0, _lock: lock })
     }
 
     pub fn path(&self) -> &Path {
-        self.temp.as_ref().expect("staging is live until commit").path()
+        self.temp.as_ref().expect("staging is live until commit")
     }
 
     /// Replaces the output folder with the staged one. The old folder is moved aside first
     /// and restored if the second rename fails.
     pub fn commit(mut self) -> Result<()> {
-        let temp = self.temp.take().expect("commit once").keep();
-        if self.out.exists() {
-            let aside = aside_path(&self.out);
-            fs::rename(&self.out, &aside)
-                .with_context(|| format!("moving the previous {} aside", self.out.display()))?;
-            if let Err(e) = fs::rename(&temp, &self.out) {
-                let _ = fs::rename(&aside, &self.out);
-                let _ = fs::remove_dir_all(&temp);
-                return Err(e).with_context(|| format!("moving the new site into {}", self.out.display()));
-            }
-            fs::remove_dir_all(&aside).with_context(|| format!("removing the previous site at {}", aside.display()))?;
-        } else {
-            fs::rename(&temp, &self.out).with_context(|| format!("moving the new site into {}", self.out.display()))?;
+        let temp = self.temp.take().expect("commit once");
+        fsutil::replace_dir(&temp, &self.out, |_| Ok(()))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if let Some(t) = self.temp.take() {
+            let _ = fs::remove_dir_all(t);
         }
-        Ok(())
+    }
+}
+
+/// Staging folders of `name` left by a killed build (they hold our marker, so they are ours;
+/// the build lock says no other build is using them).
+fn remove_stale_staging(parent: &Path, name: &str) {
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    let prefixes = [format!("{}build-{name}-", fsutil::TEMP_PREFIX), format!("{}previous-", fsutil::TEMP_PREFIX)];
+    for e in entries.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && prefixes.iter().any(|p| n.starts_with(p.as_str())) && e.path().join(MARKER).is_file() {
+            let _ = fs::remove_dir_all(e.path());
+        }
     }
 }
 
@@ -80,18 +92,6 @@ impl Sink for Staging {
         self.files += 1;
         self.bytes += bytes.len() as u64;
         Ok(())
-    }
-}
-
-fn aside_path(out: &Path) -> PathBuf {
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut i = 0u32;
-    loop {
-        let candidate = out.with_file_name(format!(".{name}.previous-{}-{i}", std::process::id()));
-        if !candidate.exists() {
-            return candidate;
-        }
-        i += 1;
     }
 }
 
@@ -149,6 +149,18 @@ mod tests {
         drop(s);
         assert_eq!(fs::read_to_string(out.join("index.html")).unwrap(), "one");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+
+        // A killed build's staging folder is removed by the next build; two builds of one
+        // folder at once are refused.
+        let s = Staging::new(&out).unwrap();
+        let killed = s.path().to_path_buf();
+        std::mem::forget(s);
+        fs::remove_file(dir.path().join(".public.lock")).unwrap();
+        let s = Staging::new(&out).unwrap();
+        assert!(!killed.exists());
+        let err = Staging::new(&out).err().unwrap().to_string();
+        assert!(err.contains("is being written by another process"), "{err}");
+        drop(s);
 
         let mut s = Staging::new(&out).unwrap();
         s.put("other.html", b"three").unwrap();

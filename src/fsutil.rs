@@ -1,0 +1,256 @@
+//! File system primitives shared by every writer and reader of the data folder: atomic
+//! writes that keep the process umask, fresh folders, advisory locks, and a reader that
+//! refuses symlinks, special files and oversized files.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read as _, Write as _};
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+/// The largest data file read (a cell with every request of a long, wide run stays far below).
+pub const MAX_DATA_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Prefix of every temporary file or folder we create; readers skip such names.
+pub const TEMP_PREFIX: &str = ".tmp-";
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A name no other process or call of this one uses: pid, a counter and random bits.
+pub fn unique_name(label: &str) -> String {
+    let mut r = [0u8; 4];
+    let _ = getrandom::fill(&mut r);
+    format!(
+        "{TEMP_PREFIX}{label}-{}-{}-{:08x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        u32::from_le_bytes(r)
+    )
+}
+
+/// Writes `bytes` to `path` through a temp file in the same folder, synced, then renamed.
+/// The file gets the process umask's permissions (0644 by default), like any other file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = dir.join(unique_name("write"));
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .with_context(|| format!("creating a temp file in {}", dir.display()))?;
+        f.write_all(bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        f.sync_all().with_context(|| format!("writing {}", tmp.display()))?;
+        fs::rename(&tmp, path).with_context(|| format!("renaming into {}", path.display()))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Creates a new, empty folder with a unique temporary name in `parent` (umask permissions).
+pub fn create_temp_dir(parent: &Path, label: &str) -> Result<PathBuf> {
+    fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    loop {
+        let dir = parent.join(unique_name(label));
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating a temporary folder in {}", parent.display())),
+        }
+    }
+}
+
+/// Puts the folder `new` at `dest`. An existing `dest` is moved aside first, `check` runs on
+/// the folder in place, and on any failure the previous `dest` comes back.
+pub fn replace_dir(new: &Path, dest: &Path, check: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    let aside = dest.exists().then(|| parent.join(unique_name("previous")));
+    if let Some(aside) = &aside {
+        fs::rename(dest, aside).with_context(|| format!("moving the previous {} aside", dest.display()))?;
+    }
+    let restore = |aside: &Option<PathBuf>| {
+        if let Some(a) = aside {
+            let _ = fs::rename(a, dest);
+        }
+    };
+    if let Err(e) = fs::rename(new, dest) {
+        let _ = fs::remove_dir_all(new);
+        restore(&aside);
+        return Err(e).with_context(|| format!("moving the new folder into {}", dest.display()));
+    }
+    if let Err(e) = check(dest) {
+        let _ = fs::remove_dir_all(dest);
+        restore(&aside);
+        return Err(e);
+    }
+    if let Some(a) = &aside {
+        fs::remove_dir_all(a).with_context(|| format!("removing the previous {}", a.display()))?;
+    }
+    Ok(())
+}
+
+/// An exclusive advisory lock on a lock file, released (and the file removed) on drop. Held
+/// by whoever writes a run folder or an output folder, so two writers never meet.
+#[derive(Debug)]
+pub struct Lock {
+    path: PathBuf,
+    file: File,
+}
+
+impl Lock {
+    /// Takes the lock at `path` or fails at once, saying `what` is busy.
+    pub fn try_acquire(path: &Path, what: &str) -> Result<Lock> {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let busy = || anyhow!("{what} is being written by another process (lock {} is held)", path.display());
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .with_context(|| format!("opening the lock {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(busy()),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()))
+            }
+        }
+        // The holder before us removes the file on release: a lock on a file no longer at
+        // `path` is no lock at all.
+        let same = fs::symlink_metadata(path).ok().zip(file.metadata().ok()).is_some_and(|(a, b)| a.ino() == b.ino());
+        if !same {
+            return Err(busy());
+        }
+        Ok(Lock { path: path.to_path_buf(), file })
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        // Removed while still held, so nobody locks the old file after we let go.
+        let _ = fs::remove_file(&self.path);
+        let _ = self.file.unlock();
+    }
+}
+
+/// Reads a data file as UTF-8 text: a regular file (not a symlink, FIFO, device or folder),
+/// at most `limit` bytes. Every refusal names the path.
+pub fn read_data_file(path: &Path, limit: u64) -> Result<String> {
+    let meta = fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    check_regular(path, &meta)?;
+    // O_NOFOLLOW: a file swapped for a symlink after the check is still refused;
+    // O_NONBLOCK: a FIFO swapped in cannot hang the open.
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("reading {} (a symlink is never followed)", path.display()))?;
+    let meta = file.metadata().with_context(|| format!("reading {}", path.display()))?;
+    check_regular(path, &meta)?;
+    if meta.len() > limit {
+        bail!("{}: {} bytes, more than the {} bytes a data file may have", path.display(), meta.len(), limit);
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    (&mut file).take(limit + 1).read_to_end(&mut bytes).with_context(|| format!("reading {}", path.display()))?;
+    if bytes.len() as u64 > limit {
+        bail!("{}: more than the {limit} bytes a data file may have", path.display());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow!("{}: not UTF-8 text (invalid byte at offset {})", path.display(), e.utf8_error().valid_up_to())
+    })
+}
+
+fn check_regular(path: &Path, meta: &fs::Metadata) -> Result<()> {
+    let ft = meta.file_type();
+    if ft.is_file() {
+        return Ok(());
+    }
+    bail!("{}: {}; a data file must be a regular file", path.display(), describe(ft))
+}
+
+/// What a non-regular file is, in words.
+pub fn describe(ft: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if ft.is_symlink() {
+        "a symlink (refused: it could publish a file from outside the data folder)"
+    } else if ft.is_dir() {
+        "a folder where a file belongs"
+    } else if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "a device"
+    } else if ft.is_file() {
+        "a file"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn atomic_writes_follow_the_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        write_atomic(&p, b"x").unwrap();
+        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        // SAFETY: umask is read and restored at once; tests in this binary do not rely on it.
+        let umask = unsafe {
+            let m = libc::umask(0o022);
+            libc::umask(m);
+            m
+        };
+        assert_eq!(mode, 0o666 & !(umask as u32));
+        let d = create_temp_dir(dir.path(), "t").unwrap();
+        assert_eq!(fs::metadata(&d).unwrap().permissions().mode() & 0o777, 0o777 & !(umask as u32));
+    }
+
+    #[test]
+    fn second_lock_is_refused_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(".x.lock");
+        let a = Lock::try_acquire(&p, "run x").unwrap();
+        let err = Lock::try_acquire(&p, "run x").unwrap_err().to_string();
+        assert!(err.contains("run x is being written by another process"), "{err}");
+        drop(a);
+        assert!(!p.exists());
+        Lock::try_acquire(&p, "run x").unwrap();
+    }
+
+    #[test]
+    fn data_reader_refuses_links_fifos_folders_and_big_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        fs::write(&secret, "s").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let err = read_data_file(&link, 100).unwrap_err().to_string();
+        assert!(err.contains("link.json: a symlink"), "{err}");
+        let fifo = dir.path().join("fifo.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        assert!(read_data_file(&fifo, 100).unwrap_err().to_string().contains("FIFO"));
+        assert!(read_data_file(dir.path(), 100).unwrap_err().to_string().contains("a folder where a file belongs"));
+        let big = dir.path().join("big.json");
+        fs::write(&big, "0123456789").unwrap();
+        assert!(read_data_file(&big, 9).unwrap_err().to_string().contains("more than the 9 bytes"));
+        assert_eq!(read_data_file(&big, 10).unwrap(), "0123456789");
+    }
+}
