@@ -54,6 +54,19 @@ pub fn decode_path(raw: &str) -> Option<String> {
     Some(s)
 }
 
+/// Percent-encodes what a path segment may not hold as is.
+fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 pub enum Resolved {
     File(PathBuf),
     /// A folder asked for without its trailing slash: redirect so relative links work.
@@ -86,7 +99,10 @@ pub fn resolve(root: &Path, raw_path: &str) -> Resolved {
     let mut candidate = root.join(&rel);
     if candidate.is_dir() {
         if !path.ends_with('/') {
-            return Resolved::Redirect(format!("{path}/"));
+            // Built from the clean parts, never from the raw path: `//host` would send the
+            // browser to another site.
+            let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+            return Resolved::Redirect(format!("/{}/", parts.iter().map(|p| encode_segment(p)).collect::<Vec<_>>().join("/")));
         }
         candidate.push("index.html");
     }
@@ -123,6 +139,10 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("link.txt")).unwrap();
         assert!(matches!(resolve(&root, "/runs/a/"), Resolved::File(_)));
         assert!(matches!(resolve(&root, "/runs/a"), Resolved::Redirect(r) if r == "/runs/a/"));
+        // Never a protocol-relative redirect off the site.
+        for p in ["//runs", "//runs/a", "///runs/./a"] {
+            assert!(matches!(resolve(&root, p), Resolved::Redirect(r) if r.starts_with("/runs") && !r.starts_with("//")), "{p}");
+        }
         for bad in [
             "/../secret.txt",
             "/%2e%2e/secret.txt",

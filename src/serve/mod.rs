@@ -14,7 +14,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
-use http_body_util::Full;
+use futures_util::StreamExt as _;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use tokio_util::io::ReaderStream;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -48,7 +52,10 @@ struct Shared {
 
 pub fn serve(opts: ServeOptions) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    rt.block_on(serve_async(opts))
+    let result = rt.block_on(serve_async(opts));
+    // Connections still open and a rebuild in progress must not hold up the exit.
+    rt.shutdown_background();
+    result
 }
 
 fn watched_dirs(config: &SiteConfig) -> Vec<std::path::PathBuf> {
@@ -58,19 +65,39 @@ fn watched_dirs(config: &SiteConfig) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+/// What the watcher ignores: the output folder and its build's staging folders and lock,
+/// which a build writes (an output folder inside the data folder must not rebuild forever).
+fn ignored_outputs(config: &SiteConfig) -> watch::Ignore {
+    let out = &config.out_dir;
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    watch::Ignore {
+        dirs: vec![watch::absolute(out)],
+        parent: parent.canonicalize().unwrap_or_else(|_| parent.to_path_buf()),
+        prefixes: vec![
+            format!("{}build-{name}-", crate::fsutil::TEMP_PREFIX),
+            format!("{}previous-", crate::fsutil::TEMP_PREFIX),
+            format!(".{name}.lock"),
+        ],
+    }
+}
+
 async fn serve_async(opts: ServeOptions) -> Result<()> {
     // The inputs as they are before the first build: an edit made during the build, or
     // between the build and the watcher's start, still triggers a rebuild.
+    let ignore = ignored_outputs(&opts.config);
     let initial = {
         let dirs = watched_dirs(&opts.config);
-        watch::fingerprint(&dirs.iter().map(|d| d.as_path()).collect::<Vec<_>>())
+        watch::fingerprint(&dirs.iter().map(|d| d.as_path()).collect::<Vec<_>>(), &ignore)
     };
     match build(&opts.config) {
         Ok(steps) => println!("Built {}\n{steps}", opts.config.out_dir.display()),
         Err(e) => {
-            // Nothing good to serve yet unless an earlier build is there.
+            // Nothing good to serve yet unless an earlier build of ours is there: a folder
+            // without our marker is one `site build` refused, and is never served.
             eprintln!("error: {e:#}");
-            if !opts.config.out_dir.join("index.html").is_file() {
+            let ours = opts.config.out_dir.join(crate::write::MARKER).is_file();
+            if !ours || !opts.config.out_dir.join("index.html").is_file() {
                 return Err(e.context("the first build failed and there is no earlier site to serve"));
             }
             eprintln!("serving the previous site in {}", opts.config.out_dir.display());
@@ -94,16 +121,17 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
         live_reload: opts.live_reload,
     });
 
-    // Watcher: rebuild on change, on a blocking thread (the build is synchronous).
+    // Watcher: rebuild on change, on a thread of its own (the build is synchronous; the
+    // process does not wait for this thread when it exits).
     let config = opts.config.clone();
     let (watch_shared, poll) = (shared.clone(), opts.poll);
-    tokio::task::spawn_blocking(move || {
+    std::thread::spawn(move || {
         let dirs = watched_dirs(&config);
         let refs = || dirs.iter().map(|d| d.as_path()).collect::<Vec<_>>();
         let mut last = initial;
         loop {
             std::thread::sleep(poll);
-            let now = watch::fingerprint(&refs());
+            let now = watch::fingerprint(&refs(), &ignore);
             if now == last {
                 continue;
             }
@@ -120,8 +148,22 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
     });
 
     let serve_loop = async {
+        let mut backoff = Duration::from_millis(10);
         loop {
-            let (stream, _) = listener.accept().await?;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => {
+                    backoff = Duration::from_millis(10);
+                    stream
+                }
+                Err(e) => {
+                    // Out of file descriptors (or another passing failure): say so, wait a
+                    // little for connections to close, and keep accepting.
+                    eprintln!("warning: accepting a connection failed: {e}; retrying in {} ms", backoff.as_millis());
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+            };
             let shared = shared.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req| {
@@ -140,31 +182,59 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
     }
 }
 
-fn response(status: StatusCode, content_type: &str, body: Bytes, head: bool) -> Response<Full<Bytes>> {
-    let len = body.len();
+type Body = BoxBody<Bytes, std::io::Error>;
+
+fn full(bytes: Bytes) -> Body {
+    Full::new(bytes).map_err(|never| match never {}).boxed()
+}
+
+fn response(status: StatusCode, content_type: &str, body: Bytes, head: bool) -> Response<Body> {
+    let len = body.len() as u64;
+    respond_with(status, content_type, len, if head { full(Bytes::new()) } else { full(body) })
+}
+
+fn respond_with(status: StatusCode, content_type: &str, len: u64, body: Body) -> Response<Body> {
     Response::builder()
         .status(status)
         .header("content-type", content_type)
         .header("content-length", len)
         .header("cache-control", "no-cache")
         .header("x-content-type-options", "nosniff")
-        .body(Full::new(if head { Bytes::new() } else { body }))
-        .unwrap()
+        .body(body)
+        .expect("a response from valid parts")
 }
 
-async fn not_found(shared: &Shared, head: bool) -> Response<Full<Bytes>> {
+async fn not_found(shared: &Shared, head: bool) -> Response<Body> {
     let page = tokio::fs::read(shared.root.join("404.html")).await.unwrap_or_else(|_| b"<h1>Not found</h1>".to_vec());
     response(StatusCode::NOT_FOUND, "text/html; charset=utf-8", Bytes::from(page), head)
 }
 
-async fn respond(shared: &Shared, req: Request<Incoming>) -> Response<Full<Bytes>> {
+/// A file as a stream of chunks (memory stays flat however large the file and however many
+/// clients); HTML pages get the reload script after their last byte, where browsers run it.
+async fn file_response(shared: &Shared, path: &std::path::Path, head: bool) -> Option<Response<Body>> {
+    let file = tokio::fs::File::open(path).await.ok()?;
+    let len = file.metadata().await.ok()?.len();
+    let ct = content_type(path);
+    let inject = shared.live_reload && ct.starts_with("text/html");
+    let extra = if inject { RELOAD_SCRIPT.len() as u64 } else { 0 };
+    if head {
+        return Some(respond_with(StatusCode::OK, ct, len + extra, full(Bytes::new())));
+    }
+    // The length is the one announced: a file that grows meanwhile is not read past it.
+    let chunks = ReaderStream::new(tokio::io::AsyncReadExt::take(file, len));
+    let tail = futures_util::stream::iter(inject.then(|| Ok(Bytes::from_static(RELOAD_SCRIPT.as_bytes()))));
+    let body = StreamBody::new(chunks.chain(tail).map(|r| r.map(Frame::data)));
+    Some(respond_with(StatusCode::OK, ct, len + extra, BodyExt::boxed(body)))
+}
+
+async fn respond(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let head = req.method() == Method::HEAD;
     if req.method() != Method::GET && !head {
         return Response::builder()
             .status(StatusCode::METHOD_NOT_ALLOWED)
             .header("allow", "GET, HEAD")
-            .body(Full::new(Bytes::new()))
-            .unwrap();
+            .body(full(Bytes::new()))
+            .expect("a response from valid parts");
     }
     let path = req.uri().path();
     if path == "/__build" {
@@ -176,23 +246,15 @@ async fn respond(shared: &Shared, req: Request<Incoming>) -> Response<Full<Bytes
         );
     }
     match resolve(&shared.root, path) {
-        Resolved::File(file) => match tokio::fs::read(&file).await {
-            Ok(mut bytes) => {
-                let ct = content_type(&file);
-                if shared.live_reload && ct.starts_with("text/html") {
-                    if let Some(i) = bytes.windows(7).rposition(|w| w == b"</body>") {
-                        bytes.splice(i..i, RELOAD_SCRIPT.bytes());
-                    }
-                }
-                response(StatusCode::OK, ct, Bytes::from(bytes), head)
-            }
-            Err(_) => not_found(shared, head).await,
+        Resolved::File(file) => match file_response(shared, &file, head).await {
+            Some(r) => r,
+            None => not_found(shared, head).await,
         },
         Resolved::Redirect(to) => Response::builder()
             .status(StatusCode::MOVED_PERMANENTLY)
             .header("location", to)
-            .body(Full::new(Bytes::new()))
-            .unwrap(),
+            .body(full(Bytes::new()))
+            .expect("a response from valid parts"),
         Resolved::NotFound => not_found(shared, head).await,
         Resolved::Forbidden => {
             response(StatusCode::FORBIDDEN, "text/plain; charset=utf-8", Bytes::from_static(b"forbidden\n"), head)
