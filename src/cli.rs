@@ -83,8 +83,8 @@ pub struct BenchArgs {
     /// Measurement window of each decode cell.
     #[arg(long, default_value = "30s")]
     pub duration: String,
-    /// max_tokens of each decode request.
-    #[arg(long, default_value_t = 4096)]
+    /// max_tokens of each decode request (at least 1: a decode cell measures output).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_output: u32,
     /// KV cache budget in tokens (overrides what the server reports).
     #[arg(long)]
@@ -142,7 +142,7 @@ pub struct DiffArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Changes below this percentage are not coloured.
-    #[arg(long, default_value_t = crate::compare::DEFAULT_THRESHOLD_PCT)]
+    #[arg(long, default_value_t = crate::compare::DEFAULT_THRESHOLD_PCT, value_parser = parse_threshold)]
     pub threshold: f64,
 }
 
@@ -228,4 +228,13 @@ pub struct ImportArgs {
     pub force: bool,
     #[command(flatten)]
     pub facts: FactsArgs,
+}
+
+/// A percentage: a finite number, 0 or more.
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{s:?}: the threshold is a percentage, a finite number of 0 or more"));
+    }
+    Ok(v)
 }

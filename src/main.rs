@@ -6,6 +6,15 @@ use speed_matrix::cmd;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Build(_) | Command::Check(_) | Command::Diff(_) | Command::Import(_)) {
+        // These commands only print: a closed stdout (`site check | head -0`) ends them
+        // quietly, as it ends any Unix filter. `serve` and `bench` keep Rust's default
+        // (SIGPIPE ignored) so a client hanging up never kills them.
+        // SAFETY: set before any thread starts; SIG_DFL is always a valid handler.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match &cli.command {
         Command::Build(args) => cmd::build::run(args),
         Command::Check(args) => cmd::check::run(args),

@@ -55,6 +55,9 @@ pub fn parse_count_list(s: &str) -> Result<Vec<u32>> {
 }
 
 /// `30s`, `1.5s`, `500ms`, `2m`, or a bare number of seconds.
+/// The longest duration any option accepts: longer is a typo, and would overflow timers.
+const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
+
 pub fn parse_duration(s: &str) -> Result<Duration> {
     let t = s.trim();
     let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
@@ -70,7 +73,11 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     if !(v.is_finite() && v > 0.0) {
         bail!("{s:?}: a duration must be positive");
     }
-    Ok(Duration::from_secs_f64(v * scale))
+    let secs = v * scale;
+    if secs > MAX_DURATION_S {
+        bail!("{s:?} is longer than the longest duration accepted (7 days)");
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| anyhow!("{s:?} is not a duration: {e}"))
 }
 
 /// What the server can hold, as far as it told us (or the user did).

@@ -104,7 +104,7 @@ fn decode_figures(m: &Measurement) -> Figures {
         return Figures::default();
     };
     let requests = &m.requests;
-    let output_tokens: u64 = requests.iter().map(|r| r.window_tokens).sum();
+    let output_tokens: u64 = requests.iter().fold(0u64, |sum, r| sum.saturating_add(r.window_tokens));
     let last_in_window = requests
         .iter()
         .filter(|r| r.window_tokens > 0)

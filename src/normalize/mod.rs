@@ -181,6 +181,7 @@ pub fn normalize_run(run: &LoadedRun) -> RunView {
         }
     }
     let heatmap = heatmap(&m.settings.contexts, &m.settings.concurrency, &decode);
+    flag_prefill_outliers(&mut prefill);
     let headline = headline(&prefill, &decode);
     let mut counts = StatusCounts::default();
     for c in prefill.iter().chain(&decode) {
@@ -224,6 +225,9 @@ pub fn normalize_cell(c: &crate::data::Cell, origin: Origin) -> CellView {
         Status::OverCapacity | Status::Error => figures = Figures::default(),
     }
     let mut warnings = c.warnings.clone();
+    if let Some(w) = prefill_cache_warning(c) {
+        warnings.push(w);
+    }
     if c.phase == Phase::Decode && c.status == Status::Valid {
         if let Some(active) = figures.avg_active {
             let want = c.concurrency as f64;
@@ -278,6 +282,51 @@ fn heatmap(contexts: &[u32], concurrency: &[u32], decode: &[CellView]) -> Heatma
         .filter_map(|d| d.figures.total_tps)
         .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))));
     Heatmap { columns, rows, max_total_tps }
+}
+
+/// A prefill sample whose server reported more than a tenth of its prompt as cached did not
+/// measure a prefill (a chat template's few shared tokens stay under that).
+fn prefill_cache_warning(c: &crate::data::Cell) -> Option<Warning> {
+    if c.phase != Phase::Prefill || c.status != Status::Valid {
+        return None;
+    }
+    let r = c.measurement.as_ref()?.requests.first()?;
+    let cached = r.cached_prompt_tokens?;
+    let prompt = r.prompt_tokens.or(c.prompt_tokens)? as u64;
+    (cached * 10 > prompt).then(|| Warning {
+        code: "prefix_cache_hit".into(),
+        message: format!(
+            "the server served {cached} of the {prompt} prompt tokens from its prefix cache: this is not the rate of a cold prefill"
+        ),
+    })
+}
+
+/// A prefill rate this many times the highest of the run's other contexts is no cold prefill.
+pub const PREFILL_JUMP_FACTOR: f64 = 3.0;
+
+/// Flags a prefill rate far beyond every other context of the run: most likely a prompt
+/// served from the prefix cache rather than computed.
+fn flag_prefill_outliers(prefill: &mut [CellView]) {
+    let rates: Vec<(u32, f64)> = prefill
+        .iter()
+        .filter(|c| c.status == Status::Valid)
+        .filter_map(|c| Some((c.context, c.figures.prompt_tps?)))
+        .collect();
+    if rates.len() < 3 {
+        return;
+    }
+    for c in prefill.iter_mut() {
+        let Some(rate) = c.figures.prompt_tps.filter(|_| c.status == Status::Valid) else { continue };
+        let others = rates.iter().filter(|(ctx, _)| *ctx != c.context).map(|(_, r)| *r).fold(0.0f64, f64::max);
+        if others > 0.0 && rate > PREFILL_JUMP_FACTOR * others && !c.warnings.iter().any(|w| w.code == "prefill_jump") {
+            c.warnings.push(Warning {
+                code: "prefill_jump".into(),
+                message: format!(
+                    "{rate:.0} prompt tok/s is more than {PREFILL_JUMP_FACTOR:.0}x the fastest other context of this run ({others:.0}): the prompt was probably served from the prefix cache"
+                ),
+            });
+        }
+    }
 }
 
 fn headline(prefill: &[CellView], decode: &[CellView]) -> Headline {

@@ -58,7 +58,7 @@ pub fn line_chart(spec: &ChartSpec) -> String {
     let mut any = false;
     for &(x, y) in points {
         let x = project_x(spec.x_axis, x);
-        if !(x.is_finite() && y.is_finite()) {
+        if !drawable(x, y) {
             continue;
         }
         any = true;
@@ -87,6 +87,14 @@ pub fn line_chart(spec: &ChartSpec) -> String {
         "<svg class=\"chart\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\" ",
         1,
     )
+}
+
+/// The largest coordinate a chart takes: data is bounded at load, and a chart must never
+/// compute an axis that overflows (plotters loops on an infinite range).
+const MAX_COORDINATE: f64 = 1e15;
+
+fn drawable(x: f64, y: f64) -> bool {
+    x.is_finite() && y.is_finite() && x.abs() <= MAX_COORDINATE && y.abs() <= MAX_COORDINATE
 }
 
 fn project_x(axis: XAxis, x: f64) -> f64 {
@@ -133,7 +141,7 @@ fn draw<DB: DrawingBackend>(
             .points
             .iter()
             .map(|&(x, y)| (project_x(axis, x), y))
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .filter(|&(x, y)| drawable(x, y))
             .collect();
         let line = chart.draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))?;
         if spec.legend {
@@ -169,5 +177,27 @@ fn axis_number(v: f64) -> String {
         format::integer(v)
     } else {
         format!("{v:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_values_are_left_out_instead_of_hanging_the_axis() {
+        let series = [Series {
+            label: "a".into(),
+            points: vec![(1.0, 10.0), (2.0, f64::MAX / 2.0), (3.0, 1e300), (4.0, f64::INFINITY), (5.0, 20.0)],
+            point_labels: vec![],
+        }];
+        let spec = ChartSpec { x_axis: XAxis::Linear, x_desc: "x", y_desc: "y", series: &series, legend: false };
+        let svg = line_chart(&spec);
+        // The two sane points are drawn (one circle each); the axis tops out near 20.
+        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
+        let labels: Vec<&str> =
+            svg.split("<text").skip(1).filter_map(|t| t.split('>').nth(1)?.split('<').next()).map(str::trim).collect();
+        // y ticks up to the largest sane value (20 plus headroom), then the x ticks.
+        assert_eq!(labels[..7], ["y", "x", "0", "5", "10", "15", "20"]);
     }
 }
