@@ -1,6 +1,7 @@
 //! Test support: copy a fixture to a temp folder, run the real `site` binary on it.
 #![allow(dead_code)]
 
+pub mod rogue;
 pub mod sim;
 
 use std::fs;

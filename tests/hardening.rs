@@ -1,0 +1,425 @@
+//! Hostile input, one test per class: secrets, symlinks and special files, script links, CSV
+//! formulas, serve, concurrent writers, resume after an outage, nothing-measured cells,
+//! import checks, file modes, unbounded numbers, bad durations, hostile servers.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::rogue::{completion, discovery, good_stream, Reply, Rogue};
+use common::*;
+
+const SECRET: &str = "sk-live-Zq9secretKEY";
+
+fn site_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_site"));
+    c.args(args).current_dir(dir);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn bench_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "bench", "--endpoint", url, "--gpu", "Rogue GPU", "--max-output", "8", "--duration", "0.5s",
+        "--warmup-hold", "0.1s", "--warmup-timeout", "2s", "--stall-timeout", "3s", "--contexts", "1k",
+        "--concurrency", "1",
+    ];
+    a.extend_from_slice(extra);
+    a
+}
+
+fn all_files_text(dir: &Path) -> String {
+    tree(dir).into_iter().map(|(p, b)| format!("{p}\n{}", String::from_utf8_lossy(&b))).collect()
+}
+
+fn measured() -> Workspace {
+    Workspace::from_fixture("valid/measured")
+}
+
+const RUN: &str = "data/runs/tiny-vllm-l4";
+
+// 1. Secrets -----------------------------------------------------------------------------
+
+#[test]
+fn a_server_echoing_the_key_never_gets_it_stored_or_printed() {
+    let server = Rogue::start(|req| {
+        if let Some(r) = discovery(req) {
+            return r;
+        }
+        let auth = req.header("authorization").unwrap_or("").to_string();
+        let body = format!("{{\"error\":{{\"message\":\"invalid key {auth} (raw {})\",\"type\":\"auth\"}}}}", auth.trim_start_matches("Bearer "));
+        Reply::Full(401, "application/json", body.into_bytes())
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let cmd = format!("vllm serve m \\\n --api-key {SECRET} --port 8000");
+    let args = bench_args(&server.url, &["--run-id", "echo", "--launch-command", &cmd]);
+    let out = site_env(ws.path(), &args, &[("OPENAI_API_KEY", SECRET)]);
+    let printed = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(printed.contains("answered 401"), "{printed}");
+    assert!(!printed.contains(SECRET), "{printed}");
+    let written = all_files_text(&ws.path().join("data"));
+    assert!(written.contains("invalid key Bearer <redacted> (raw <redacted>)"), "{written}");
+    assert!(!written.contains(SECRET));
+    assert!(written.contains("\"launch_command\": \"vllm serve m --api-key <redacted> --port 8000\""), "{written}");
+    assert_ok(&site_in(ws.path(), &["build"]));
+    assert!(!all_files_text(&ws.path().join("public")).contains(SECRET));
+}
+
+#[test]
+fn import_redacts_every_shell_form_of_a_secret() {
+    let ws = tempfile::tempdir().unwrap();
+    let file = fixture("peer/llm-inference-bench-0.4.18-llamacpp-smollm2.json");
+    let cmd = format!(
+        "bash -c \"HF_TOKEN={SECRET}1 vllm serve m\" && vllm serve m --api-key '{SECRET}2 x'\t--hf-token={SECRET}3 -H 'Authorization: Bearer {SECRET}4' --url http://u:{SECRET}5@h/v1 --tp 2"
+    );
+    let out = site_in(
+        ws.path(),
+        &["import", file.to_str().unwrap(), "--run-id", "r", "--gpu", "G", "--launch-command", &cmd],
+    );
+    assert_ok(&out);
+    let manifest = fs::read_to_string(ws.path().join("data/runs/r/run.json")).unwrap();
+    assert!(!manifest.contains(SECRET), "{manifest}");
+    for kept in ["vllm serve m", "--tp 2", "--hf-token=<redacted>", "Authorization: <redacted>", "http://u:<redacted>@h/v1"] {
+        assert!(manifest.contains(kept), "{kept} missing: {manifest}");
+    }
+}
+
+// 2. Symlinks, special files, skipped files, size ------------------------------------------
+
+#[test]
+fn symlinked_or_special_data_files_are_refused_with_their_path() {
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("secret.md"), "TOP SECRET").unwrap();
+    let cases: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+        ("notes.md", Box::new(|run: &Path| {
+            let _ = fs::remove_file(run.join("notes.md"));
+            std::os::unix::fs::symlink(outside.path().join("secret.md"), run.join("notes.md")).unwrap()
+        })),
+        ("run.json", Box::new(|run: &Path| {
+            fs::rename(run.join("run.json"), run.join("real.json")).unwrap();
+            std::os::unix::fs::symlink(run.join("real.json"), run.join("run.json")).unwrap();
+        })),
+        ("prefill-8192.json", Box::new(|run: &Path| {
+            let c = run.join("cells/prefill-8192.json");
+            fs::rename(&c, run.join("p.json")).unwrap();
+            std::os::unix::fs::symlink(run.join("p.json"), &c).unwrap();
+        })),
+        ("fifo.json", Box::new(|run: &Path| {
+            assert!(Command::new("mkfifo").arg(run.join("cells/fifo.json")).status().unwrap().success());
+        })),
+        ("cells", Box::new(|run: &Path| {
+            fs::rename(run.join("cells"), run.join("real-cells")).unwrap();
+            std::os::unix::fs::symlink(run.join("real-cells"), run.join("cells")).unwrap();
+        })),
+    ];
+    for (name, make) in cases {
+        let ws = measured();
+        make(&ws.path().join(RUN));
+        let out = ws.site(&["check"]);
+        assert!(!out.status.success(), "{name}: check passed");
+        let err = stderr(&out);
+        assert!(err.contains(name), "{name}: {err}");
+        assert!(err.contains("symlink") || name == "fifo.json", "{name}: {err}");
+        if name == "fifo.json" {
+            assert!(err.contains("FIFO"), "{err}");
+        }
+        assert!(!ws.site(&["build"]).status.success());
+        assert!(!ws.path().join("public").exists());
+    }
+    // Pages and compare.json too.
+    let ws = measured();
+    fs::create_dir_all(ws.path().join("data/pages")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.md"), ws.path().join("data/pages/evil.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.md"), ws.path().join("data/compare.json")).unwrap();
+    let err = stderr(&ws.site(&["check"]));
+    assert!(err.contains("pages/evil.md: a symlink") && err.contains("compare.json: a symlink"), "{err}");
+}
+
+#[test]
+fn check_lists_every_entry_it_skips() {
+    let ws = measured();
+    let run = ws.path().join(RUN);
+    fs::copy(run.join("cells/decode-8192-c1.json"), run.join("cells/extra.JSON")).unwrap();
+    fs::create_dir_all(run.join("cells/old")).unwrap();
+    fs::write(run.join("stray.txt"), "x").unwrap();
+    fs::write(ws.path().join("data/runs/README"), "x").unwrap();
+    fs::create_dir_all(ws.path().join("data/runs/.tmp-import-x-1-0-00000000")).unwrap();
+    let out = ws.site(&["check"]);
+    assert_ok(&out);
+    let text = stdout(&out);
+    for (path, reason) in [
+        ("cells/extra.JSON", "not a .json cell file"),
+        ("cells/old", "a folder inside cells/"),
+        ("stray.txt", "not part of a run folder"),
+        ("runs/README", "not a run folder"),
+        (".tmp-import-x-1-0-00000000", "a temporary folder left by an interrupted writer"),
+    ] {
+        assert!(text.lines().any(|l| l.contains("skipped") && l.contains(path) && l.contains(reason)), "{path}: {text}");
+    }
+    // A `cells` file: no cell read, and said so.
+    let ws = measured();
+    let run = ws.path().join(RUN);
+    fs::remove_dir_all(run.join("cells")).unwrap();
+    fs::write(run.join("cells"), "x").unwrap();
+    let text = stdout(&ws.site(&["check"]));
+    assert!(text.contains("`cells` is not a folder, so no cell was read"), "{text}");
+}
+
+#[test]
+fn a_data_file_over_the_size_limit_is_refused() {
+    let ws = measured();
+    let cell = ws.path().join(RUN).join("cells/decode-8192-c1.json");
+    // Sparse: 300 MiB on paper, nothing on disk.
+    fs::OpenOptions::new().write(true).open(&cell).unwrap().set_len(300 * 1024 * 1024).unwrap();
+    let err = stderr(&ws.site(&["check"]));
+    assert!(err.contains("decode-8192-c1.json: 314572800 bytes, more than the 268435456 bytes"), "{err}");
+}
+
+// 3. Markdown links ---------------------------------------------------------------------
+
+#[test]
+fn script_links_in_notes_and_pages_become_plain_text() {
+    let ws = measured();
+    let md = "[a](javascript:alert(1)) [b](JAVASCRIPT:x) [c](java&#x09;script:x) [d](&#106;avascript:x) [e](data:text/html,x) [f](vbscript:x) ![g](javascript:x) [ok](https://example.org/)\n";
+    fs::write(ws.path().join(RUN).join("notes.md"), md).unwrap();
+    fs::create_dir_all(ws.path().join("data/pages")).unwrap();
+    fs::write(ws.path().join("data/pages/about.md"), format!("# About\n\n{md}")).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    for page in ["public/runs/tiny-vllm-l4/index.html"] {
+        let html = ws.read(page).to_ascii_lowercase();
+        for bad in ["javascript:", "vbscript:", "data:text"] {
+            assert!(!html.contains(bad), "{page} has {bad}");
+        }
+        assert!(html.contains("<a href=\"https://example.org/\">ok</a>"), "{page}");
+        // The link texts stay, as text.
+        assert!(html.contains(">a b c d e f g <a href"), "{page}");
+    }
+}
+
+// 4. CSV ----------------------------------------------------------------------------------
+
+#[test]
+fn csv_downloads_cannot_start_a_formula() {
+    let ws = measured();
+    let cell = ws.path().join(RUN).join("cells/decode-8192-c1.json");
+    let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&cell).unwrap()).unwrap();
+    v["status"] = "error".into();
+    v["error"] = serde_json::json!({"message": "=HYPERLINK(\"http://evil\",\"x\")"});
+    v.as_object_mut().unwrap().remove("measurement");
+    fs::write(&cell, serde_json::to_string(&v).unwrap()).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    let csv = ws.read("public/runs/tiny-vllm-l4/cells.csv");
+    assert!(csv.contains(",\"'=HYPERLINK(\"\"http://evil\"\",\"\"x\"\")\""), "{csv}");
+    for line in csv.lines() {
+        for field in line.split(',') {
+            assert!(!field.trim_start_matches('"').starts_with(['=', '@', '+']), "{line}");
+        }
+    }
+}
+
+// 6. Concurrent writers ---------------------------------------------------------------------
+
+#[test]
+fn concurrent_imports_of_one_run_id_leave_one_winner_and_a_clean_folder() {
+    let ws = tempfile::tempdir().unwrap();
+    let file = fixture("peer/llm-inference-bench-0.4.18-llamacpp-smollm2.json");
+    let children: Vec<_> = (0..6)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_site"))
+                .args(["import", file.to_str().unwrap(), "--run-id", "same", "--gpu", "G"])
+                .current_dir(ws.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    assert_eq!(outs.iter().filter(|o| o.status.success()).count(), 1);
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        let e = stderr(o);
+        assert!(e.contains("is being written by another process") || e.contains("already exists"), "{e}");
+    }
+    let names: Vec<String> =
+        fs::read_dir(ws.path().join("data/runs")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(names, ["same"]);
+    assert_ok(&site_in(ws.path(), &["check"]));
+    // 11. Files carry the umask's permissions.
+    let mode = fs::metadata(ws.path().join("data/runs/same/run.json")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644);
+}
+
+// 7. Outages and resume ---------------------------------------------------------------------
+
+#[test]
+fn a_vanished_server_stops_the_run_after_three_unreachable_cells() {
+    let server = Rogue::start(|req| discovery(req).unwrap_or(Reply::GoAway));
+    let ws = tempfile::tempdir().unwrap();
+    let args = bench_args(&server.url, &["--run-id", "outage", "--contexts", "1k,2k,4k,8k", "--concurrency", "1,2,4"]);
+    let out = site_in(ws.path(), &args);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("the server was unreachable for 3 cells in a row"), "{err}");
+    let cells = fs::read_dir(ws.path().join("data/runs/outage/cells")).unwrap().count();
+    assert!(cells < 16, "{cells} cells written: the run went on against a dead server");
+}
+
+// 9. Nothing measured ----------------------------------------------------------------------
+
+#[test]
+fn a_cell_without_tokens_is_an_error_not_zero_tokens_per_second() {
+    let empty = "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1024,\"completion_tokens\":0}}\n\ndata: [DONE]\n\n";
+    let server = Rogue::start(move |req| {
+        discovery(req).unwrap_or_else(|| completion(req, 1024, || Reply::Stream(vec![empty.as_bytes().to_vec()])))
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let out = site_in(ws.path(), &bench_args(&server.url, &["--run-id", "empty"]));
+    assert_ok(&out);
+    for name in ["prefill-1024.json", "decode-1024-c1.json"] {
+        let v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/empty/cells").join(name)).unwrap()).unwrap();
+        assert_eq!(v["status"], "error", "{name}: {v}");
+        assert_eq!(v["error"]["cause"], "nothing_measured", "{name}: {v}");
+    }
+    let err = stderr(&site_in(ws.path(), &bench_args(&server.url, &["--run-id", "zero", "--max-output", "0"])));
+    assert!(err.contains("--max-output"), "{err}");
+    assert!(!ws.path().join("data/runs/zero").exists());
+}
+
+// 10. Import checks ------------------------------------------------------------------------
+
+#[test]
+fn import_refuses_duplicates_negative_figures_and_oversized_counts() {
+    let base: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(fixture("peer/llm-inference-bench-0.4.18-llamacpp-smollm2.json")).unwrap()).unwrap();
+    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+        (Box::new(|v| {
+            let first = v["results"][0].clone();
+            v["results"].as_array_mut().unwrap().push(first);
+        }), "measures context"),
+        (Box::new(|v| v["results"][1]["aggregate_tps"] = (-5.0).into()), "results[1].aggregate_tps: -5 is not a figure"),
+        (Box::new(|v| v["results"][0]["request_samples"][0]["input_tokens"] = 5_000_000_000u64.into()), "results[0].request_samples[0].input_tokens: 5000000000 tokens do not fit"),
+        (Box::new(|v| v["results"][0]["context_tokens"] = 5_000_000_000u64.into()), "not a complete llm-inference-bench"),
+    ];
+    for (edit, want) in cases {
+        let ws = tempfile::tempdir().unwrap();
+        let mut v = base.clone();
+        edit(&mut v);
+        let file = ws.path().join("r.json");
+        fs::write(&file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let out = site_in(ws.path(), &["import", file.to_str().unwrap(), "--gpu", "G"]);
+        assert!(!out.status.success(), "{want}");
+        assert!(stderr(&out).contains(want), "{want}: {}", stderr(&out));
+        assert!(!ws.path().join("data/runs").exists() || fs::read_dir(ws.path().join("data/runs")).unwrap().count() == 0);
+    }
+}
+
+// 12, 13. Unbounded numbers ------------------------------------------------------------------
+
+#[test]
+fn figures_near_the_float_limit_or_overflowing_counts_are_clear_errors() {
+    for (field, value, want) in [
+        ("first_token_s", serde_json::json!(1.7e308), "measurement.requests[0].first_token_s is 1.7e308, beyond the largest number"),
+        ("window_tokens", serde_json::json!(u64::MAX), "measurement.requests[0].window_tokens is 1.8446744073709552e19"),
+        ("tokens", serde_json::json!(-3), "invalid value: integer `-3`"),
+    ] {
+        let ws = measured();
+        let cell = ws.path().join(RUN).join("cells/decode-8192-c2.json");
+        let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&cell).unwrap()).unwrap();
+        v["measurement"]["requests"][0][field] = value;
+        fs::write(&cell, serde_json::to_string(&v).unwrap()).unwrap();
+        let t = Instant::now();
+        let out = ws.site(&["build"]);
+        assert!(t.elapsed() < Duration::from_secs(20));
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(err.contains("decode-8192-c2.json") && err.contains(want), "{err}");
+    }
+}
+
+// 14. Durations and a closed stdout -----------------------------------------------------------
+
+#[test]
+fn absurd_durations_and_a_closed_stdout_never_panic() {
+    let ws = tempfile::tempdir().unwrap();
+    for d in ["1e300s", "99999999999999999999s", "NaNs", "-1s", "8d"] {
+        let arg = format!("--duration={d}");
+        let out = site_in(ws.path(), &["bench", "--endpoint", "http://127.0.0.1:9", "--gpu", "G", &arg]);
+        assert!(!out.status.success(), "{d}");
+        let err = stderr(&out);
+        assert!(err.contains("--duration") && !err.contains("panicked"), "{d}: {err}");
+    }
+    let ws = measured();
+    let child = Command::new(env!("CARGO_BIN_EXE_site"))
+        .arg("check")
+        .current_dir(ws.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before it writes: `site check | head -0`.
+    let mut child = child;
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+// 15. Hostile servers -------------------------------------------------------------------------
+
+#[test]
+fn endless_lines_and_huge_bodies_are_bounded_errors() {
+    let server = Rogue::start(|req| {
+        discovery(req).unwrap_or_else(|| completion(req, 1024, || {
+            // 3 MiB without a line end, then more.
+            Reply::Stream(vec![b"data: {\"choices\":[{\"text\":\"".to_vec(), vec![b'a'; 3 << 20], b"\"}]}\n\n".to_vec()])
+        }))
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let out = site_in(ws.path(), &bench_args(&server.url, &["--run-id", "long"]));
+    assert_ok(&out);
+    let v = fs::read_to_string(ws.path().join("data/runs/long/cells/prefill-1024.json")).unwrap();
+    assert!(v.contains("malformed stream: an event line longer than 1048576 bytes"), "{v}");
+    assert!(v.len() < 10_000, "{} bytes stored", v.len());
+
+    let huge = Rogue::start(|req| match req.path.as_str() {
+        "/v1/models" => Reply::Full(200, "application/json", vec![b' '; 20 << 20]),
+        _ => Reply::Full(404, "text/plain", vec![]),
+    });
+    let out = site_in(ws.path(), &bench_args(&huge.url, &["--run-id", "huge"]));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("at most 16777216 bytes are read"), "{}", stderr(&out));
+
+    let page = Rogue::start(|req| {
+        discovery(req).unwrap_or_else(|| {
+            completion(req, 1024, || Reply::Full(500, "text/html", format!("<html>{}</html>", "x".repeat(1 << 20)).into_bytes()))
+        })
+    });
+    assert_ok(&site_in(ws.path(), &bench_args(&page.url, &["--run-id", "page"])));
+    let v = fs::read_to_string(ws.path().join("data/runs/page/cells/prefill-1024.json")).unwrap();
+    assert!(v.contains("HTTP 500: (an error body over 65536 bytes, not read)"), "{}", &v[..500.min(v.len())]);
+    assert!(v.len() < 10_000);
+}
+
+// 16. Minor ------------------------------------------------------------------------------------
+
+#[test]
+fn bad_thresholds_and_non_run_folders_are_refused() {
+    let ws = Workspace::from_repo_data();
+    let runs: Vec<String> =
+        fs::read_dir(ws.path().join("data/runs")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    for t in ["NaN", "-1", "inf"] {
+        let arg = format!("--threshold={t}");
+        let out = ws.site(&["diff", &runs[0], &runs[1], &arg]);
+        assert!(!out.status.success() && stderr(&out).contains("--threshold"), "{t}: {}", stderr(&out));
+    }
+    fs::create_dir_all(ws.path().join("not-a-run")).unwrap();
+    let err = stderr(&ws.site(&["diff", "./not-a-run", &runs[0]]));
+    assert!(err.contains("this folder is not a run folder"), "{err}");
+
+}
