@@ -423,3 +423,16 @@ fn bad_thresholds_and_non_run_folders_are_refused() {
     assert!(err.contains("this folder is not a run folder"), "{err}");
 
 }
+
+#[test]
+fn a_hand_written_launch_command_is_redacted_when_published() {
+    let ws = measured();
+    let path = ws.path().join(RUN).join("run.json");
+    let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    v["launch_command"] = format!("vllm serve m --api-key {SECRET} --tp 2").into();
+    fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    let site = all_files_text(&ws.path().join("public"));
+    assert!(!site.contains(SECRET));
+    assert!(site.contains("--api-key &lt;redacted&gt; --tp 2"));
+}

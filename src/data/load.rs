@@ -205,7 +205,9 @@ pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<Load
 
     let manifest_path = dir.join(RUN_MANIFEST);
     let manifest = match read_versioned::<RunManifest>(&manifest_path) {
-        Ok(m) => {
+        Ok(mut m) => {
+            // A hand-written run.json may hold a secret its producer never redacted.
+            m.launch_command = m.launch_command.map(|c| crate::redact::redact_command(&c));
             if let Err(e) = validate_manifest(&m) {
                 problems.push(e.context(manifest_path.display().to_string()));
             }
