@@ -311,7 +311,8 @@ pub fn scrub_bearer(text: &str) -> String {
         let start = i + j + "bearer ".len();
         out.push_str(&text[i..start]);
         let rest = &text[start..];
-        let token_len = rest.find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';')).unwrap_or(rest.len());
+        let token_len =
+            rest.find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';')).unwrap_or(rest.len());
         if token_len > 0 && &rest[..token_len] != REDACTED {
             out.push_str(REDACTED);
         } else {
@@ -356,10 +357,7 @@ mod tests {
                 "bash -c 'HF_TOKEN=<redacted> vllm serve m --api-key <redacted>'",
             ),
             ("env 'HF_TOKEN=s3 cr3t' vllm serve m", "env HF_TOKEN=<redacted> vllm serve m"),
-            (
-                "curl -H 'Authorization: Bearer s3cr3t' http://h/v1",
-                "curl -H 'Authorization: <redacted>' http://h/v1",
-            ),
+            ("curl -H 'Authorization: Bearer s3cr3t' http://h/v1", "curl -H 'Authorization: <redacted>' http://h/v1"),
             ("curl --header=x-api-key:s3cr3t http://h", "curl '--header=x-api-key: <redacted>' http://h"),
             ("curl -H'X-Api-Key: s3cr3t' http://h", "curl '-Hx-api-key: <redacted>' http://h"),
             ("x --url http://me:s3cr3t@host:80/v1 --y", "x --url http://me:<redacted>@host:80/v1 --y"),
@@ -388,7 +386,8 @@ mod tests {
         use super::super::*;
         use proptest::prelude::*;
 
-        const FLAGS: &[&str] = &["--api-key", "--api-keys", "--hf-token", "--token", "--client-secret", "--db-password"];
+        const FLAGS: &[&str] =
+            &["--api-key", "--api-keys", "--hf-token", "--token", "--client-secret", "--db-password"];
         const ENVS: &[&str] = &["HF_TOKEN", "OPENAI_API_KEY", "MY_SECRET", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY"];
 
         /// A secret written into a command in one of the ways a shell accepts.

@@ -26,9 +26,25 @@ fn site_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 fn bench_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut a = vec![
-        "bench", "--endpoint", url, "--gpu", "Rogue GPU", "--max-output", "8", "--duration", "0.5s",
-        "--warmup-hold", "0.1s", "--warmup-timeout", "2s", "--stall-timeout", "3s", "--contexts", "1k",
-        "--concurrency", "1",
+        "bench",
+        "--endpoint",
+        url,
+        "--gpu",
+        "Rogue GPU",
+        "--max-output",
+        "8",
+        "--duration",
+        "0.5s",
+        "--warmup-hold",
+        "0.1s",
+        "--warmup-timeout",
+        "2s",
+        "--stall-timeout",
+        "3s",
+        "--contexts",
+        "1k",
+        "--concurrency",
+        "1",
     ];
     a.extend_from_slice(extra);
     a
@@ -53,7 +69,10 @@ fn a_server_echoing_the_key_never_gets_it_stored_or_printed() {
             return r;
         }
         let auth = req.header("authorization").unwrap_or("").to_string();
-        let body = format!("{{\"error\":{{\"message\":\"invalid key {auth} (raw {})\",\"type\":\"auth\"}}}}", auth.trim_start_matches("Bearer "));
+        let body = format!(
+            "{{\"error\":{{\"message\":\"invalid key {auth} (raw {})\",\"type\":\"auth\"}}}}",
+            auth.trim_start_matches("Bearer ")
+        );
         Reply::Full(401, "application/json", body.into_bytes())
     });
     let ws = tempfile::tempdir().unwrap();
@@ -85,7 +104,9 @@ fn import_redacts_every_shell_form_of_a_secret() {
     assert_ok(&out);
     let manifest = fs::read_to_string(ws.path().join("data/runs/r/run.json")).unwrap();
     assert!(!manifest.contains(SECRET), "{manifest}");
-    for kept in ["vllm serve m", "--tp 2", "--hf-token=<redacted>", "Authorization: <redacted>", "http://u:<redacted>@h/v1"] {
+    for kept in
+        ["vllm serve m", "--tp 2", "--hf-token=<redacted>", "Authorization: <redacted>", "http://u:<redacted>@h/v1"]
+    {
         assert!(manifest.contains(kept), "{kept} missing: {manifest}");
     }
 }
@@ -97,26 +118,41 @@ fn symlinked_or_special_data_files_are_refused_with_their_path() {
     let outside = tempfile::tempdir().unwrap();
     fs::write(outside.path().join("secret.md"), "TOP SECRET").unwrap();
     let cases: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
-        ("notes.md", Box::new(|run: &Path| {
-            let _ = fs::remove_file(run.join("notes.md"));
-            std::os::unix::fs::symlink(outside.path().join("secret.md"), run.join("notes.md")).unwrap()
-        })),
-        ("run.json", Box::new(|run: &Path| {
-            fs::rename(run.join("run.json"), run.join("real.json")).unwrap();
-            std::os::unix::fs::symlink(run.join("real.json"), run.join("run.json")).unwrap();
-        })),
-        ("prefill-8192.json", Box::new(|run: &Path| {
-            let c = run.join("cells/prefill-8192.json");
-            fs::rename(&c, run.join("p.json")).unwrap();
-            std::os::unix::fs::symlink(run.join("p.json"), &c).unwrap();
-        })),
-        ("fifo.json", Box::new(|run: &Path| {
-            assert!(Command::new("mkfifo").arg(run.join("cells/fifo.json")).status().unwrap().success());
-        })),
-        ("cells", Box::new(|run: &Path| {
-            fs::rename(run.join("cells"), run.join("real-cells")).unwrap();
-            std::os::unix::fs::symlink(run.join("real-cells"), run.join("cells")).unwrap();
-        })),
+        (
+            "notes.md",
+            Box::new(|run: &Path| {
+                let _ = fs::remove_file(run.join("notes.md"));
+                std::os::unix::fs::symlink(outside.path().join("secret.md"), run.join("notes.md")).unwrap()
+            }),
+        ),
+        (
+            "run.json",
+            Box::new(|run: &Path| {
+                fs::rename(run.join("run.json"), run.join("real.json")).unwrap();
+                std::os::unix::fs::symlink(run.join("real.json"), run.join("run.json")).unwrap();
+            }),
+        ),
+        (
+            "prefill-8192.json",
+            Box::new(|run: &Path| {
+                let c = run.join("cells/prefill-8192.json");
+                fs::rename(&c, run.join("p.json")).unwrap();
+                std::os::unix::fs::symlink(run.join("p.json"), &c).unwrap();
+            }),
+        ),
+        (
+            "fifo.json",
+            Box::new(|run: &Path| {
+                assert!(Command::new("mkfifo").arg(run.join("cells/fifo.json")).status().unwrap().success());
+            }),
+        ),
+        (
+            "cells",
+            Box::new(|run: &Path| {
+                fs::rename(run.join("cells"), run.join("real-cells")).unwrap();
+                std::os::unix::fs::symlink(run.join("real-cells"), run.join("cells")).unwrap();
+            }),
+        ),
     ];
     for (name, make) in cases {
         let ws = measured();
@@ -160,7 +196,10 @@ fn check_lists_every_entry_it_skips() {
         ("runs/README", "not a run folder"),
         (".tmp-import-x-1-0-00000000", "a temporary folder left by an interrupted writer"),
     ] {
-        assert!(text.lines().any(|l| l.contains("skipped") && l.contains(path) && l.contains(reason)), "{path}: {text}");
+        assert!(
+            text.lines().any(|l| l.contains("skipped") && l.contains(path) && l.contains(reason)),
+            "{path}: {text}"
+        );
     }
     // A `cells` file: no cell read, and said so.
     let ws = measured();
@@ -246,8 +285,10 @@ fn concurrent_imports_of_one_run_id_leave_one_winner_and_a_clean_folder() {
         let e = stderr(o);
         assert!(e.contains("is being written by another process") || e.contains("already exists"), "{e}");
     }
-    let names: Vec<String> =
-        fs::read_dir(ws.path().join("data/runs")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let names: Vec<String> = fs::read_dir(ws.path().join("data/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     assert_eq!(names, ["same"]);
     assert_ok(&site_in(ws.path(), &["check"]));
     // 11. Files carry the umask's permissions.
@@ -283,7 +324,8 @@ fn a_cell_without_tokens_is_an_error_not_zero_tokens_per_second() {
     assert_ok(&out);
     for name in ["prefill-1024.json", "decode-1024-c1.json"] {
         let v: serde_json::Value =
-            serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/empty/cells").join(name)).unwrap()).unwrap();
+            serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/empty/cells").join(name)).unwrap())
+                .unwrap();
         assert_eq!(v["status"], "error", "{name}: {v}");
         assert_eq!(v["error"]["cause"], "nothing_measured", "{name}: {v}");
     }
@@ -296,16 +338,30 @@ fn a_cell_without_tokens_is_an_error_not_zero_tokens_per_second() {
 
 #[test]
 fn import_refuses_duplicates_negative_figures_and_oversized_counts() {
-    let base: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(fixture("peer/llm-inference-bench-0.4.18-llamacpp-smollm2.json")).unwrap()).unwrap();
+    let base: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(fixture("peer/llm-inference-bench-0.4.18-llamacpp-smollm2.json")).unwrap(),
+    )
+    .unwrap();
     let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
-        (Box::new(|v| {
-            let first = v["results"][0].clone();
-            v["results"].as_array_mut().unwrap().push(first);
-        }), "measures context"),
-        (Box::new(|v| v["results"][1]["aggregate_tps"] = (-5.0).into()), "results[1].aggregate_tps: -5 is not a figure"),
-        (Box::new(|v| v["results"][0]["request_samples"][0]["input_tokens"] = 5_000_000_000u64.into()), "results[0].request_samples[0].input_tokens: 5000000000 tokens do not fit"),
-        (Box::new(|v| v["results"][0]["context_tokens"] = 5_000_000_000u64.into()), "not a complete llm-inference-bench"),
+        (
+            Box::new(|v| {
+                let first = v["results"][0].clone();
+                v["results"].as_array_mut().unwrap().push(first);
+            }),
+            "measures context",
+        ),
+        (
+            Box::new(|v| v["results"][1]["aggregate_tps"] = (-5.0).into()),
+            "results[1].aggregate_tps: -5 is not a figure",
+        ),
+        (
+            Box::new(|v| v["results"][0]["request_samples"][0]["input_tokens"] = 5_000_000_000u64.into()),
+            "results[0].request_samples[0].input_tokens: 5000000000 tokens do not fit",
+        ),
+        (
+            Box::new(|v| v["results"][0]["context_tokens"] = 5_000_000_000u64.into()),
+            "not a complete llm-inference-bench",
+        ),
     ];
     for (edit, want) in cases {
         let ws = tempfile::tempdir().unwrap();
@@ -316,7 +372,9 @@ fn import_refuses_duplicates_negative_figures_and_oversized_counts() {
         let out = site_in(ws.path(), &["import", file.to_str().unwrap(), "--gpu", "G"]);
         assert!(!out.status.success(), "{want}");
         assert!(stderr(&out).contains(want), "{want}: {}", stderr(&out));
-        assert!(!ws.path().join("data/runs").exists() || fs::read_dir(ws.path().join("data/runs")).unwrap().count() == 0);
+        assert!(
+            !ws.path().join("data/runs").exists() || fs::read_dir(ws.path().join("data/runs")).unwrap().count() == 0
+        );
     }
 }
 
@@ -325,8 +383,16 @@ fn import_refuses_duplicates_negative_figures_and_oversized_counts() {
 #[test]
 fn figures_near_the_float_limit_or_overflowing_counts_are_clear_errors() {
     for (field, value, want) in [
-        ("first_token_s", serde_json::json!(1.7e308), "measurement.requests[0].first_token_s is 1.7e308, beyond the largest number"),
-        ("window_tokens", serde_json::json!(u64::MAX), "measurement.requests[0].window_tokens is 1.8446744073709552e19"),
+        (
+            "first_token_s",
+            serde_json::json!(1.7e308),
+            "measurement.requests[0].first_token_s is 1.7e308, beyond the largest number",
+        ),
+        (
+            "window_tokens",
+            serde_json::json!(u64::MAX),
+            "measurement.requests[0].window_tokens is 1.8446744073709552e19",
+        ),
         ("tokens", serde_json::json!(-3), "invalid value: integer `-3`"),
     ] {
         let ws = measured();
@@ -375,10 +441,16 @@ fn absurd_durations_and_a_closed_stdout_never_panic() {
 #[test]
 fn endless_lines_and_huge_bodies_are_bounded_errors() {
     let server = Rogue::start(|req| {
-        discovery(req).unwrap_or_else(|| completion(req, 1024, || {
-            // 3 MiB without a line end, then more.
-            Reply::Stream(vec![b"data: {\"choices\":[{\"text\":\"".to_vec(), vec![b'a'; 3 << 20], b"\"}]}\n\n".to_vec()])
-        }))
+        discovery(req).unwrap_or_else(|| {
+            completion(req, 1024, || {
+                // 3 MiB without a line end, then more.
+                Reply::Stream(vec![
+                    b"data: {\"choices\":[{\"text\":\"".to_vec(),
+                    vec![b'a'; 3 << 20],
+                    b"\"}]}\n\n".to_vec(),
+                ])
+            })
+        })
     });
     let ws = tempfile::tempdir().unwrap();
     let out = site_in(ws.path(), &bench_args(&server.url, &["--run-id", "long"]));
@@ -397,7 +469,9 @@ fn endless_lines_and_huge_bodies_are_bounded_errors() {
 
     let page = Rogue::start(|req| {
         discovery(req).unwrap_or_else(|| {
-            completion(req, 1024, || Reply::Full(500, "text/html", format!("<html>{}</html>", "x".repeat(1 << 20)).into_bytes()))
+            completion(req, 1024, || {
+                Reply::Full(500, "text/html", format!("<html>{}</html>", "x".repeat(1 << 20)).into_bytes())
+            })
         })
     });
     assert_ok(&site_in(ws.path(), &bench_args(&page.url, &["--run-id", "page"])));
@@ -411,8 +485,10 @@ fn endless_lines_and_huge_bodies_are_bounded_errors() {
 #[test]
 fn bad_thresholds_and_non_run_folders_are_refused() {
     let ws = Workspace::from_repo_data();
-    let runs: Vec<String> =
-        fs::read_dir(ws.path().join("data/runs")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let runs: Vec<String> = fs::read_dir(ws.path().join("data/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     for t in ["NaN", "-1", "inf"] {
         let arg = format!("--threshold={t}");
         let out = ws.site(&["diff", &runs[0], &runs[1], &arg]);
@@ -421,7 +497,6 @@ fn bad_thresholds_and_non_run_folders_are_refused() {
     fs::create_dir_all(ws.path().join("not-a-run")).unwrap();
     let err = stderr(&ws.site(&["diff", "./not-a-run", &runs[0]]));
     assert!(err.contains("this folder is not a run folder"), "{err}");
-
 }
 
 #[test]

@@ -114,7 +114,8 @@ impl HttpClient {
     /// Sends a request on a fresh connection and returns the response head and body stream.
     pub async fn send(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<(StatusCode, Incoming)> {
         let addr = (self.endpoint.host.as_str(), self.endpoint.port);
-        let unreachable = |why: String| anyhow::Error::new(Unreachable(format!("connecting to {}: {why}", self.endpoint.display())));
+        let unreachable =
+            |why: String| anyhow::Error::new(Unreachable(format!("connecting to {}: {why}", self.endpoint.display())));
         let stream = tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| unreachable("timed out".into()))?
@@ -143,7 +144,9 @@ impl HttpClient {
             let bytes = http_body_util::Limited::new(body, MAX_BODY_BYTES)
                 .collect()
                 .await
-                .map_err(|e| anyhow!("{path}: reading the response body: {e} (at most {MAX_BODY_BYTES} bytes are read)"))?
+                .map_err(|e| {
+                    anyhow!("{path}: reading the response body: {e} (at most {MAX_BODY_BYTES} bytes are read)")
+                })?
                 .to_bytes();
             Ok::<_, anyhow::Error>((status, bytes))
         };

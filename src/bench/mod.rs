@@ -23,7 +23,7 @@ use anyhow::{bail, Context, Result};
 use tokio::sync::watch;
 
 use crate::data::{
-    BenchTool, Cell, CellError, ErrorCause, DecodeTest, EngineInfo, ModelInfo, Origin, Phase, PrefillMode, RunManifest,
+    BenchTool, Cell, CellError, DecodeTest, EngineInfo, ErrorCause, ModelInfo, Origin, Phase, PrefillMode, RunManifest,
     RunSettings, Status, SCHEMA_VERSION,
 };
 use crate::render::format::context_label;

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::data::json::to_pretty;
+use crate::data::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil::Lock;
 use crate::redact::Scrubber;
-use crate::data::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 
 pub struct Recorder {
     pub dir: PathBuf,

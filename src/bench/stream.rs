@@ -148,8 +148,7 @@ pub async fn run_stream(
         Err(e) => {
             rec.end_s = Some(clock.now_s());
             let msg = client.scrub(&format!("{e:#}"));
-            let failure =
-                if e.is::<Unreachable>() { Failure::unreachable(msg) } else { Failure::new(msg) };
+            let failure = if e.is::<Unreachable>() { Failure::unreachable(msg) } else { Failure::new(msg) };
             rec.error = Some(failure.message.clone());
             out.failure = Some(failure);
             out.record = rec;
@@ -188,8 +187,10 @@ pub async fn run_stream(
         };
         let frame = match frame {
             Err(_) => {
-                out.failure =
-                    Some(Failure::new(format!("stream stalled: no data for {:.0} s", settings.stall_timeout.as_secs_f64())));
+                out.failure = Some(Failure::new(format!(
+                    "stream stalled: no data for {:.0} s",
+                    settings.stall_timeout.as_secs_f64()
+                )));
                 break;
             }
             Ok(None) => break,

@@ -21,7 +21,10 @@ fn find_run(data_dir: &Path, name: &str) -> Result<LoadedRun> {
         return load_run_dir(&dir);
     }
     if as_path.is_dir() && (name.contains('/') || !dir.is_dir()) {
-        bail!("{name}: this folder is not a run folder (it has no {RUN_MANIFEST}); name a run id or a folder under {}", data_dir.join(RUNS_DIR).display());
+        bail!(
+            "{name}: this folder is not a run folder (it has no {RUN_MANIFEST}); name a run id or a folder under {}",
+            data_dir.join(RUNS_DIR).display()
+        );
     }
     let mut known: Vec<String> = std::fs::read_dir(data_dir.join(RUNS_DIR))
         .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())

@@ -11,10 +11,10 @@ use serde::Deserialize;
 use walkdir::WalkDir;
 
 use super::ids::check_id;
-use crate::fsutil;
 use super::json;
 use super::model::*;
 use super::{CELLS_DIR, COMPARE_FILE, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
+use crate::fsutil;
 
 /// Everything under a data folder, validated, in a deterministic order.
 #[derive(Debug, Clone)]

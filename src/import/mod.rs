@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
-use crate::fsutil::{self, write_atomic, Lock};
-use crate::redact::redact_command;
 use crate::data::facts::ManifestFacts;
 use crate::data::json::to_pretty;
 use crate::data::{
@@ -19,6 +17,8 @@ use crate::data::{
     ReportedFigures, ReportedSample, RunManifest, RunSettings, Status, Warning, CELLS_DIR, RUNS_DIR, RUN_MANIFEST,
     RUN_NOTES, SCHEMA_VERSION,
 };
+use crate::fsutil::{self, write_atomic, Lock};
+use crate::redact::redact_command;
 use llm_inference_bench::{DecodeResult, ResultsFile};
 
 pub const TOOL: &str = "llm-inference-bench";
@@ -254,16 +254,29 @@ fn check_file(file: &ResultsFile, path: &Path) -> Result<()> {
             }
         }
         if let Some(v) = r.input_seq_len_avg.filter(|v| *v > u32::MAX as f64) {
-            bail!("{}: {v} tokens do not fit a prompt size (at most {})", at(format!("results[{i}].input_seq_len_avg")), u32::MAX);
+            bail!(
+                "{}: {v} tokens do not fit a prompt size (at most {})",
+                at(format!("results[{i}].input_seq_len_avg")),
+                u32::MAX
+            );
         }
         for (j, s) in r.request_samples.iter().enumerate() {
-            for (name, v) in [("ttft", s.ttft), ("latency", s.latency), ("inter_token_latency_avg", s.inter_token_latency_avg)] {
+            for (name, v) in
+                [("ttft", s.ttft), ("latency", s.latency), ("inter_token_latency_avg", s.inter_token_latency_avg)]
+            {
                 if let Some(v) = v.filter(|v| !(*v >= 0.0 && v.is_finite())) {
-                    bail!("{}: {v} is not a time (negative or not finite)", at(format!("results[{i}].request_samples[{j}].{name}")));
+                    bail!(
+                        "{}: {v} is not a time (negative or not finite)",
+                        at(format!("results[{i}].request_samples[{j}].{name}"))
+                    );
                 }
             }
             if let Some(t) = s.input_tokens.filter(|t| *t > u32::MAX as u64) {
-                bail!("{}: {t} tokens do not fit a prompt size (at most {})", at(format!("results[{i}].request_samples[{j}].input_tokens")), u32::MAX);
+                bail!(
+                    "{}: {t} tokens do not fit a prompt size (at most {})",
+                    at(format!("results[{i}].request_samples[{j}].input_tokens")),
+                    u32::MAX
+                );
             }
         }
     }

@@ -137,12 +137,8 @@ fn draw<DB: DrawingBackend>(
     mesh.draw()?;
     for (i, s) in spec.series.iter().enumerate() {
         let colour = series_colour(i);
-        let pts: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .map(|&(x, y)| (project_x(axis, x), y))
-            .filter(|&(x, y)| drawable(x, y))
-            .collect();
+        let pts: Vec<(f64, f64)> =
+            s.points.iter().map(|&(x, y)| (project_x(axis, x), y)).filter(|&(x, y)| drawable(x, y)).collect();
         let line = chart.draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))?;
         if spec.legend {
             line.label(s.label.as_str())

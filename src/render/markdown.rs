@@ -15,11 +15,8 @@ const SAFE_SCHEMES: &[&str] = &["http", "https", "mailto"];
 /// dropped and leading control characters and spaces ignored, so `java&#9;script:` and
 /// ` javascript:` are seen for what they are.
 pub fn safe_url(url: &str) -> bool {
-    let cleaned: String = url
-        .trim_start_matches(|c: char| c <= ' ')
-        .chars()
-        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
-        .collect();
+    let cleaned: String =
+        url.trim_start_matches(|c: char| c <= ' ').chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
     // The scheme is what comes before the first `:`, if that comes before any `/`, `?`, `#`.
     let end = cleaned.find([':', '/', '?', '#']);
     match end {

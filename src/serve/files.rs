@@ -102,7 +102,10 @@ pub fn resolve(root: &Path, raw_path: &str) -> Resolved {
             // Built from the clean parts, never from the raw path: `//host` would send the
             // browser to another site.
             let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-            return Resolved::Redirect(format!("/{}/", parts.iter().map(|p| encode_segment(p)).collect::<Vec<_>>().join("/")));
+            return Resolved::Redirect(format!(
+                "/{}/",
+                parts.iter().map(|p| encode_segment(p)).collect::<Vec<_>>().join("/")
+            ));
         }
         candidate.push("index.html");
     }
@@ -141,7 +144,10 @@ mod tests {
         assert!(matches!(resolve(&root, "/runs/a"), Resolved::Redirect(r) if r == "/runs/a/"));
         // Never a protocol-relative redirect off the site.
         for p in ["//runs", "//runs/a", "///runs/./a"] {
-            assert!(matches!(resolve(&root, p), Resolved::Redirect(r) if r.starts_with("/runs") && !r.starts_with("//")), "{p}");
+            assert!(
+                matches!(resolve(&root, p), Resolved::Redirect(r) if r.starts_with("/runs") && !r.starts_with("//")),
+                "{p}"
+            );
         }
         for bad in [
             "/../secret.txt",

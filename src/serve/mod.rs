@@ -18,12 +18,12 @@ use futures_util::StreamExt as _;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
-use tokio_util::io::ReaderStream;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
+use tokio_util::io::ReaderStream;
 
 use crate::site::{format_steps, Site, SiteConfig};
 use files::{content_type, resolve, Resolved};

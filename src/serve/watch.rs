@@ -47,7 +47,10 @@ pub fn fingerprint(dirs: &[&Path], ignore: &Ignore) -> Fingerprint {
             continue;
         }
         let Ok(dir) = dir.canonicalize() else { continue };
-        let walk = WalkDir::new(&dir).sort_by_file_name().into_iter().filter_entry(|e| e.depth() == 0 || !ignore.skips(e.path()));
+        let walk = WalkDir::new(&dir)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !ignore.skips(e.path()));
         for e in walk.filter_map(|e| e.ok()) {
             if let Ok(m) = e.metadata() {
                 if m.is_file() {

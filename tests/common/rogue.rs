@@ -90,7 +90,11 @@ fn read_request(conn: &TcpStream) -> Option<Req> {
             headers.push((n.trim().to_string(), v.trim().to_string()));
         }
     }
-    let len: usize = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length")).and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    let len: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
     let mut body = vec![0; len];
     r.read_exact(&mut body).ok()?;
     Some(Req { method, path, headers, body })
