@@ -68,28 +68,20 @@ pub fn create_temp_dir(parent: &Path, label: &str) -> Result<PathBuf> {
     }
 }
 
-/// Puts the folder `new` at `dest`. An existing `dest` is moved aside first, `check` runs on
-/// the folder in place, and on any failure the previous `dest` comes back.
-pub fn replace_dir(new: &Path, dest: &Path, check: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+/// Puts the folder `new` at `dest`. An existing `dest` is moved aside first and comes back if
+/// the move fails.
+pub fn replace_dir(new: &Path, dest: &Path) -> Result<()> {
     let parent = dest.parent().unwrap_or(Path::new("."));
     let aside = dest.exists().then(|| parent.join(unique_name("previous")));
     if let Some(aside) = &aside {
         fs::rename(dest, aside).with_context(|| format!("moving the previous {} aside", dest.display()))?;
     }
-    let restore = |aside: &Option<PathBuf>| {
-        if let Some(a) = aside {
-            let _ = fs::rename(a, dest);
-        }
-    };
     if let Err(e) = fs::rename(new, dest) {
         let _ = fs::remove_dir_all(new);
-        restore(&aside);
+        if let Some(a) = &aside {
+            let _ = fs::rename(a, dest);
+        }
         return Err(e).with_context(|| format!("moving the new folder into {}", dest.display()));
-    }
-    if let Err(e) = check(dest) {
-        let _ = fs::remove_dir_all(dest);
-        restore(&aside);
-        return Err(e);
     }
     if let Some(a) = &aside {
         fs::remove_dir_all(a).with_context(|| format!("removing the previous {}", a.display()))?;

@@ -18,16 +18,15 @@ fn secret_flag(flag: &str) -> bool {
     let f = flag.trim_start_matches('-').to_ascii_lowercase().replace('_', "-");
     const EXACT: &[&str] =
         &["api-key", "api-keys", "apikey", "key", "token", "tokens", "password", "passwd", "secret", "auth"];
-    const SUFFIXES: &[&str] =
-        &["-api-key", "-api-keys", "-apikey", "-key", "-token", "-tokens", "-secret", "-password", "-passwd"];
+    const SUFFIXES: &[&str] = &["-api-keys", "-apikey", "-key", "-token", "-tokens", "-secret", "-password", "-passwd"];
     EXACT.contains(&f.as_str()) || SUFFIXES.iter().any(|s| f.ends_with(s))
 }
 
 /// `HF_TOKEN`, `OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD`, `TOKEN`...
 fn secret_env(name: &str) -> bool {
-    let n = name.to_ascii_uppercase();
-    let parts: Vec<&str> = n.split('_').collect();
-    parts.iter().any(|p| matches!(*p, "TOKEN" | "KEY" | "SECRET" | "PASSWORD" | "PASSWD" | "APIKEY" | "CREDENTIALS"))
+    name.to_ascii_uppercase()
+        .split('_')
+        .any(|p| matches!(p, "TOKEN" | "KEY" | "SECRET" | "PASSWORD" | "PASSWD" | "APIKEY" | "CREDENTIALS"))
 }
 
 fn is_env_name(name: &str) -> bool {
@@ -120,27 +119,20 @@ fn shell_words(cmd: &str) -> Option<Vec<String>> {
     ["\"", "'", "\\\\"].iter().find_map(|close| shlex::split(&format!("{cmd}{close}")))
 }
 
-/// What a word became.
-enum Word {
-    Kept(String),
-    Changed(String),
-}
-
-/// Redacts one word list; `changed` says whether any word was touched.
-fn redact_words(words: Vec<String>, depth: u32) -> (Vec<Word>, bool) {
-    let mut out = Vec::with_capacity(words.len());
+/// Redacts one word list; the flag says whether any word was touched.
+fn redact_words(words: Vec<String>, depth: u32) -> (Vec<String>, bool) {
     let mut changed = false;
     let mut next = Next::default();
-    for w in words {
-        let new = redact_word(&w, &mut next, depth);
-        match new {
+    let out = words
+        .into_iter()
+        .map(|w| match redact_word(&w, &mut next, depth) {
             Some(n) if n != w => {
                 changed = true;
-                out.push(Word::Changed(n));
+                n
             }
-            _ => out.push(Word::Kept(w)),
-        }
-    }
+            _ => w,
+        })
+        .collect();
     (out, changed)
 }
 
@@ -223,13 +215,7 @@ fn redact_command_at(cmd: &str, depth: u32) -> Option<String> {
     if !changed {
         return None;
     }
-    let parts: Vec<String> = words
-        .into_iter()
-        .map(|w| match w {
-            Word::Kept(w) | Word::Changed(w) => quote(&w),
-        })
-        .collect();
-    Some(parts.join(" "))
+    Some(words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" "))
 }
 
 /// Redacts a shell command line. Unchanged (byte for byte) when it holds no secret; otherwise

@@ -74,25 +74,25 @@ pub struct HttpClient {
     pub endpoint: Endpoint,
     /// Sent as `Authorization: Bearer`; never logged or written.
     api_key: Option<String>,
+    /// Removes `api_key` (built once: every failure message goes through it).
+    scrubber: Scrubber,
     pub connect_timeout: Duration,
 }
 
 impl HttpClient {
     pub fn new(endpoint: Endpoint, api_key: Option<String>) -> HttpClient {
-        HttpClient { endpoint, api_key, connect_timeout: Duration::from_secs(10) }
+        let scrubber = Scrubber::new(api_key.clone());
+        HttpClient { endpoint, api_key, scrubber, connect_timeout: Duration::from_secs(10) }
     }
 
     /// What removes this client's secrets from text before it is stored or printed.
     pub fn scrubber(&self) -> Scrubber {
-        Scrubber::new(self.api_key.clone())
+        self.scrubber.clone()
     }
 
     /// `text` without this client's secrets (a server may echo the key it was sent).
     pub fn scrub(&self, text: &str) -> String {
-        match &self.api_key {
-            Some(_) => self.scrubber().scrub(text),
-            None => crate::redact::scrub_bearer(text),
-        }
+        self.scrubber.scrub(text)
     }
 
     fn build(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<Request<Full<Bytes>>> {

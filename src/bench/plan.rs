@@ -54,10 +54,10 @@ pub fn parse_count_list(s: &str) -> Result<Vec<u32>> {
     Ok(v)
 }
 
-/// `30s`, `1.5s`, `500ms`, `2m`, or a bare number of seconds.
 /// The longest duration any option accepts: longer is a typo, and would overflow timers.
 const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
 
+/// `30s`, `1.5s`, `500ms`, `2m`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration> {
     let t = s.trim();
     let (num, scale) = if let Some(n) = t.strip_suffix("ms") {

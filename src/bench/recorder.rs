@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::data::json::to_pretty;
 use crate::data::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
-use crate::fsutil::Lock;
+use crate::fsutil::{write_atomic, Lock};
 use crate::redact::Scrubber;
 
 pub struct Recorder {
@@ -23,8 +23,6 @@ pub struct Recorder {
     scrubber: Scrubber,
     _lock: Lock,
 }
-
-pub use crate::fsutil::write_atomic;
 
 impl Recorder {
     /// Opens `data/runs/<id>/`. A folder with cells is continued only with `resume`; cells

@@ -363,10 +363,9 @@ fn validate_manifest(m: &RunManifest) -> Result<()> {
     if !(s.duration_s.is_finite() && s.duration_s > 0.0) {
         bail!("settings.duration_s must be a positive number of seconds");
     }
-    check_number("settings.duration_s", s.duration_s)?;
-    if let Some(b) = s.kv_budget_tokens {
-        check_count("settings.kv_budget_tokens", b)?;
-    }
+    check_numbers(&[("duration_s", Some(s.duration_s)), ("kv_budget_tokens", count(s.kv_budget_tokens))], |f| {
+        format!("settings.{f}")
+    })?;
     if m.model.id.trim().is_empty() {
         bail!("model.id is empty");
     }
@@ -427,28 +426,39 @@ fn validate_cell(c: &Cell) -> Result<()> {
 /// (10^12 tok/s, 31,000 years in seconds), far below where sums and chart axes overflow.
 pub const MAX_NUMBER: f64 = 1e12;
 
-/// A number of a data file: finite, not negative, at most [`MAX_NUMBER`].
-fn check_number(field: &str, v: f64) -> Result<()> {
+/// A number of a data file: finite, not negative, at most [`MAX_NUMBER`]. The field's name
+/// is only formatted for an error (this runs for every number of every cell).
+fn check_number(v: f64, field: impl FnOnce() -> String) -> Result<()> {
     if !v.is_finite() {
-        bail!("{field} is not a finite number");
+        bail!("{} is not a finite number", field());
     }
     if v < 0.0 {
-        bail!("{field} is negative ({v})");
+        bail!("{} is negative ({v})", field());
     }
     if v > MAX_NUMBER {
-        bail!("{field} is {v:e}, beyond the largest number a data file may hold ({MAX_NUMBER:e})");
+        bail!("{} is {v:e}, beyond the largest number a data file may hold ({MAX_NUMBER:e})", field());
     }
     Ok(())
 }
 
-fn check_count(field: &str, v: u64) -> Result<()> {
-    check_number(field, v as f64)
+/// [`check_number`] over named values, absent ones skipped; `name` gives the full field name.
+fn check_numbers(values: &[(&str, Option<f64>)], name: impl Fn(&str) -> String) -> Result<()> {
+    for &(field, v) in values {
+        if let Some(v) = v {
+            check_number(v, || name(field))?;
+        }
+    }
+    Ok(())
+}
+
+fn count(v: Option<u64>) -> Option<f64> {
+    v.map(|c| c as f64)
 }
 
 /// Every number of a cell, so that no figure, sum or chart axis can overflow later.
 fn validate_numbers(c: &Cell) -> Result<()> {
     if let Some(r) = &c.reported {
-        for (name, v) in [
+        let figures = [
             ("prompt_tps", r.prompt_tps),
             ("total_tps", r.total_tps),
             ("per_request_tps", r.per_request_tps),
@@ -460,72 +470,49 @@ fn validate_numbers(c: &Cell) -> Result<()> {
             ("tbt_p99_ms", r.tbt_p99_ms),
             ("avg_active", r.avg_active),
             ("measured_s", r.measured_s),
-        ] {
-            if let Some(v) = v {
-                check_number(&format!("reported.{name}"), v)?;
-            }
-        }
-        for (name, v) in [("completed", r.completed), ("output_tokens", r.output_tokens)] {
-            if let Some(v) = v {
-                check_count(&format!("reported.{name}"), v)?;
-            }
-        }
+            ("completed", count(r.completed)),
+            ("output_tokens", count(r.output_tokens)),
+        ];
+        check_numbers(&figures, |f| format!("reported.{f}"))?;
         for (i, s) in r.samples.iter().enumerate() {
-            for (name, v) in [("ttft_s", s.ttft_s), ("latency_s", s.latency_s), ("tbt_s", s.tbt_s)] {
-                if let Some(v) = v {
-                    check_number(&format!("reported.samples[{i}].{name}"), v)?;
-                }
-            }
-            for (name, v) in [("input_tokens", s.input_tokens), ("output_tokens", s.output_tokens)] {
-                if let Some(v) = v {
-                    check_count(&format!("reported.samples[{i}].{name}"), v)?;
-                }
-            }
+            let values = [
+                ("ttft_s", s.ttft_s),
+                ("latency_s", s.latency_s),
+                ("tbt_s", s.tbt_s),
+                ("input_tokens", count(s.input_tokens)),
+                ("output_tokens", count(s.output_tokens)),
+            ];
+            check_numbers(&values, |f| format!("reported.samples[{i}].{f}"))?;
         }
     }
     if let Some(m) = &c.measurement {
         if let Some(w) = m.window {
-            check_number("measurement.window.start_s", w.start_s)?;
-            check_number("measurement.window.end_s", w.end_s)?;
+            check_numbers(&[("start_s", Some(w.start_s)), ("end_s", Some(w.end_s))], |f| {
+                format!("measurement.window.{f}")
+            })?;
         }
         for (i, r) in m.requests.iter().enumerate() {
-            let times = [
+            let values = [
                 ("send_s", Some(r.send_s)),
                 ("first_token_s", r.first_token_s),
                 ("last_token_s", r.last_token_s),
                 ("end_s", r.end_s),
                 ("window_last_token_s", r.window_last_token_s),
+                ("tokens", count(Some(r.tokens))),
+                ("chunks", count(Some(r.chunks))),
+                ("window_tokens", count(Some(r.window_tokens))),
+                ("cached_prompt_tokens", count(r.cached_prompt_tokens)),
             ];
-            for (name, v) in times {
-                if let Some(v) = v {
-                    check_number(&format!("measurement.requests[{i}].{name}"), v)?;
-                }
-            }
-            let counts = [
-                ("tokens", Some(r.tokens)),
-                ("chunks", Some(r.chunks)),
-                ("window_tokens", Some(r.window_tokens)),
-                ("cached_prompt_tokens", r.cached_prompt_tokens),
-            ];
-            for (name, v) in counts {
-                if let Some(v) = v {
-                    check_count(&format!("measurement.requests[{i}].{name}"), v)?;
-                }
-            }
+            check_numbers(&values, |f| format!("measurement.requests[{i}].{f}"))?;
         }
         for (i, g) in m.gauge.iter().enumerate() {
-            check_number(&format!("measurement.gauge[{i}].t_s"), g.t_s)?;
-            check_number(&format!("measurement.gauge[{i}].running"), g.running)?;
-            if let Some(w) = g.waiting {
-                check_number(&format!("measurement.gauge[{i}].waiting"), w)?;
-            }
+            let values = [("t_s", Some(g.t_s)), ("running", Some(g.running)), ("waiting", g.waiting)];
+            check_numbers(&values, |f| format!("measurement.gauge[{i}].{f}"))?;
         }
     }
     if let Some(o) = &c.over_capacity {
-        check_count("over_capacity.required_tokens", o.required_tokens)?;
-        if let Some(b) = o.budget_tokens {
-            check_count("over_capacity.budget_tokens", b)?;
-        }
+        let values = [("required_tokens", count(Some(o.required_tokens))), ("budget_tokens", count(o.budget_tokens))];
+        check_numbers(&values, |f| format!("over_capacity.{f}"))?;
     }
     Ok(())
 }

@@ -224,7 +224,6 @@ fn prefill_cells(file: &ResultsFile, path: &Path) -> Result<Vec<Cell>> {
 /// What the file says must make sense before anything is converted: one result per cell,
 /// no negative figure, token counts that fit the format. Each refusal names the field.
 fn check_file(file: &ResultsFile, path: &Path) -> Result<()> {
-    let at = |field: String| format!("{}: {field}", path.display());
     let mut seen = std::collections::BTreeMap::new();
     for (i, r) in file.results.iter().enumerate() {
         if let Some(first) = seen.insert((r.context_tokens, r.concurrency), i) {
@@ -248,50 +247,43 @@ fn check_file(file: &ResultsFile, path: &Path) -> Result<()> {
             ("avg_running_reqs", r.avg_running_reqs),
             ("input_seq_len_avg", r.input_seq_len_avg),
         ];
-        for (name, v) in figures {
-            if let Some(v) = v.filter(|v| !(*v >= 0.0 && v.is_finite())) {
-                bail!("{}: {v} is not a figure (negative or not finite)", at(format!("results[{i}].{name}")));
-            }
-        }
-        if let Some(v) = r.input_seq_len_avg.filter(|v| *v > u32::MAX as f64) {
-            bail!(
-                "{}: {v} tokens do not fit a prompt size (at most {})",
-                at(format!("results[{i}].input_seq_len_avg")),
-                u32::MAX
-            );
-        }
+        check_figures(path, &figures, |f| format!("results[{i}].{f}"))?;
+        check_fits(path, r.input_seq_len_avg, || format!("results[{i}].input_seq_len_avg"))?;
         for (j, s) in r.request_samples.iter().enumerate() {
-            for (name, v) in
-                [("ttft", s.ttft), ("latency", s.latency), ("inter_token_latency_avg", s.inter_token_latency_avg)]
-            {
-                if let Some(v) = v.filter(|v| !(*v >= 0.0 && v.is_finite())) {
-                    bail!(
-                        "{}: {v} is not a time (negative or not finite)",
-                        at(format!("results[{i}].request_samples[{j}].{name}"))
-                    );
-                }
-            }
-            if let Some(t) = s.input_tokens.filter(|t| *t > u32::MAX as u64) {
-                bail!(
-                    "{}: {t} tokens do not fit a prompt size (at most {})",
-                    at(format!("results[{i}].request_samples[{j}].input_tokens")),
-                    u32::MAX
-                );
-            }
+            let times =
+                [("ttft", s.ttft), ("latency", s.latency), ("inter_token_latency_avg", s.inter_token_latency_avg)];
+            check_figures(path, &times, |f| format!("results[{i}].request_samples[{j}].{f}"))?;
+            let tokens = s.input_tokens.map(|t| t as f64);
+            check_fits(path, tokens, || format!("results[{i}].request_samples[{j}].input_tokens"))?;
         }
     }
     for (key, p) in &file.prefill {
-        for (name, v) in [("ttft_seconds", p.ttft_seconds), ("tok_per_sec", p.tok_per_sec)] {
-            if !(v >= 0.0 && v.is_finite()) {
-                bail!("{}: {v} is not a figure (negative or not finite)", at(format!("prefill.{key}.{name}")));
-            }
-        }
+        let figures = [("ttft_seconds", Some(p.ttft_seconds)), ("tok_per_sec", Some(p.tok_per_sec))];
+        check_figures(path, &figures, |f| format!("prefill.{key}.{f}"))?;
     }
-    let md = &file.metadata;
-    if !(md.duration_per_test > 0.0 && md.duration_per_test.is_finite()) {
-        bail!("{}: {} is not a duration", at("metadata.duration_per_test".into()), md.duration_per_test);
+    let d = file.metadata.duration_per_test;
+    if !(d > 0.0 && d.is_finite()) {
+        bail!("{}: metadata.duration_per_test: {d} is not a duration", path.display());
     }
     Ok(())
+}
+
+/// Each present value is a figure: finite and not negative; `name` gives the field's name.
+fn check_figures(path: &Path, values: &[(&str, Option<f64>)], name: impl Fn(&str) -> String) -> Result<()> {
+    for &(field, v) in values {
+        if let Some(v) = v.filter(|v| !(*v >= 0.0 && v.is_finite())) {
+            bail!("{}: {}: {v} is not a figure (negative or not finite)", path.display(), name(field));
+        }
+    }
+    Ok(())
+}
+
+/// A token count that becomes a prompt size must fit one.
+fn check_fits(path: &Path, tokens: Option<f64>, name: impl FnOnce() -> String) -> Result<()> {
+    match tokens.filter(|t| *t > u32::MAX as f64) {
+        Some(t) => bail!("{}: {}: {t} tokens do not fit a prompt size (at most {})", path.display(), name(), u32::MAX),
+        None => Ok(()),
+    }
 }
 
 /// Converts `file` into cells and a manifest (nothing written).
@@ -403,7 +395,7 @@ pub fn import(
         let _ = fs::remove_dir_all(&staged);
         return Err(e);
     }
-    fsutil::replace_dir(&staged, &dest, |_| Ok(()))?;
+    fsutil::replace_dir(&staged, &dest)?;
     Ok(ImportSummary {
         run_dir: dest,
         cells: cells.len(),

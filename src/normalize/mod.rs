@@ -293,7 +293,7 @@ fn prefill_cache_warning(c: &crate::data::Cell) -> Option<Warning> {
     let r = c.measurement.as_ref()?.requests.first()?;
     let cached = r.cached_prompt_tokens?;
     let prompt = r.prompt_tokens.or(c.prompt_tokens)? as u64;
-    (cached * 10 > prompt).then(|| Warning {
+    (cached.saturating_mul(10) > prompt).then(|| Warning {
         code: "prefix_cache_hit".into(),
         message: format!(
             "the server served {cached} of the {prompt} prompt tokens from its prefix cache: this is not the rate of a cold prefill"

@@ -4,6 +4,7 @@
 //! and the result goes through ammonia, a whitelist HTML sanitizer, as a second line.
 
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
 use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag, TagEnd};
 
@@ -57,11 +58,17 @@ pub fn to_html(markdown: &str) -> String {
     sanitize(&out)
 }
 
-/// The whitelist pass: the tags Markdown produces, URLs with safe schemes only.
+/// The whitelist pass: the tags Markdown produces, URLs with safe schemes only. Configured
+/// once: a site renders the notes of every run.
 fn sanitize(html: &str) -> String {
+    static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(sanitizer);
+    SANITIZER.clean(html).to_string()
+}
+
+fn sanitizer() -> ammonia::Builder<'static> {
     let schemes: HashSet<&str> = SAFE_SCHEMES.iter().copied().collect();
-    ammonia::Builder::default()
-        .url_schemes(schemes)
+    let mut b = ammonia::Builder::default();
+    b.url_schemes(schemes)
         .link_rel(None)
         .add_tags(["input"])
         .add_tag_attributes("input", ["type", "checked", "disabled"])
@@ -76,9 +83,8 @@ fn sanitize(html: &str) -> String {
             // Only the alignment pulldown-cmark writes for table columns.
             "style" if !value.starts_with("text-align:") => None,
             _ => Some(value.into()),
-        })
-        .clean(html)
-        .to_string()
+        });
+    b
 }
 
 /// The text of the first `# heading`, for a page's title.

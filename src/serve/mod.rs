@@ -68,17 +68,14 @@ fn watched_dirs(config: &SiteConfig) -> Vec<std::path::PathBuf> {
 /// What the watcher ignores: the output folder and its build's staging folders and lock,
 /// which a build writes (an output folder inside the data folder must not rebuild forever).
 fn ignored_outputs(config: &SiteConfig) -> watch::Ignore {
-    let out = &config.out_dir;
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let siblings = crate::write::Siblings::of(&config.out_dir);
+    let lock_name = siblings.lock().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut prefixes = siblings.folder_prefixes().to_vec();
+    prefixes.push(lock_name);
     watch::Ignore {
-        dirs: vec![watch::absolute(out)],
-        parent: parent.canonicalize().unwrap_or_else(|_| parent.to_path_buf()),
-        prefixes: vec![
-            format!("{}build-{name}-", crate::fsutil::TEMP_PREFIX),
-            format!("{}previous-", crate::fsutil::TEMP_PREFIX),
-            format!(".{name}.lock"),
-        ],
+        dirs: vec![watch::absolute(&config.out_dir)],
+        parent: siblings.parent.canonicalize().unwrap_or(siblings.parent),
+        prefixes,
     }
 }
 

@@ -33,15 +33,12 @@ impl Staging {
     /// same `out` running at once. Staging folders that a killed build left are removed.
     pub fn new(out: &Path) -> Result<Staging> {
         check_replaceable(out)?;
-        let parent = match out.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
-        let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "public".into());
-        let lock = Lock::try_acquire(&parent.join(format!(".{name}.lock")), &format!("{}", out.display()))?;
-        remove_stale_staging(&parent, &name);
-        let temp = fsutil::create_temp_dir(&parent, &format!("build-{name}"))?;
+        let siblings = Siblings::of(out);
+        let parent = &siblings.parent;
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        let lock = Lock::try_acquire(&siblings.lock(), &format!("{}", out.display()))?;
+        remove_stale_staging(&siblings);
+        let temp = fsutil::create_temp_dir(parent, &siblings.staging_label())?;
         fs::write(temp.join(MARKER), "built by site build; replaced whole on every build\n")?;
         Ok(Staging { out: out.to_path_buf(), temp: Some(temp), files: 0, bytes: 0, _lock: lock })
     }
@@ -54,7 +51,7 @@ impl Staging {
     /// and restored if the second rename fails.
     pub fn commit(mut self) -> Result<()> {
         let temp = self.temp.take().expect("commit once");
-        fsutil::replace_dir(&temp, &self.out, |_| Ok(()))
+        fsutil::replace_dir(&temp, &self.out)
     }
 }
 
@@ -66,11 +63,42 @@ impl Drop for Staging {
     }
 }
 
-/// Staging folders of `name` left by a killed build (they hold our marker, so they are ours;
-/// the build lock says no other build is using them).
-fn remove_stale_staging(parent: &Path, name: &str) {
-    let Ok(entries) = fs::read_dir(parent) else { return };
-    let prefixes = [format!("{}build-{name}-", fsutil::TEMP_PREFIX), format!("{}previous-", fsutil::TEMP_PREFIX)];
+/// What a build of an output folder creates beside it, in the folder's parent: the lock, the
+/// staging folder, and the previous site while it is swapped out. `site serve` ignores them.
+pub struct Siblings {
+    pub parent: PathBuf,
+    name: String,
+}
+
+impl Siblings {
+    pub fn of(out: &Path) -> Siblings {
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "public".into());
+        Siblings { parent, name }
+    }
+
+    pub fn lock(&self) -> PathBuf {
+        self.parent.join(format!(".{}.lock", self.name))
+    }
+
+    fn staging_label(&self) -> String {
+        format!("build-{}", self.name)
+    }
+
+    /// Name prefixes of the staging and previous-site folders.
+    pub fn folder_prefixes(&self) -> [String; 2] {
+        [format!("{}{}-", fsutil::TEMP_PREFIX, self.staging_label()), format!("{}previous-", fsutil::TEMP_PREFIX)]
+    }
+}
+
+/// Staging folders left by a killed build (they hold our marker, so they are ours; the build
+/// lock says no other build is using them).
+fn remove_stale_staging(siblings: &Siblings) {
+    let Ok(entries) = fs::read_dir(&siblings.parent) else { return };
+    let prefixes = siblings.folder_prefixes();
     for e in entries.flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
         let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
