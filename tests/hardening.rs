@@ -117,7 +117,8 @@ fn import_redacts_every_shell_form_of_a_secret() {
 fn symlinked_or_special_data_files_are_refused_with_their_path() {
     let outside = tempfile::tempdir().unwrap();
     fs::write(outside.path().join("secret.md"), "TOP SECRET").unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    type MakeBad<'a> = Box<dyn Fn(&Path) + 'a>;
+    let cases: Vec<(&str, MakeBad)> = vec![
         (
             "notes.md",
             Box::new(|run: &Path| {
@@ -299,7 +300,7 @@ fn concurrent_imports_of_one_run_id_leave_one_winner_and_a_clean_folder() {
 // 7. Outages and resume ---------------------------------------------------------------------
 
 #[test]
-fn a_vanished_server_stops_the_run_after_three_unreachable_cells() {
+fn a_vanished_server_stops_the_run_and_resume_measures_those_cells_again() {
     let server = Rogue::start(|req| discovery(req).unwrap_or(Reply::GoAway));
     let ws = tempfile::tempdir().unwrap();
     let args = bench_args(&server.url, &["--run-id", "outage", "--contexts", "1k,2k,4k,8k", "--concurrency", "1,2,4"]);
@@ -309,6 +310,28 @@ fn a_vanished_server_stops_the_run_after_three_unreachable_cells() {
     assert!(err.contains("the server was unreachable for 3 cells in a row"), "{err}");
     let cells = fs::read_dir(ws.path().join("data/runs/outage/cells")).unwrap().count();
     assert!(cells < 16, "{cells} cells written: the run went on against a dead server");
+    // A server is back: resume measures the unreachable cells again (and only the cells
+    // not yet measured), not "0 to go".
+    let server = Rogue::start(|req| discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024))));
+    let matrix = ["--run-id", "outage", "--contexts", "1k,2k,4k,8k", "--concurrency", "1,2,4", "--resume"];
+    let out = site_in(ws.path(), &bench_args(&server.url, &matrix));
+    assert_ok(&out);
+    let err = stderr(&out);
+    let unreachable_before = 3;
+    let kept = cells - unreachable_before;
+    assert!(err.contains(&format!("resuming outage: {kept} cells already measured, {} to go", 16 - kept)), "{err}");
+    let run = speed_matrix::data::load_run_dir(&ws.path().join("data/runs/outage")).unwrap();
+    assert_eq!(run.cells.len(), 16);
+    assert!(run.cells.iter().all(|c| !c.cell.server_unreachable()), "{err}");
+    // Another --api or launch command is refused.
+    let mut args = bench_args(&server.url, &matrix);
+    args.extend(["--api", "completions"]);
+    let err = stderr(&site_in(ws.path(), &args));
+    assert!(err.contains("was measured with --api chat, not completions"), "{err}");
+    let mut args = bench_args(&server.url, &matrix);
+    args.extend(["--launch-command", "vllm serve other"]);
+    let err = stderr(&site_in(ws.path(), &args));
+    assert!(err.contains("the launch command differs"), "{err}");
 }
 
 // 9. Nothing measured ----------------------------------------------------------------------
@@ -342,7 +365,8 @@ fn import_refuses_duplicates_negative_figures_and_oversized_counts() {
         &fs::read_to_string(fixture("peer/llm-inference-bench-0.4.18-llamacpp-smollm2.json")).unwrap(),
     )
     .unwrap();
-    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(Edit, &str)> = vec![
         (
             Box::new(|v| {
                 let first = v["results"][0].clone();
@@ -510,4 +534,33 @@ fn a_hand_written_launch_command_is_redacted_when_published() {
     let site = all_files_text(&ws.path().join("public"));
     assert!(!site.contains(SECRET));
     assert!(site.contains("--api-key &lt;redacted&gt; --tp 2"));
+}
+
+#[test]
+fn ctrl_c_before_the_first_cell_leaves_no_empty_run() {
+    // The server never answers: the bench is still sizing its first prompt.
+    let server = Rogue::start(|req| discovery(req).unwrap_or(Reply::Hang));
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_site"))
+        .args(bench_args(&server.url, &["--run-id", "nothing"]))
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = dir.path().join("data/runs/nothing");
+    let t = Instant::now();
+    while !run.join("run.json").exists() && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(run.exists());
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "Ctrl-C took {:?}", t.elapsed());
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("interrupted before any cell was measured"), "{}", stderr(&out));
+    assert!(!run.exists(), "an empty run folder was left");
 }

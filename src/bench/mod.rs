@@ -10,7 +10,6 @@ pub mod progress;
 pub mod prompt;
 pub mod protocol;
 pub mod recorder;
-
 pub mod runner;
 pub mod sse;
 pub mod stream;
@@ -351,13 +350,25 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
             continue;
         }
         progress.current(&format!("sizing the {} prompt", context_label(ctx)));
+        // Sizing waits on the server; Ctrl-C must not (None: interrupted).
         let size = |variant, tokens| {
             let want = prompt::SizeTarget { context: ctx, variant, tokens };
-            prompt::size_prompt(&client, info.engine, cfg.api, &model, &tag, want)
+            let mut interrupt = int_rx.clone();
+            let sizing = prompt::size_prompt(&client, info.engine, cfg.api, &model, &tag, want);
+            async move {
+                tokio::select! {
+                    r = sizing => Some(r),
+                    _ = interrupt.wait_for(|i| *i) => None,
+                }
+            }
         };
         let mut sized = match size(0, ctx).await {
-            Ok(s) => s,
-            Err(e) => {
+            None => {
+                summary.interrupted = true;
+                break 'contexts;
+            }
+            Some(Ok(s)) => s,
+            Some(Err(e)) => {
                 let cause = e.is::<http::Unreachable>().then_some(ErrorCause::Unreachable);
                 let message = client.scrub(&format!("sizing the prompt failed: {e:#}"));
                 for p in &runnable {
@@ -381,7 +392,7 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
                 let target = (ctx as i64 - overhead).max(1) as u32;
                 progress
                     .current(&format!("resizing the {} prompt ({overhead:+} tokens of template)", context_label(ctx)));
-                if let Ok(s) = size(1, target).await {
+                if let Some(Ok(s)) = size(1, target).await {
                     // The tokenizer's count plus the template's tokens, as usage will say.
                     let tokens = (s.tokens as i64 + overhead).max(1) as u64;
                     sized = prompt::SizedPrompt { tokens, ..s };
