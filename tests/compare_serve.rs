@@ -3,11 +3,9 @@
 mod common;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::serve::{get, Server};
 use common::*;
 
 #[test]
@@ -119,60 +117,8 @@ fn diff_refuses_bad_pairs_and_writes_nothing() {
     assert!(stderr(&out).contains("comparisons[0] names run \"ghost\""), "{}", stderr(&out));
 }
 
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_serve(ws: &Workspace) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_site"))
-        .current_dir(ws.path())
-        .args(["serve", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut addr = String::new();
-    for _ in 0..50 {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(i) = line.find("http://") {
-            addr = line[i + 7..]
-                .trim()
-                .trim_end_matches(|c| c != '/')
-                .trim_end_matches('/')
-                .split(' ')
-                .next()
-                .unwrap()
-                .to_string();
-            break;
-        }
-    }
-    assert!(addr.starts_with("127.0.0.1:"), "no URL printed: {addr:?}");
-    std::thread::spawn(move || for _ in reader.lines() {});
-    Server { child, addr }
-}
-
-/// A raw GET, so the path reaches the server exactly as written.
-fn get(addr: &str, path: &str) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp).unwrap();
-    let resp = String::from_utf8_lossy(&resp).into_owned();
-    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, head.to_ascii_lowercase(), body.to_string())
+    Server::start(ws.path(), &[])
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::rogue::{completion, discovery, good_stream, Reply, Rogue};
+use common::serve;
 use common::*;
 
 const SECRET: &str = "sk-live-Zq9secretKEY";
@@ -563,4 +564,135 @@ fn ctrl_c_before_the_first_cell_leaves_no_empty_run() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("interrupted before any cell was measured"), "{}", stderr(&out));
     assert!(!run.exists(), "an empty run folder was left");
+}
+
+// 5. site serve ---------------------------------------------------------------------------
+
+/// The server's peak resident memory in KiB (VmHWM).
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn serve_streams_a_large_page_to_many_clients_with_flat_memory() {
+    let ws = measured();
+    fs::create_dir_all(ws.path().join("static")).unwrap();
+    let size = 48 << 20;
+    fs::write(ws.path().join("static/big.html"), vec![b'x'; size]).unwrap();
+    let srv = serve::Server::start(ws.path(), &[]);
+    let before = peak_rss_kib(srv.child.id());
+    let clients: Vec<_> = (0..40)
+        .map(|_| {
+            let addr = srv.addr.clone();
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(&addr).unwrap();
+                use std::io::{Read, Write};
+                write!(s, "GET /static/big.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+                let mut n = 0usize;
+                let mut buf = vec![0u8; 1 << 16];
+                loop {
+                    match s.read(&mut buf).unwrap() {
+                        0 => return n,
+                        k => n += k,
+                    }
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        // Head, the page, and the reload script after it.
+        assert!(c.join().unwrap() > size);
+    }
+    let grew_mib = (peak_rss_kib(srv.child.id()) - before) / 1024;
+    // Reading the page whole for each client would take 40 x 48 MiB.
+    assert!(grew_mib < 200, "serve grew by {grew_mib} MiB for 40 clients of a 48 MiB page");
+}
+
+#[test]
+fn serve_keeps_accepting_after_running_out_of_file_descriptors() {
+    let ws = measured();
+    let srv = serve::Server::start_with(ws.path(), &[], Some("ulimit -n 64"));
+    // Far more connections than descriptors, held open.
+    let held: Vec<_> = (0..120).filter_map(|_| std::net::TcpStream::connect(&srv.addr).ok()).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    drop(held);
+    let t = Instant::now();
+    loop {
+        // The listener is still there: a page answers once descriptors are free again.
+        if let Ok(mut s) = std::net::TcpStream::connect(&srv.addr) {
+            use std::io::{Read, Write};
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = write!(s, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let mut resp = String::new();
+            if s.read_to_string(&mut resp).is_ok() && resp.starts_with("HTTP/1.1 200") {
+                break;
+            }
+        }
+        assert!(t.elapsed() < Duration::from_secs(15), "no answer after the descriptors came back: {}", srv.printed());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(srv.printed().contains("accepting a connection failed"), "{}", srv.printed());
+}
+
+#[test]
+fn serve_exits_on_the_first_ctrl_c_with_a_client_connected() {
+    let ws = measured();
+    let mut srv = serve::Server::start(ws.path(), &[]);
+    let _idle = std::net::TcpStream::connect(&srv.addr).unwrap();
+    let t = Instant::now();
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(srv.child.id() as i32, libc::SIGINT) };
+    loop {
+        if srv.child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "still running 5 s after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn serve_does_not_rebuild_forever_when_its_output_is_inside_the_data_folder() {
+    let ws = measured();
+    let srv = serve::Server::start(ws.path(), &["--out", "data/site"]);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!srv.printed().contains("Rebuilt"), "{}", srv.printed());
+    // A real edit still rebuilds.
+    fs::write(ws.path().join(RUN).join("notes.md"), "edited").unwrap();
+    let t = Instant::now();
+    while !srv.printed().contains("Rebuilt") {
+        assert!(t.elapsed() < Duration::from_secs(20), "{}", srv.printed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, head, _) = serve::get(&srv.addr, "//runs/tiny-vllm-l4");
+    assert_eq!(status, 301);
+    assert!(head.contains("location: /runs/tiny-vllm-l4/\r\n"), "{head}");
+}
+
+#[test]
+fn serve_never_serves_a_folder_that_build_refused() {
+    let ws = measured();
+    fs::create_dir_all(ws.path().join("public")).unwrap();
+    fs::write(ws.path().join("public/index.html"), "someone's own page").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_site"))
+        .args(["serve", "--port", "0"])
+        .current_dir(ws.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("site serve is serving a folder that site build refused");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("refusing to replace") && err.contains("no earlier site to serve"), "{err}");
 }

@@ -535,3 +535,54 @@ fn check_cell_in_matrix(c: &Cell, s: &RunSettings) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MANIFEST: &str = include_str!("../../tests/fixtures/valid/measured/data/runs/tiny-vllm-l4/run.json");
+    const CELL: &str =
+        include_str!("../../tests/fixtures/valid/measured/data/runs/tiny-vllm-l4/cells/decode-8192-c2.json");
+
+    /// A run folder holding `cell` as its one cell file; the loader's answer.
+    fn load_with_cell(cell: &[u8]) -> Result<LoadedRun> {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("r");
+        fs::create_dir_all(run.join(CELLS_DIR)).unwrap();
+        fs::write(run.join(RUN_MANIFEST), MANIFEST).unwrap();
+        fs::write(run.join(CELLS_DIR).join("decode-8192-c2.json"), cell).unwrap();
+        load_run_dir(&run)
+    }
+
+    #[test]
+    fn the_fixture_cell_loads() {
+        assert_eq!(load_with_cell(CELL.as_bytes()).unwrap().cells.len(), 1);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// Arbitrary bytes are an error naming the file, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            if let Err(e) = load_with_cell(&bytes) {
+                prop_assert!(format!("{e:#}").contains("decode-8192-c2.json"), "{e:#}");
+            }
+        }
+
+        /// A valid cell with one byte changed or cut short loads or fails cleanly.
+        #[test]
+        fn damaged_cells_never_panic(at in any::<prop::sample::Index>(), byte in any::<u8>(), cut in any::<bool>()) {
+            let mut bytes = CELL.as_bytes().to_vec();
+            let i = at.index(bytes.len());
+            if cut {
+                bytes.truncate(i);
+            } else {
+                bytes[i] = byte;
+            }
+            if let Err(e) = load_with_cell(&bytes) {
+                prop_assert!(format!("{e:#}").contains("decode-8192-c2.json"), "{e:#}");
+            }
+        }
+    }
+}

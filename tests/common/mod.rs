@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod rogue;
+pub mod serve;
 pub mod sim;
 
 use std::fs;
