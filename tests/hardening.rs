@@ -696,3 +696,40 @@ fn serve_never_serves_a_folder_that_build_refused() {
     let err = stderr(&out);
     assert!(err.contains("refusing to replace") && err.contains("no earlier site to serve"), "{err}");
 }
+
+// 8. Prompt tags and cache hits -------------------------------------------------------------
+
+#[test]
+fn a_reused_run_id_sends_new_prompts_and_a_cached_prefill_is_flagged() {
+    let prompts = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = prompts.clone();
+    // The server says 900 of the 1,024 prompt tokens came from its cache.
+    let cached = "data: {\"choices\":[{\"text\":\"w \"}],\"usage\":{\"prompt_tokens\":1024,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":900}}}\n\ndata: [DONE]\n\n";
+    let server = Rogue::start(move |req| {
+        discovery(req).unwrap_or_else(|| {
+            let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
+            let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
+            seen.lock().unwrap().push(prompt.split(" ctx-").next().unwrap().to_string());
+            completion(req, 1024, || Reply::Stream(vec![cached.as_bytes().to_vec()]))
+        })
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let args = bench_args(&server.url, &["--run-id", "again"]);
+    let mut tags = Vec::new();
+    for _ in 0..2 {
+        prompts.lock().unwrap().clear();
+        let _ = fs::remove_dir_all(ws.path().join("data/runs/again"));
+        assert_ok(&site_in(ws.path(), &args));
+        tags.push(prompts.lock().unwrap()[0].clone());
+    }
+    assert!(tags[0].starts_with("[speed-matrix "), "{tags:?}");
+    assert_ne!(tags[0], tags[1], "the same run id sent the same prompt tag twice");
+
+    let cell = fs::read_to_string(ws.path().join("data/runs/again/cells/prefill-1024.json")).unwrap();
+    let cell: serde_json::Value = serde_json::from_str(&cell).unwrap();
+    assert_eq!(cell["measurement"]["requests"][0]["cached_prompt_tokens"], 900);
+    assert_ok(&site_in(ws.path(), &["build"]));
+    let page = fs::read_to_string(ws.path().join("public/runs/again/index.html")).unwrap();
+    assert!(page.contains("prefix_cache_hit"), "no flag on the run page");
+    assert!(page.contains("the server served 900 of the 1024 prompt tokens from its prefix cache"));
+}

@@ -349,3 +349,33 @@ fn headline(prefill: &[CellView], decode: &[CellView]) -> Headline {
     h.prefill_8k_tps = prefill.iter().filter(valid).find(|c| c.context == 8192).and_then(|c| c.figures.prompt_tps);
     h
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{Cell, Phase, ReportedFigures};
+
+    fn prefill(context: u32, prompt_tps: f64) -> CellView {
+        let reported = ReportedFigures { prompt_tps: Some(prompt_tps), ..Default::default() };
+        let cell = Cell { reported: Some(reported), ..Cell::new(Phase::Prefill, context, 1, Status::Valid) };
+        normalize_cell(&cell, Origin::Imported)
+    }
+
+    fn flagged(cells: &[CellView]) -> Vec<u32> {
+        cells.iter().filter(|c| c.warnings.iter().any(|w| w.code == "prefill_jump")).map(|c| c.context).collect()
+    }
+
+    #[test]
+    fn a_prefill_far_beyond_the_other_contexts_is_flagged() {
+        let mut cells = vec![prefill(1024, 900.0), prefill(2048, 1000.0), prefill(4096, 3500.0), prefill(8192, 950.0)];
+        flag_prefill_outliers(&mut cells);
+        assert_eq!(flagged(&cells), [4096]);
+        // A curve that rises (2x per step) is no jump; two points are too few to judge.
+        let mut rising = vec![prefill(512, 300.0), prefill(1024, 600.0), prefill(2048, 1200.0)];
+        flag_prefill_outliers(&mut rising);
+        assert!(flagged(&rising).is_empty());
+        let mut two = vec![prefill(512, 100.0), prefill(1024, 1000.0)];
+        flag_prefill_outliers(&mut two);
+        assert!(flagged(&two).is_empty());
+    }
+}
