@@ -709,7 +709,7 @@ fn a_reused_run_id_sends_new_prompts_and_a_cached_prefill_is_flagged() {
         discovery(req).unwrap_or_else(|| {
             let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
             let prompt = body["messages"][0]["content"].as_str().unwrap_or_default();
-            seen.lock().unwrap().push(prompt.split(" ctx-").next().unwrap().to_string());
+            seen.lock().unwrap().push(prompt.split(']').next().unwrap().to_string());
             completion(req, 1024, || Reply::Stream(vec![cached.as_bytes().to_vec()]))
         })
     });
@@ -722,7 +722,7 @@ fn a_reused_run_id_sends_new_prompts_and_a_cached_prefill_is_flagged() {
         assert_ok(&site_in(ws.path(), &args));
         tags.push(prompts.lock().unwrap()[0].clone());
     }
-    assert!(tags[0].starts_with("[speed-matrix "), "{tags:?}");
+    assert!(tags[0].starts_with("[v0 ctx-1024 ") && tags[0].ends_with(" speed-matrix"), "{tags:?}");
     assert_ne!(tags[0], tags[1], "the same run id sent the same prompt tag twice");
 
     let cell = fs::read_to_string(ws.path().join("data/runs/again/cells/prefill-1024.json")).unwrap();

@@ -49,21 +49,22 @@ pub fn filler(n: usize, seed: u64) -> String {
     s
 }
 
-/// A tag no earlier measurement used: the time in milliseconds and 32 random bits.
+/// A tag no earlier measurement used: 32 random bits, then the time in milliseconds (random
+/// first: two runs started close together share no leading digits).
 pub fn measurement_tag() -> String {
     let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
     let mut r = [0u8; 4];
     let _ = getrandom::fill(&mut r);
-    format!("{ms:x}-{:08x}", u32::from_le_bytes(r))
+    format!("{:08x}-{ms:x}", u32::from_le_bytes(r))
 }
 
-/// The text of a prompt: tag + filler + the instruction to write at length. `variant` > 0
-/// changes the tag itself, so a re-sized prompt shares no prefix with the first one and is
-/// never served from the prefix cache.
+/// The text of a prompt: tag + filler + the instruction to write at length. What tells
+/// prompts apart comes first, most often changing first: the variant (a re-sized prompt
+/// shares at most `[v` with the first one), then the context, then the measurement's tag, so
+/// no prompt finds more than a token or a few of another in the prefix cache.
 pub fn prompt_text(tag: &str, context: u32, variant: u32, words: usize) -> String {
-    let v = if variant > 0 { format!(" v{variant}") } else { String::new() };
     format!(
-        "[speed-matrix {tag} ctx-{context}{v}] Read the notes below, then write a long, detailed story that uses them.\n{}",
+        "[v{variant} ctx-{context} {tag} speed-matrix] Read the notes below, then write a long, detailed story that uses them.\n{}",
         filler(words, context as u64 + variant as u64 * 7919)
     )
 }
@@ -211,9 +212,11 @@ mod tests {
     fn prompts_are_unique_per_context_and_deterministic() {
         assert_eq!(filler(5, 1), filler(5, 1));
         assert_ne!(prompt_text("r", 8192, 0, 10), prompt_text("r", 16384, 0, 10));
-        assert!(prompt_text("run-1", 8192, 0, 10).starts_with("[speed-matrix run-1 ctx-8192]"));
-        // A re-sized prompt differs from its first token on.
-        assert!(prompt_text("run-1", 8192, 1, 10).starts_with("[speed-matrix run-1 ctx-8192 v1]"));
+        assert!(prompt_text("t-1", 8192, 0, 10).starts_with("[v0 ctx-8192 t-1 speed-matrix]"));
+        // A re-sized prompt differs from its second character on.
+        assert!(prompt_text("t-1", 8192, 1, 10).starts_with("[v1 ctx-8192 t-1 speed-matrix]"));
+        let (a, b) = (measurement_tag(), measurement_tag());
+        assert_ne!(a[..8], b[..8], "the random part leads");
         assert_eq!(filler(100, 3).split(' ').count(), 100);
     }
 

@@ -167,7 +167,7 @@ fn tokenize(a: &SimArgs, body: &[u8]) -> Response<Body> {
 
 /// The `ctx-N` tag our prompts start with, if present.
 fn prompt_context(text: &str) -> Option<u32> {
-    let i = text.find(" ctx-")? + 5;
+    let i = text.find("ctx-")? + 4;
     let digits: String = text[i..].chars().take_while(|c| c.is_ascii_digit()).collect();
     digits.parse().ok()
 }
