@@ -81,7 +81,9 @@ pub struct BenchSummary {
 /// Runs the bench to the end (or to Ctrl-C) on a runtime of its own.
 pub fn run_blocking(cfg: BenchConfig) -> Result<BenchSummary> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(run(cfg))
+    // Whatever failed, its message may quote the server: the key never reaches the terminal.
+    let scrubber = crate::redact::Scrubber::new(cfg.api_key.clone());
+    rt.block_on(run(cfg)).map_err(|e| anyhow::anyhow!(scrubber.scrub(&format!("{e:#}"))))
 }
 
 fn capacity(info: &ServerInfo, cfg: &BenchConfig) -> Capacity {
