@@ -18,7 +18,7 @@ use speed_matrix::bench::http::{Endpoint, HttpClient};
 use speed_matrix::bench::loopdetect::LoopSettings;
 use speed_matrix::bench::prompt::{request_body, Api};
 use speed_matrix::bench::stream::{run_stream, StreamSettings, WindowClock};
-use speed_matrix::data::RequestRecord;
+use speed_matrix::format::RequestRecord;
 use tokio::sync::watch;
 
 struct Sim(Child, String);

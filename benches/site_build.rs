@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use speed_matrix::data::json::to_pretty;
-use speed_matrix::data::*;
+use speed_matrix::format::json::to_pretty;
+use speed_matrix::format::*;
 use speed_matrix::site::{Site, SiteConfig};
 
 const CONTEXTS: [u32; 6] = [8192, 16384, 32768, 65536, 131072, 257024];

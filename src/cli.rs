@@ -142,7 +142,7 @@ pub struct DiffArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Changes below this percentage are not coloured.
-    #[arg(long, default_value_t = crate::compare::DEFAULT_THRESHOLD_PCT, value_parser = parse_threshold)]
+    #[arg(long, default_value_t = speed_matrix::analysis::compare::DEFAULT_THRESHOLD_PCT, value_parser = parse_threshold)]
     pub threshold: f64,
 }
 

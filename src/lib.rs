@@ -4,17 +4,14 @@
 //! The site pipeline runs one way: [`data`] (load and validate) -> [`normalize`] (figures
 //! and page models) -> [`render`] (templates, charts) -> [`write`] (atomic output).
 
+pub mod analysis;
 pub mod bench;
-pub mod cli;
-pub mod cmd;
-pub mod compare;
-pub mod data;
+pub mod format;
 pub mod fsutil;
 pub mod import;
-pub mod normalize;
 pub mod redact;
 pub mod render;
 pub mod serve;
-pub mod sim;
 pub mod site;
+pub mod units;
 pub mod write;

@@ -1,8 +1,12 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use speed_matrix::cli::{Cli, Command};
-use speed_matrix::cmd;
+
+mod cli;
+mod cmd;
+mod sim;
+
+use cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::data::{self, DataSet};
-use crate::normalize::{self, SiteModel};
+use crate::analysis::{self, SiteModel};
+use crate::format::{self, DataSet};
 use crate::render::{templates, RenderStats, SitePages};
 use crate::write::{assets, Staging};
 
@@ -61,7 +61,7 @@ impl Site {
     /// Loads and validates the data folder and normalizes it (what `site check` runs).
     pub fn load(config: SiteConfig) -> Result<Site> {
         let t = Instant::now();
-        let data = data::load_data_dir(&config.data_dir)?;
+        let data = format::load_data_dir(&config.data_dir)?;
         let cells: usize = data.runs.iter().map(|r| r.cells.len()).sum();
         let mut steps = vec![Step {
             name: "load",
@@ -75,8 +75,8 @@ impl Site {
             ),
         }];
         let t = Instant::now();
-        let model = normalize::normalize(&data)
-            .with_context(|| format!("{}", config.data_dir.join(crate::data::COMPARE_FILE).display()))?;
+        let model = analysis::normalize(&data)
+            .with_context(|| format!("{}", config.data_dir.join(crate::format::COMPARE_FILE).display()))?;
         steps.push(Step {
             name: "normalize",
             took: t.elapsed(),

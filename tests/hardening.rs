@@ -321,7 +321,7 @@ fn a_vanished_server_stops_the_run_and_resume_measures_those_cells_again() {
     let unreachable_before = 3;
     let kept = cells - unreachable_before;
     assert!(err.contains(&format!("resuming outage: {kept} cells already measured, {} to go", 16 - kept)), "{err}");
-    let run = speed_matrix::data::load_run_dir(&ws.path().join("data/runs/outage")).unwrap();
+    let run = speed_matrix::format::load_run_dir(&ws.path().join("data/runs/outage")).unwrap();
     assert_eq!(run.cells.len(), 16);
     assert!(run.cells.iter().all(|c| !c.cell.server_unreachable()), "{err}");
     // Another --api or launch command is refused.

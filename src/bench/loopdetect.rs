@@ -3,7 +3,7 @@
 //! points); cycles of only whitespace do not count. Checked every `check_every` characters
 //! over a bounded tail, one detector per channel (content, reasoning).
 
-use crate::data::LoopFinding;
+use crate::format::LoopFinding;
 
 #[derive(Debug, Clone, Copy)]
 pub struct LoopSettings {
@@ -103,21 +103,11 @@ impl LoopDetector {
                 period_chars: Some(period as u64),
                 repeated_chars: Some(repeated as u64),
                 excerpt: Some(cycle.chars().take(120).collect()),
-                cycle_hash: Some(format!("{:016x}", fnv1a(cycle.as_bytes()))),
+                cycle_hash: Some(format!("{:016x}", crate::units::fnv1a(cycle.as_bytes()))),
             });
         }
         None
     }
-}
-
-/// FNV-1a: a stable hash for the finding (same cycle, same hash, across runs and builds).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
 }
 
 #[cfg(test)]

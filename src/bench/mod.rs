@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use tokio::sync::watch;
 
-use crate::data::{
+use crate::format::{
     BenchTool, Cell, CellError, DecodeTest, EngineInfo, ErrorCause, ModelInfo, Origin, Phase, PrefillMode, RunManifest,
     RunSettings, Status, SCHEMA_VERSION,
 };
-use crate::render::format::context_label;
+use crate::units::numbers::context_label;
 use discover::{EngineKind, ServerInfo};
 use http::{Endpoint, HttpClient};
 use loopdetect::LoopSettings;
@@ -36,7 +36,7 @@ use recorder::Recorder;
 use runner::CellContext;
 use stream::{StreamSettings, WindowClock};
 
-pub use crate::data::facts::ManifestFacts;
+pub use crate::format::facts::ManifestFacts;
 
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -99,8 +99,8 @@ fn default_run_id(model: &str, engine: &str) -> String {
     let stamp: String = recorder::now_rfc3339().chars().filter(|c| c.is_ascii_digit()).take(14).collect();
     let mut id = format!(
         "{}-{}-{}",
-        crate::data::ids::slugify(&crate::normalize::model_display_name(model)),
-        crate::data::ids::slugify(engine),
+        crate::units::slugify(&crate::units::model_display_name(model)),
+        crate::units::slugify(engine),
         stamp
     );
     id.truncate(128);
@@ -197,7 +197,7 @@ fn check_resumable(old: &RunManifest, new: &RunManifest, dir: &std::path::Path) 
 }
 
 fn cell_summary(cell: &Cell) -> String {
-    let v = crate::normalize::normalize_cell(cell, Origin::Measured);
+    let v = crate::analysis::normalize_cell(cell, Origin::Measured);
     let f = &v.figures;
     match cell.status {
         Status::Valid if cell.phase == Phase::Prefill => {

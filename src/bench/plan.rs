@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::data::{OverCapacity, Phase};
+use crate::format::{OverCapacity, Phase};
 
 /// `8k` = 8192 tokens, `1.5k` = 1536, `251K` = 257024, `512` = 512.
 pub fn parse_tokens(s: &str) -> Result<u32> {

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::data::json::to_pretty;
-use crate::data::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
+use crate::format::json::to_pretty;
+use crate::format::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil::{write_atomic, Lock};
 use crate::redact::Scrubber;
 
@@ -28,7 +28,7 @@ impl Recorder {
     /// Opens `data/runs/<id>/`. A folder with cells is continued only with `resume`; cells
     /// that failed because the server was unreachable are measured again.
     pub fn open(data_dir: &Path, run_id: &str, resume: bool, scrubber: Scrubber) -> Result<Recorder> {
-        data::ids::check_id("run id", run_id)?;
+        format::ids::check_id("run id", run_id)?;
         let runs = data_dir.join(RUNS_DIR);
         let lock = Lock::try_acquire(&runs.join(format!(".{run_id}.lock")), &format!("run {run_id}"))?;
         let dir = runs.join(run_id);
@@ -41,7 +41,7 @@ impl Recorder {
                     dir.display()
                 );
             }
-            let run = data::load_run_dir(&dir).with_context(|| format!("reading {} to resume it", dir.display()))?;
+            let run = format::load_run_dir(&dir).with_context(|| format!("reading {} to resume it", dir.display()))?;
             for c in run.cells.iter().filter(|c| !c.cell.server_unreachable()) {
                 done.insert((c.cell.phase, c.cell.context, c.cell.concurrency));
             }
@@ -67,7 +67,7 @@ impl Recorder {
             return Ok(None);
         }
         let text = crate::fsutil::read_data_file(&path, crate::fsutil::MAX_DATA_FILE_BYTES)?;
-        Ok(Some(data::json::parse(&path, &text)?))
+        Ok(Some(format::json::parse(&path, &text)?))
     }
 
     pub fn write_manifest(&self, m: &RunManifest) -> Result<()> {

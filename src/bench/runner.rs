@@ -13,7 +13,7 @@ use super::discover::{gauge_values, EngineKind};
 use super::http::HttpClient;
 use super::prompt::{request_body, Api};
 use super::stream::{run_stream, Failure, StreamOutcome, StreamSettings, WindowClock};
-use crate::data::{Cell, CellError, ErrorCause, GaugeSample, Measurement, Phase, Status, Warning, Window};
+use crate::format::{Cell, CellError, ErrorCause, GaugeSample, Measurement, Phase, Status, Warning, Window};
 
 /// Everything a cell needs to know about the server and the run.
 #[derive(Clone)]
@@ -143,7 +143,7 @@ pub async fn warm_slots(cx: &CellContext, prompt: &str, c: u32, cancel: &watch::
 /// Why a decode cell stopped early.
 enum Stop {
     Failure(Failure),
-    Looped(crate::data::LoopFinding),
+    Looped(crate::format::LoopFinding),
 }
 
 /// One fixed-duration decode cell with exactly `c` streams in flight.
@@ -284,7 +284,7 @@ pub async fn decode_cell(
     let mut requests: Vec<_> = outcomes.into_iter().map(|o| o.record).collect();
     apply_final_usage_ratio(&mut requests);
     if !requests.is_empty()
-        && requests.iter().all(|r| r.token_source == crate::data::TokenSource::Chunks)
+        && requests.iter().all(|r| r.token_source == crate::format::TokenSource::Chunks)
         && requests.iter().any(|r| r.tokens > 0)
     {
         let message = if requests.iter().any(|r| r.finish_reason.is_some()) {
@@ -341,8 +341,8 @@ pub async fn decode_cell(
 /// Streams cut at the window's end never see a final usage. Where the cell's finished
 /// streams showed how many tokens a chunk carries (usage only at the end), the cut streams'
 /// chunk counts are scaled by that ratio.
-fn apply_final_usage_ratio(requests: &mut [crate::data::RequestRecord]) {
-    use crate::data::TokenSource;
+fn apply_final_usage_ratio(requests: &mut [crate::format::RequestRecord]) {
+    use crate::format::TokenSource;
     let (tokens, chunks) = requests
         .iter()
         .filter(|r| r.token_source == TokenSource::ChunksCheckedByFinalUsage)

@@ -15,7 +15,7 @@ use super::http::{HttpClient, Unreachable};
 use super::loopdetect::{LoopDetector, LoopSettings};
 use super::protocol::{error_body_message, parse_chunk};
 use super::sse::{SseLine, SseParser};
-use crate::data::{ErrorCause, LoopFinding, RequestRecord, TokenSource};
+use crate::format::{ErrorCause, LoopFinding, RequestRecord, TokenSource};
 
 /// The cell's window, shared by its streams; set by the coordinator when warm-up ends.
 pub struct WindowClock {

@@ -1,11 +1,11 @@
 use anyhow::{Context, Result};
 
-use crate::bench::loopdetect::LoopSettings;
-use crate::bench::plan::{parse_count_list, parse_duration, parse_token_list};
-use crate::bench::prompt::Api;
-use crate::bench::{self, BenchConfig, ManifestFacts};
 use crate::cli::BenchArgs;
 use crate::cli::FactsArgs;
+use speed_matrix::bench::loopdetect::LoopSettings;
+use speed_matrix::bench::plan::{parse_count_list, parse_duration, parse_token_list};
+use speed_matrix::bench::prompt::Api;
+use speed_matrix::bench::{self, BenchConfig, ManifestFacts};
 
 pub fn run(a: &BenchArgs) -> Result<()> {
     let contexts = parse_token_list(&a.contexts).context("--contexts")?;

@@ -3,7 +3,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use crate::cli::BuildArgs;
-use crate::site::{format_steps, Site};
+use speed_matrix::site::{format_steps, Site};
 
 pub fn run(args: &BuildArgs) -> Result<()> {
     let t = Instant::now();

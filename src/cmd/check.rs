@@ -1,7 +1,7 @@
 use anyhow::Result;
 
 use crate::cli::CheckArgs;
-use crate::site::{format_steps, Site};
+use speed_matrix::site::{format_steps, Site};
 
 pub fn run(args: &CheckArgs) -> Result<()> {
     // The output folder is never touched by a check.

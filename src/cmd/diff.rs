@@ -3,12 +3,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::cli::DiffArgs;
-use crate::compare::compare;
-use crate::data::{self, load_run_dir, LoadedRun, RUNS_DIR, RUN_MANIFEST};
-use crate::normalize::normalize_run;
-use crate::render::compare_page::{comparison_csv, comparison_html};
-use crate::render::{templates, Sink};
-use crate::write::{assets, Staging};
+use speed_matrix::analysis::compare::compare;
+use speed_matrix::analysis::normalize_run;
+use speed_matrix::format::{self, load_run_dir, LoadedRun, RUNS_DIR, RUN_MANIFEST};
+use speed_matrix::render::compare_page::{comparison_csv, comparison_html};
+use speed_matrix::render::{templates, Sink};
+use speed_matrix::write::{assets, Staging};
 
 /// A run id under the data folder, or a path to a run folder.
 fn find_run(data_dir: &Path, name: &str) -> Result<LoadedRun> {
@@ -17,7 +17,7 @@ fn find_run(data_dir: &Path, name: &str) -> Result<LoadedRun> {
         return load_run_dir(as_path);
     }
     let dir = data_dir.join(RUNS_DIR).join(name);
-    if data::ids::check_id("run id", name).is_ok() && dir.join(RUN_MANIFEST).is_file() {
+    if format::ids::check_id("run id", name).is_ok() && dir.join(RUN_MANIFEST).is_file() {
         return load_run_dir(&dir);
     }
     if as_path.is_dir() && (name.contains('/') || !dir.is_dir()) {

@@ -1,7 +1,7 @@
 use anyhow::Result;
 
 use crate::cli::ImportArgs;
-use crate::import::import;
+use speed_matrix::import::import;
 
 pub fn run(a: &ImportArgs) -> Result<()> {
     let facts = a.facts.to_manifest_facts()?;

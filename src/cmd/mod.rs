@@ -9,7 +9,7 @@ pub mod serve;
 pub mod simulate;
 
 use crate::cli::SiteArgs;
-use crate::site::SiteConfig;
+use speed_matrix::site::SiteConfig;
 
 impl SiteArgs {
     pub fn config(&self, out: std::path::PathBuf) -> SiteConfig {

@@ -3,7 +3,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cli::ServeArgs;
-use crate::serve::{serve, ServeOptions};
+use speed_matrix::serve::{serve, ServeOptions};
 
 pub fn run(a: &ServeArgs) -> Result<()> {
     serve(ServeOptions {

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
-use crate::data::facts::ManifestFacts;
-use crate::data::json::to_pretty;
-use crate::data::{
+use crate::format::facts::ManifestFacts;
+use crate::format::json::to_pretty;
+use crate::format::{
     self, BenchTool, Cell, DecodeTest, EngineInfo, LoopFinding, ModelInfo, Origin, OverCapacity, Phase, PrefillMode,
     ReportedFigures, ReportedSample, RunManifest, RunSettings, Status, Warning, CELLS_DIR, RUNS_DIR, RUN_MANIFEST,
     RUN_NOTES, SCHEMA_VERSION,
@@ -34,7 +34,7 @@ pub struct ImportSummary {
 /// Reads and checks the file: that tool's format, a major version this importer knows.
 pub fn read(path: &Path) -> Result<ResultsFile> {
     let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: Value = data::json::parse(path, &text)?;
+    let v: Value = format::json::parse(path, &text)?;
     let version = v.pointer("/metadata/version").and_then(Value::as_str);
     if v.get("results").is_none() || version.is_none() {
         bail!(
@@ -47,7 +47,7 @@ pub fn read(path: &Path) -> Result<ResultsFile> {
     if major != Some(0) {
         bail!("{}: unsupported {TOOL} version {version} (this importer reads versions 0.x)", path.display());
     }
-    data::json::parse(path, &text)
+    format::json::parse(path, &text)
         .map_err(|e| e.context(format!("{}: not a complete {TOOL} {version} file", path.display())))
 }
 
@@ -367,9 +367,9 @@ pub fn import(
 ) -> Result<ImportSummary> {
     let id = match run_id {
         Some(id) => id.to_string(),
-        None => data::ids::slugify(&path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
+        None => crate::units::slugify(&path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
     };
-    data::ids::check_id("run id", &id)?;
+    format::ids::check_id("run id", &id)?;
     let (manifest, cells) = convert(path, facts)?;
     let runs = data_dir.join(RUNS_DIR);
     let dest = runs.join(&id);
@@ -388,7 +388,7 @@ pub fn import(
             write_atomic(&staged.join(RUN_NOTES), notes.as_bytes())?;
         }
         // What we wrote must load, under the id it will have: the checks `site build` makes.
-        data::load_run(&staged, &id, &mut Vec::new())
+        format::load_run(&staged, &id, &mut Vec::new())
             .map_err(|e| e.context("the imported run does not validate; nothing was changed"))
     })();
     if let Err(e) = written {

@@ -5,7 +5,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::format;
+use crate::units::numbers;
 
 /// Distinguishable on light and dark backgrounds (Okabe-Ito, without black).
 const PALETTE: [RGBColor; 7] = [
@@ -117,7 +117,7 @@ fn draw<DB: DrawingBackend>(
         .build_cartesian_2d(x0..x1, 0f64..y1)?;
     let axis = spec.x_axis;
     let x_fmt = move |x: &f64| match axis {
-        XAxis::Context => format::context_label(x.exp2().round() as u32),
+        XAxis::Context => numbers::context_label(x.exp2().round() as u32),
         XAxis::Linear => axis_number(*x),
     };
     let y_fmt = |y: &f64| axis_number(*y);
@@ -168,9 +168,9 @@ fn draw<DB: DrawingBackend>(
 /// Axis ticks: `34.2K` from a thousand up, whole numbers below (tick steps are round).
 fn axis_number(v: f64) -> String {
     if v.abs() >= 1000.0 {
-        format::compact(v)
+        numbers::compact(v)
     } else if v.fract().abs() < 1e-9 {
-        format::integer(v)
+        numbers::integer(v)
     } else {
         format!("{v:.1}")
     }

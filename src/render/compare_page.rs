@@ -9,8 +9,8 @@ use minijinja::{context, Environment};
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::downloads::csv_field;
 use super::pages::{run_label, run_title, ser};
-use crate::compare::{Comparison, MetricDelta};
-use crate::normalize::RunView;
+use crate::analysis::compare::{Comparison, MetricDelta};
+use crate::analysis::RunView;
 
 fn prefill_overlay(a: &RunView, b: &RunView) -> String {
     let series: Vec<Series> = [("A", a), ("B", b)]
@@ -20,7 +20,7 @@ fn prefill_overlay(a: &RunView, b: &RunView) -> String {
             points: r
                 .prefill
                 .iter()
-                .filter(|c| c.status == crate::data::Status::Valid)
+                .filter(|c| c.status == crate::format::Status::Valid)
                 .filter_map(|c| c.figures.prompt_tps.map(|v| (c.context as f64, v)))
                 .collect(),
             point_labels: vec![],

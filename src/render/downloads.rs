@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::normalize::{CellView, RunView};
+use crate::analysis::{CellView, RunView};
 
 const CSV_COLUMNS: &[&str] = &[
     "phase",
@@ -132,7 +132,7 @@ pub fn cells_json(run: &RunView) -> String {
         hardware_count: run.manifest.hardware.count,
         cells: run.prefill.iter().chain(&run.decode).collect(),
     };
-    crate::data::json::to_pretty(&doc)
+    crate::format::json::to_pretty(&doc)
 }
 
 #[cfg(test)]

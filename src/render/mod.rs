@@ -4,7 +4,6 @@
 pub mod charts;
 pub mod compare_page;
 pub mod downloads;
-pub mod format;
 pub mod heatmap;
 pub mod markdown;
 pub mod pages;

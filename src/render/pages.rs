@@ -8,9 +8,10 @@ use minijinja::{context, Environment};
 use serde::Serialize;
 
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
-use super::{downloads, format, markdown};
-use crate::data::{PageSource, Status};
-use crate::normalize::{GroupView, Headline, RunView, SiteModel};
+use super::{downloads, markdown};
+use crate::analysis::{GroupView, Headline, RunView, SiteModel};
+use crate::format::{PageSource, Status};
+use crate::units::numbers;
 
 /// Where rendered files go (relative, `/`-separated paths).
 pub trait Sink {
@@ -42,7 +43,7 @@ pub struct RunSummary<'a> {
     pub device: &'a str,
     pub count: u32,
     pub started_at: Option<&'a str>,
-    pub origin: crate::data::Origin,
+    pub origin: crate::format::Origin,
     pub headline: &'a Headline,
     pub colour: String,
 }
@@ -62,9 +63,9 @@ pub fn run_label(run: &RunView) -> String {
 
 fn gb(v: f64) -> String {
     if v.fract() == 0.0 {
-        format::integer(v)
+        numbers::integer(v)
     } else {
-        format::decimal1(v)
+        numbers::decimal1(v)
     }
 }
 
@@ -144,7 +145,7 @@ impl SitePages<'_> {
         put_page(sink, "index.html", &index, &mut stats)?;
         let glossary = self.env.get_template("glossary.html")?.render(context! {
             root => Value::from_safe_string("../".into()), nav_pages => ser(&nav),
-            active_mismatch_pct => crate::normalize::ACTIVE_MISMATCH_TOLERANCE * 100.0,
+            active_mismatch_pct => crate::analysis::ACTIVE_MISMATCH_TOLERANCE * 100.0,
         })?;
         put_page(sink, "glossary/index.html", &glossary, &mut stats)?;
         for p in self.pages {
@@ -298,7 +299,7 @@ fn prefill_chart(run: &RunView) -> String {
         points: cells.iter().map(|(c, v)| (c.context as f64, *v)).collect(),
         point_labels: cells
             .iter()
-            .map(|(c, _)| c.figures.ttft_ms.map(format::millis).map(|t| format!("  {t}")).unwrap_or_default())
+            .map(|(c, _)| c.figures.ttft_ms.map(numbers::millis).map(|t| format!("  {t}")).unwrap_or_default())
             .collect(),
     }];
     line_chart(&ChartSpec {
@@ -329,7 +330,7 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
             }
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             Some(Series {
-                label: format!("{} context", format::context_label(row.context)),
+                label: format!("{} context", numbers::context_label(row.context)),
                 points: pts.iter().map(|p| (p.0, p.1)).collect(),
                 point_labels: pts.iter().map(|p| format!(" ×{}", p.2)).collect(),
             })

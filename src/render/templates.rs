@@ -7,7 +7,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use minijinja::{AutoEscape, Environment, Value};
 
-use super::{format, heatmap};
+use super::heatmap;
+use crate::units::numbers;
 
 /// Default templates, compiled in so a bare binary builds a site.
 pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
@@ -43,20 +44,20 @@ pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>> {
 fn figure(f: fn(f64) -> String) -> impl Fn(Value) -> String + Send + Sync + 'static {
     move |v: Value| match f64::try_from(v) {
         Ok(x) if x.is_finite() => f(x),
-        _ => format::DASH.to_string(),
+        _ => numbers::DASH.to_string(),
     }
 }
 
 fn register_filters(env: &mut Environment<'static>) {
-    env.add_filter("tps", figure(format::decimal1));
-    env.add_filter("dec1", figure(format::decimal1));
-    env.add_filter("compact", figure(format::compact));
-    env.add_filter("ms", figure(format::millis));
-    env.add_filter("ms1", figure(format::millis1));
-    env.add_filter("s1", figure(format::seconds1));
-    env.add_filter("int", figure(format::integer));
-    env.add_filter("secs", figure(format::seconds_setting));
-    env.add_filter("ctx", figure(|v| format::context_label(v as u32)));
+    env.add_filter("tps", figure(numbers::decimal1));
+    env.add_filter("dec1", figure(numbers::decimal1));
+    env.add_filter("compact", figure(numbers::compact));
+    env.add_filter("ms", figure(numbers::millis));
+    env.add_filter("ms1", figure(numbers::millis1));
+    env.add_filter("s1", figure(numbers::seconds1));
+    env.add_filter("int", figure(numbers::integer));
+    env.add_filter("secs", figure(numbers::seconds_setting));
+    env.add_filter("ctx", figure(|v| numbers::context_label(v as u32)));
     env.add_filter("status_label", |s: String| status_label(&s).to_string());
     env.add_filter("pct", figure(|v| format!("{}{:.1}%", if v > 0.0 { "+" } else { "" }, v)));
     env.add_filter("phase_label", |s: String| match s.as_str() {

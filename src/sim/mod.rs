@@ -108,12 +108,6 @@ impl SimArgs {
         (self.step_ms_base + self.step_ms_per_seq * running as f64) / 1000.0
     }
 
-    /// Ground truth for a steady batch of `c`: (total tok/s, per-request tok/s).
-    pub fn steady_rates(&self, c: u64) -> (f64, f64) {
-        let per = self.tokens_per_chunk as f64 / self.step_s(c);
-        (per * c as f64, per)
-    }
-
     pub fn usage_mode(&self) -> &str {
         match (self.usage.as_str(), self.flavor) {
             ("auto", Flavor::Llamacpp) => "final",

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify};
 
 use super::{Fault, Flavor, SimArgs};
-use crate::bench::loopdetect::fnv1a;
+use speed_matrix::units::fnv1a;
 
 type Body = BoxBody<Bytes, Infallible>;
 

@@ -2,6 +2,8 @@
 //! `figures` (computed from raw records, or as reported); grouping into model, hardware and
 //! engine pages happens here too. Nothing here formats text or touches the disk.
 
+pub mod command;
+pub mod compare;
 pub mod figures;
 pub mod stats;
 
@@ -9,10 +11,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::data::ids::slugify;
-use crate::data::{
+use crate::format::{
     CellError, DataSet, LoadedRun, LoopFinding, Origin, OverCapacity, Phase, RunManifest, Status, Warning,
 };
+use crate::units::slugify;
 pub use figures::Figures;
 
 /// A cell whose average active requests differ from its concurrency by more than this
@@ -26,7 +28,7 @@ pub struct SiteModel {
     pub models: Vec<GroupView>,
     pub hardware: Vec<GroupView>,
     pub engines: Vec<GroupView>,
-    pub comparisons: Vec<crate::compare::Comparison>,
+    pub comparisons: Vec<crate::analysis::compare::Comparison>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -116,10 +118,10 @@ pub fn normalize(data: &DataSet) -> anyhow::Result<SiteModel> {
     let mut comparisons = Vec::new();
     for spec in &data.comparisons {
         let find = |id: &str| runs.iter().find(|r| r.id == id).expect("load checked the ids");
-        let c = crate::compare::compare(
+        let c = crate::analysis::compare::compare(
             find(&spec.a),
             find(&spec.b),
-            spec.threshold_pct.unwrap_or(crate::compare::DEFAULT_THRESHOLD_PCT),
+            spec.threshold_pct.unwrap_or(crate::analysis::compare::DEFAULT_THRESHOLD_PCT),
         )?;
         comparisons.push(c);
     }
@@ -164,11 +166,6 @@ fn group(runs: &[RunView], key: impl Fn(&RunView) -> String) -> Vec<GroupView> {
         .collect()
 }
 
-/// `stepfun-ai/Step-3.5-Flash` -> `Step-3.5-Flash`.
-pub fn model_display_name(id: &str) -> String {
-    id.rsplit('/').find(|s| !s.is_empty()).unwrap_or(id).to_string()
-}
-
 pub fn normalize_run(run: &LoadedRun) -> RunView {
     let m = &run.manifest;
     let mut prefill = Vec::new();
@@ -199,7 +196,7 @@ pub fn normalize_run(run: &LoadedRun) -> RunView {
     RunView {
         id: run.id.clone(),
         manifest: m.clone(),
-        model_name: model_display_name(&m.model.id),
+        model_name: crate::units::model_display_name(&m.model.id),
         model_slug: String::new(),
         hardware_slug: String::new(),
         engine_slug: String::new(),
@@ -212,7 +209,7 @@ pub fn normalize_run(run: &LoadedRun) -> RunView {
     }
 }
 
-pub fn normalize_cell(c: &crate::data::Cell, origin: Origin) -> CellView {
+pub fn normalize_cell(c: &crate::format::Cell, origin: Origin) -> CellView {
     let (source, mut figures) = match (&c.measurement, &c.reported) {
         (Some(m), _) => ("measured", Figures::from_measurement(c.phase, c.prompt_tokens, m)),
         (None, Some(r)) => ("reported", Figures::from_reported(r)),
@@ -286,7 +283,7 @@ fn heatmap(contexts: &[u32], concurrency: &[u32], decode: &[CellView]) -> Heatma
 
 /// A prefill sample whose server reported more than a tenth of its prompt as cached did not
 /// measure a prefill (a chat template's few shared tokens stay under that).
-fn prefill_cache_warning(c: &crate::data::Cell) -> Option<Warning> {
+fn prefill_cache_warning(c: &crate::format::Cell) -> Option<Warning> {
     if c.phase != Phase::Prefill || c.status != Status::Valid {
         return None;
     }
@@ -353,7 +350,7 @@ fn headline(prefill: &[CellView], decode: &[CellView]) -> Headline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{Cell, Phase, ReportedFigures};
+    use crate::format::{Cell, Phase, ReportedFigures};
 
     fn prefill(context: u32, prompt_tps: f64) -> CellView {
         let reported = ReportedFigures { prompt_tps: Some(prompt_tps), ..Default::default() };

@@ -2,14 +2,12 @@
 //! flag by flag, every decode cell as A -> B with its change, coloured only past a threshold
 //! and by each metric's good direction, and a per-GPU view.
 
-pub mod command;
-
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::data::Status;
-use crate::normalize::{CellView, RunView};
-pub use command::{diff_commands, FlagDiff};
+pub use super::command::{diff_commands, FlagDiff};
+use crate::analysis::{CellView, RunView};
+use crate::format::Status;
 
 /// Changes smaller than this (percent) are not coloured.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
@@ -115,7 +113,7 @@ fn both(a: Option<f64>, b: Option<f64>, up: bool, t: f64) -> Option<MetricDelta>
 fn header(a: &RunView, b: &RunView) -> Vec<HeaderRow> {
     let (ma, mb) = (&a.manifest, &b.manifest);
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".into());
-    let s = |v: &[u32]| v.iter().map(|x| crate::render::format::context_label(*x)).collect::<Vec<_>>().join(", ");
+    let s = |v: &[u32]| v.iter().map(|x| crate::units::numbers::context_label(*x)).collect::<Vec<_>>().join(", ");
     let n = |v: &[u32]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
     let rows: Vec<(&'static str, String, String)> = vec![
         ("Model", ma.model.id.clone(), mb.model.id.clone()),
@@ -186,7 +184,7 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
                         x.as_ref().filter(|v| v.status == Status::Valid).map(|v| v.figures.clone())
                     };
                     let (fa, fb) = (valid(&ca), valid(&cb));
-                    let pair = |f: fn(&crate::normalize::Figures) -> Option<f64>, up: bool| match (&fa, &fb) {
+                    let pair = |f: fn(&crate::analysis::Figures) -> Option<f64>, up: bool| match (&fa, &fb) {
                         (Some(x), Some(y)) => both(f(x), f(y), up, t),
                         _ => None,
                     };

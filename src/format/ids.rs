@@ -1,6 +1,6 @@
 //! Names from data that become parts of output paths. A run id or page name is used as a
 //! folder name verbatim, so it must not be able to leave the output folder; every other
-//! name (models, hardware, engines) goes through `slugify`.
+//! name (models, hardware, engines) goes through `units::slugify`.
 
 use anyhow::{bail, Result};
 
@@ -17,27 +17,6 @@ pub fn check_id(kind: &str, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Lower-case ASCII letters and digits joined by single dashes: `H200 SXM` -> `h200-sxm`.
-pub fn slugify(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut dash = false;
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c.to_ascii_lowercase());
-        } else {
-            dash = true;
-        }
-    }
-    if out.is_empty() {
-        out.push_str("unnamed");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,14 +29,5 @@ mod tests {
         for good in ["run-1", "step-3.5-flash_vllm", "A1"] {
             check_id("run id", good).unwrap();
         }
-    }
-
-    #[test]
-    fn slugs_are_path_safe() {
-        assert_eq!(slugify("stepfun-ai/Step-3.5-Flash"), "stepfun-ai-step-3-5-flash");
-        assert_eq!(slugify("H200 SXM"), "h200-sxm");
-        assert_eq!(slugify("../../etc"), "etc");
-        assert_eq!(slugify("<script>"), "script");
-        assert_eq!(slugify("///"), "unnamed");
     }
 }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::stats::{mean, median, percentile};
-use crate::data::{Measurement, Phase, ReportedFigures, RequestRecord, Window};
+use crate::format::{Measurement, Phase, ReportedFigures, RequestRecord, Window};
 
 /// What the site prints for a cell. `None` prints as a dash.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -167,7 +167,7 @@ fn ms(seconds: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{GaugeSample, TokenSource};
+    use crate::format::{GaugeSample, TokenSource};
 
     fn request(send: f64, first: f64, last: f64, tokens: u64, window_tokens: u64) -> RequestRecord {
         RequestRecord {

@@ -1,0 +1,70 @@
+//! Leaf helpers with no knowledge of the data format: how numbers and context lengths
+//! print, slugs for names that become paths, and a stable hash. Everything above may use
+//! them; they use nothing of the crate.
+
+pub mod numbers;
+
+pub use numbers::context_label;
+
+/// Lower-case ASCII letters and digits joined by single dashes: `H200 SXM` -> `h200-sxm`.
+pub fn slugify(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut dash = false;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            dash = true;
+        }
+    }
+    if out.is_empty() {
+        out.push_str("unnamed");
+    }
+    out
+}
+
+/// `stepfun-ai/Step-3.5-Flash` -> `Step-3.5-Flash`.
+pub fn model_display_name(id: &str) -> String {
+    id.rsplit('/').find(|s| !s.is_empty()).unwrap_or(id).to_string()
+}
+
+/// FNV-1a: a stable hash (same bytes, same hash, across runs and builds).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_path_safe() {
+        assert_eq!(slugify("stepfun-ai/Step-3.5-Flash"), "stepfun-ai-step-3-5-flash");
+        assert_eq!(slugify("H200 SXM"), "h200-sxm");
+        assert_eq!(slugify("../../etc"), "etc");
+        assert_eq!(slugify("<script>"), "script");
+        assert_eq!(slugify("///"), "unnamed");
+    }
+
+    #[test]
+    fn model_names_drop_the_organisation() {
+        assert_eq!(model_display_name("stepfun-ai/Step-3.5-Flash"), "Step-3.5-Flash");
+        assert_eq!(model_display_name("local-model"), "local-model");
+        assert_eq!(model_display_name("org/model/"), "model");
+    }
+
+    #[test]
+    fn fnv1a_is_the_reference_function() {
+        assert_eq!(fnv1a(b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a(b"a"), 0xaf63dc4c8601ec8c);
+    }
+}
