@@ -1,12 +1,12 @@
 //! The `Site`: configured, then loaded, then built, each step timed. The pipeline runs one
-//! way: load (data) -> normalize -> render -> write.
+//! way: load (format) -> analyze -> compare -> render -> commit (write).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::analysis::{self, SiteModel};
+use crate::analysis::{self, Comparison, SiteModel};
 use crate::format::{self, DataSet};
 use crate::render::{templates, RenderStats, SitePages};
 use crate::write::{assets, Staging};
@@ -46,6 +46,8 @@ pub struct Site {
     pub config: SiteConfig,
     pub data: DataSet,
     pub model: SiteModel,
+    /// The comparisons `compare.json` lists, in its order.
+    pub comparisons: Vec<Comparison>,
     pub steps: Vec<Step>,
 }
 
@@ -75,10 +77,9 @@ impl Site {
             ),
         }];
         let t = Instant::now();
-        let model = analysis::normalize(&data)
-            .with_context(|| format!("{}", config.data_dir.join(crate::format::COMPARE_FILE).display()))?;
+        let model = analysis::analyze(&data);
         steps.push(Step {
-            name: "normalize",
+            name: "analyze",
             took: t.elapsed(),
             detail: format!(
                 "{} models, {} hardware types, {} engines",
@@ -87,16 +88,20 @@ impl Site {
                 model.engines.len()
             ),
         });
-        Ok(Site { config, data, model, steps })
+        let t = Instant::now();
+        let comparisons = compare_listed(&data, &model)
+            .with_context(|| format!("{}", config.data_dir.join(crate::format::COMPARE_FILE).display()))?;
+        steps.push(Step { name: "compare", took: t.elapsed(), detail: format!("{} comparisons", comparisons.len()) });
+        Ok(Site { config, data, model, comparisons, steps })
     }
 
     /// Renders every page into a staging folder and swaps it into place.
     pub fn build(self) -> Result<BuildReport> {
-        let Site { config, data, model, mut steps } = self;
+        let Site { config, data, model, comparisons, mut steps } = self;
         let t = Instant::now();
         let env = templates::environment(config.templates_dir.as_deref())?;
         let mut staging = Staging::new(&config.out_dir)?;
-        let pages = SitePages { site: &model, pages: &data.pages, env: &env };
+        let pages = SitePages { site: &model, comparisons: &comparisons, pages: &data.pages, env: &env };
         let stats = pages.render_all(&mut staging)?;
         let n_assets = assets::write_assets(config.static_dir.as_deref(), &mut staging)?;
         steps.push(Step {
@@ -117,6 +122,19 @@ impl Site {
         });
         Ok(BuildReport { steps, stats, files, bytes })
     }
+}
+
+/// The comparisons of `compare.json`; loading checked that their runs exist, so what can
+/// still fail is a pair with nothing in common.
+fn compare_listed(data: &DataSet, model: &SiteModel) -> Result<Vec<Comparison>> {
+    data.comparisons
+        .iter()
+        .map(|spec| {
+            let run = |id: &str| model.run(id).expect("loading checked the comparison's run ids");
+            let threshold = spec.threshold_pct.unwrap_or(analysis::compare::DEFAULT_THRESHOLD_PCT);
+            Ok(analysis::compare(run(&spec.a), run(&spec.b), threshold)?)
+        })
+        .collect()
 }
 
 /// `  load       3.1 ms  2 runs, ...` lines for the terminal.

@@ -108,8 +108,19 @@ pub struct FlagDiff {
     pub name: String,
     pub a: Option<String>,
     pub b: Option<String>,
-    /// `same`, `changed`, `added` (only in B), `removed` (only in A).
-    pub change: &'static str,
+    pub change: FlagChange,
+}
+
+/// How a flag differs between the two commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlagChange {
+    Same,
+    Changed,
+    /// Only in B.
+    Added,
+    /// Only in A.
+    Removed,
 }
 
 fn show(v: &Option<String>) -> String {
@@ -122,10 +133,10 @@ pub fn diff_commands(a: &str, b: &str) -> Vec<FlagDiff> {
     let mut rows = Vec::new();
     let row = |name: String, va: Option<String>, vb: Option<String>, present: (bool, bool)| {
         let change = match present {
-            (true, false) => "removed",
-            (false, true) => "added",
-            _ if va == vb => "same",
-            _ => "changed",
+            (true, false) => FlagChange::Removed,
+            (false, true) => FlagChange::Added,
+            _ if va == vb => FlagChange::Same,
+            _ => FlagChange::Changed,
         };
         FlagDiff { name, a: va, b: vb, change }
     };
@@ -178,13 +189,16 @@ mod tests {
         let b = "vllm serve m --tp 2 --max-model-len=262144 --enable-metrics --api-key <redacted> --shift -1";
         let d = diff_commands(a, b);
         let get = |n: &str| d.iter().find(|r| r.name == n).unwrap().clone();
-        assert_eq!(get("command").change, "same");
-        assert_eq!(get("X=").change, "removed");
-        assert_eq!((get("--tp").a, get("--tp").b, get("--tp").change), (Some("4".into()), Some("2".into()), "changed"));
-        assert_eq!(get("--max-model-len").change, "same");
-        assert_eq!(get("--enable-expert-parallel").change, "removed");
-        assert_eq!(get("--enable-metrics").change, "added");
+        assert_eq!(get("command").change, FlagChange::Same);
+        assert_eq!(get("X=").change, FlagChange::Removed);
+        assert_eq!(
+            (get("--tp").a, get("--tp").b, get("--tp").change),
+            (Some("4".into()), Some("2".into()), FlagChange::Changed)
+        );
+        assert_eq!(get("--max-model-len").change, FlagChange::Same);
+        assert_eq!(get("--enable-expert-parallel").change, FlagChange::Removed);
+        assert_eq!(get("--enable-metrics").change, FlagChange::Added);
         assert_eq!(get("--shift").b.as_deref(), Some("-1"));
-        assert_eq!(get("--api-key").change, "same");
+        assert_eq!(get("--api-key").change, FlagChange::Same);
     }
 }

@@ -1,24 +1,16 @@
-//! Two runs side by side: header facts with differences marked, launch commands diffed
-//! flag by flag, every decode cell as A -> B with its change, coloured only past a threshold
-//! and by each metric's good direction, and a per-GPU view.
+//! Two runs side by side: launch commands diffed flag by flag, every decode cell as A -> B
+//! with its change, judged only past a threshold and by each metric's good direction, and a
+//! per-GPU view.
 
-use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-pub use super::command::{diff_commands, FlagDiff};
-use crate::analysis::{CellView, RunView};
+pub use super::command::{diff_commands, FlagChange, FlagDiff};
+use super::figures::Figures;
+use super::run::{CellView, RunView};
 use crate::format::Status;
 
 /// Changes smaller than this (percent) are not coloured.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct HeaderRow {
-    pub label: &'static str,
-    pub a: String,
-    pub b: String,
-    pub differs: bool,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricDelta {
@@ -26,17 +18,80 @@ pub struct MetricDelta {
     pub b: f64,
     /// (b - a) / a x 100.
     pub pct: f64,
-    /// `better`, `worse` or `neutral` (inside the threshold).
-    pub verdict: &'static str,
+    pub verdict: Verdict,
 }
+
+/// How a change reads, by the metric's good direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Better,
+    Worse,
+    /// Inside the threshold.
+    Neutral,
+}
+
+/// A cell of one side of a comparison: its status, or missing where the run has no cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellState {
+    Valid,
+    Looped,
+    OverCapacity,
+    Error,
+    Missing,
+}
+
+impl CellState {
+    pub fn of(cell: Option<&CellView>) -> CellState {
+        match cell.map(|c| c.status) {
+            None => CellState::Missing,
+            Some(Status::Valid) => CellState::Valid,
+            Some(Status::Looped) => CellState::Looped,
+            Some(Status::OverCapacity) => CellState::OverCapacity,
+            Some(Status::Error) => CellState::Error,
+        }
+    }
+
+    /// The name in data and downloads (`over_capacity`, `missing`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellState::Valid => "valid",
+            CellState::Looped => "looped",
+            CellState::OverCapacity => "over_capacity",
+            CellState::Error => "error",
+            CellState::Missing => "missing",
+        }
+    }
+}
+
+/// Why two runs cannot be compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incomparable {
+    SameRun(String),
+    NothingInCommon(String, String),
+}
+
+impl std::fmt::Display for Incomparable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Incomparable::SameRun(id) => write!(f, "cannot compare run {id} with itself: name two different runs"),
+            Incomparable::NothingInCommon(a, b) => write!(
+                f,
+                "runs {a} and {b} have no cell in common (no context and concurrency measured in both): there is nothing to compare"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Incomparable {}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CellPair {
     pub context: u32,
     pub concurrency: u32,
-    /// `valid`, `looped`, `over_capacity`, `error`, or `missing`.
-    pub a_status: &'static str,
-    pub b_status: &'static str,
+    pub a_status: CellState,
+    pub b_status: CellState,
     pub a_total_tps: Option<f64>,
     pub b_total_tps: Option<f64>,
     /// Present only when both cells are valid.
@@ -56,8 +111,8 @@ pub struct PairRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct PrefillPair {
     pub context: u32,
-    pub a_status: &'static str,
-    pub b_status: &'static str,
+    pub a_status: CellState,
+    pub b_status: CellState,
     pub a_tps: Option<f64>,
     pub b_tps: Option<f64>,
     pub tps: Option<MetricDelta>,
@@ -72,7 +127,6 @@ pub struct Comparison {
     pub a_gpus: u32,
     pub b_gpus: u32,
     pub threshold_pct: f64,
-    pub header: Vec<HeaderRow>,
     pub command: Vec<FlagDiff>,
     pub columns: Vec<u32>,
     pub rows: Vec<PairRow>,
@@ -80,14 +134,8 @@ pub struct Comparison {
     pub common_cells: usize,
 }
 
-fn status_of(c: Option<&CellView>) -> &'static str {
-    match c.map(|c| c.status) {
-        None => "missing",
-        Some(Status::Valid) => "valid",
-        Some(Status::Looped) => "looped",
-        Some(Status::OverCapacity) => "over_capacity",
-        Some(Status::Error) => "error",
-    }
+fn valid_figures(cell: Option<&CellView>) -> Option<&Figures> {
+    cell.filter(|v| v.status == Status::Valid).map(|v| &v.figures)
 }
 
 /// A change from `a` to `b`; `higher_is_better` says which way is good.
@@ -97,11 +145,11 @@ pub fn delta(a: f64, b: f64, higher_is_better: bool, threshold_pct: f64) -> Opti
     }
     let pct = (b - a) / a * 100.0;
     let verdict = if pct.abs() < threshold_pct {
-        "neutral"
+        Verdict::Neutral
     } else if (pct > 0.0) == higher_is_better {
-        "better"
+        Verdict::Better
     } else {
-        "worse"
+        Verdict::Worse
     };
     Some(MetricDelta { a, b, pct, verdict })
 }
@@ -110,51 +158,14 @@ fn both(a: Option<f64>, b: Option<f64>, up: bool, t: f64) -> Option<MetricDelta>
     delta(a?, b?, up, t)
 }
 
-fn header(a: &RunView, b: &RunView) -> Vec<HeaderRow> {
-    let (ma, mb) = (&a.manifest, &b.manifest);
-    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".into());
-    let s = |v: &[u32]| v.iter().map(|x| crate::units::numbers::context_label(*x)).collect::<Vec<_>>().join(", ");
-    let n = |v: &[u32]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
-    let rows: Vec<(&'static str, String, String)> = vec![
-        ("Model", ma.model.id.clone(), mb.model.id.clone()),
-        ("Engine", ma.engine.name.clone(), mb.engine.name.clone()),
-        ("Version", ma.engine.version.clone(), mb.engine.version.clone()),
-        ("Quantization", opt(&ma.engine.quantization), opt(&mb.engine.quantization)),
-        ("Backend", opt(&ma.engine.backend), opt(&mb.engine.backend)),
-        ("Build", opt(&ma.engine.build), opt(&mb.engine.build)),
-        ("GPU", ma.hardware.device.clone(), mb.hardware.device.clone()),
-        ("GPU count", ma.hardware.count.to_string(), mb.hardware.count.to_string()),
-        (
-            "Memory per GPU",
-            ma.hardware.memory_gb.map(|g| format!("{g} GB")).unwrap_or_else(|| "—".into()),
-            mb.hardware.memory_gb.map(|g| format!("{g} GB")).unwrap_or_else(|| "—".into()),
-        ),
-        ("Contexts", s(&ma.settings.contexts), s(&mb.settings.contexts)),
-        ("Concurrency", n(&ma.settings.concurrency), n(&mb.settings.concurrency)),
-        ("Time per measurement", format!("{} s", ma.settings.duration_s), format!("{} s", mb.settings.duration_s)),
-        ("Max output", ma.settings.max_output_tokens.to_string(), mb.settings.max_output_tokens.to_string()),
-        (
-            "KV budget",
-            ma.settings.kv_budget_tokens.map(|v| v.to_string()).unwrap_or_else(|| "—".into()),
-            mb.settings.kv_budget_tokens.map(|v| v.to_string()).unwrap_or_else(|| "—".into()),
-        ),
-        (
-            "Benchmark tool",
-            format!("{} v{}", ma.bench_tool.name, ma.bench_tool.version),
-            format!("{} v{}", mb.bench_tool.name, mb.bench_tool.version),
-        ),
-    ];
-    rows.into_iter().map(|(label, a, b)| HeaderRow { label, differs: a != b, a, b }).collect()
-}
-
 pub fn comparison_slug(a: &str, b: &str) -> String {
     format!("{a}--{b}")
 }
 
 /// Compares run `a` (the baseline) with run `b`.
-pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Comparison> {
+pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Comparison, Incomparable> {
     if a.id == b.id {
-        bail!("cannot compare run {} with itself: name two different runs", a.id);
+        return Err(Incomparable::SameRun(a.id.clone()));
     }
     let (ga, gb) = (a.manifest.hardware.count.max(1) as f64, b.manifest.hardware.count.max(1) as f64);
     let mut contexts: Vec<u32> =
@@ -165,8 +176,6 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         a.manifest.settings.concurrency.iter().chain(&b.manifest.settings.concurrency).copied().collect();
     columns.sort_unstable();
     columns.dedup();
-    let find =
-        |r: &'_ RunView, ctx: u32, c: u32| r.decode.iter().find(|d| d.context == ctx && d.concurrency == c).cloned();
     let mut common = 0;
     let t = threshold_pct;
     let rows: Vec<PairRow> = contexts
@@ -176,30 +185,27 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
             cells: columns
                 .iter()
                 .map(|&c| {
-                    let (ca, cb) = (find(a, ctx, c), find(b, ctx, c));
+                    let (ca, cb) = (a.decode_cell(ctx, c), b.decode_cell(ctx, c));
                     if ca.is_some() && cb.is_some() {
                         common += 1;
                     }
-                    let valid = |x: &Option<CellView>| {
-                        x.as_ref().filter(|v| v.status == Status::Valid).map(|v| v.figures.clone())
-                    };
-                    let (fa, fb) = (valid(&ca), valid(&cb));
-                    let pair = |f: fn(&crate::analysis::Figures) -> Option<f64>, up: bool| match (&fa, &fb) {
+                    let (fa, fb) = (valid_figures(ca), valid_figures(cb));
+                    let pair = |f: fn(&Figures) -> Option<f64>, up: bool| match (fa, fb) {
                         (Some(x), Some(y)) => both(f(x), f(y), up, t),
                         _ => None,
                     };
                     CellPair {
                         context: ctx,
                         concurrency: c,
-                        a_status: status_of(ca.as_ref()),
-                        b_status: status_of(cb.as_ref()),
-                        a_total_tps: fa.as_ref().and_then(|f| f.total_tps),
-                        b_total_tps: fb.as_ref().and_then(|f| f.total_tps),
+                        a_status: CellState::of(ca),
+                        b_status: CellState::of(cb),
+                        a_total_tps: fa.and_then(|f| f.total_tps),
+                        b_total_tps: fb.and_then(|f| f.total_tps),
                         total: pair(|f| f.total_tps, true),
                         per_request: pair(|f| f.per_request_tps, true),
                         ttft: pair(|f| f.ttft_ms, false),
                         tbt: pair(|f| f.tbt_ms, false),
-                        total_per_gpu: match (&fa, &fb) {
+                        total_per_gpu: match (fa, fb) {
                             (Some(x), Some(y)) => {
                                 both(x.total_tps.map(|v| v / ga), y.total_tps.map(|v| v / gb), true, t)
                             }
@@ -216,16 +222,15 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
     let prefill: Vec<PrefillPair> = pctx
         .iter()
         .map(|&ctx| {
-            let pa = a.prefill.iter().find(|p| p.context == ctx);
-            let pb = b.prefill.iter().find(|p| p.context == ctx);
+            let (pa, pb) = (a.prefill_cell(ctx), b.prefill_cell(ctx));
             if pa.is_some() && pb.is_some() {
                 common += 1;
             }
             let tps = |p: Option<&CellView>| p.filter(|p| p.status == Status::Valid).and_then(|p| p.figures.prompt_tps);
             PrefillPair {
                 context: ctx,
-                a_status: status_of(pa),
-                b_status: status_of(pb),
+                a_status: CellState::of(pa),
+                b_status: CellState::of(pb),
                 a_tps: tps(pa),
                 b_tps: tps(pb),
                 tps: both(tps(pa), tps(pb), true, t),
@@ -233,7 +238,7 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         })
         .collect();
     if common == 0 {
-        bail!("runs {} and {} have no cell in common (no context and concurrency measured in both): there is nothing to compare", a.id, b.id);
+        return Err(Incomparable::NothingInCommon(a.id.clone(), b.id.clone()));
     }
     Ok(Comparison {
         slug: comparison_slug(&a.id, &b.id),
@@ -242,7 +247,6 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         a_gpus: a.manifest.hardware.count,
         b_gpus: b.manifest.hardware.count,
         threshold_pct,
-        header: header(a, b),
         command: diff_commands(
             a.manifest.launch_command.as_deref().unwrap_or(""),
             b.manifest.launch_command.as_deref().unwrap_or(""),
@@ -261,12 +265,12 @@ mod tests {
     #[test]
     fn deltas_follow_each_metrics_good_direction() {
         let up = delta(100.0, 110.0, true, 5.0).unwrap();
-        assert_eq!((up.verdict, up.pct.round()), ("better", 10.0));
-        assert_eq!(delta(100.0, 104.0, true, 5.0).unwrap().verdict, "neutral");
-        assert_eq!(delta(100.0, 90.0, true, 5.0).unwrap().verdict, "worse");
+        assert_eq!((up.verdict, up.pct.round()), (Verdict::Better, 10.0));
+        assert_eq!(delta(100.0, 104.0, true, 5.0).unwrap().verdict, Verdict::Neutral);
+        assert_eq!(delta(100.0, 90.0, true, 5.0).unwrap().verdict, Verdict::Worse);
         // Latency: lower is better.
-        assert_eq!(delta(100.0, 80.0, false, 5.0).unwrap().verdict, "better");
-        assert_eq!(delta(100.0, 120.0, false, 5.0).unwrap().verdict, "worse");
+        assert_eq!(delta(100.0, 80.0, false, 5.0).unwrap().verdict, Verdict::Better);
+        assert_eq!(delta(100.0, 120.0, false, 5.0).unwrap().verdict, Verdict::Worse);
         assert!(delta(0.0, 1.0, true, 5.0).is_none());
     }
 }

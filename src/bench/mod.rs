@@ -217,7 +217,7 @@ fn cell_summary(cell: &Cell) -> String {
         ),
         Status::Looped => "Looped".into(),
         Status::OverCapacity => {
-            format!("Over capacity ({})", cell.over_capacity.as_ref().map(|o| o.rule.as_str()).unwrap_or(""))
+            format!("Over capacity ({})", cell.over_capacity.as_ref().map(|o| o.rule.text()).unwrap_or(""))
         }
         Status::Error => format!("Error: {}", cell.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")),
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::format::{OverCapacity, Phase};
+use crate::format::{CapacityRule, OverCapacity, Phase};
 
 /// `8k` = 8192 tokens, `1.5k` = 1536, `251K` = 257024, `512` = 512.
 pub fn parse_tokens(s: &str) -> Result<u32> {
@@ -100,7 +100,7 @@ pub fn over_capacity(ctx: u32, c: u32, max_output: u32, cap: &Capacity) -> Optio
     if let Some(len) = cap.max_model_len {
         if per_request > len {
             return Some(OverCapacity {
-                rule: "context + max output > max model length".into(),
+                rule: CapacityRule::ModelLength,
                 required_tokens: per_request,
                 budget_tokens: Some(len),
             });
@@ -109,14 +109,14 @@ pub fn over_capacity(ctx: u32, c: u32, max_output: u32, cap: &Capacity) -> Optio
     if let (Some(slots), Some(slot_ctx)) = (cap.slots, cap.slot_ctx) {
         if per_request > slot_ctx {
             return Some(OverCapacity {
-                rule: "context + max output > one slot's context (n_ctx / slots)".into(),
+                rule: CapacityRule::SlotContext,
                 required_tokens: per_request,
                 budget_tokens: Some(slot_ctx),
             });
         }
         if c > slots {
             return Some(OverCapacity {
-                rule: "C > parallel slots".into(),
+                rule: CapacityRule::ParallelSlots,
                 required_tokens: c as u64,
                 budget_tokens: Some(slots as u64),
             });
@@ -125,7 +125,7 @@ pub fn over_capacity(ctx: u32, c: u32, max_output: u32, cap: &Capacity) -> Optio
     if let Some(budget) = cap.kv_budget_tokens {
         if required > budget {
             return Some(OverCapacity {
-                rule: "C x (context + max output) > KV budget".into(),
+                rule: CapacityRule::KvBudget,
                 required_tokens: required,
                 budget_tokens: Some(budget),
             });
@@ -198,10 +198,10 @@ mod tests {
         let o = over_capacity(8192, 16, 4096, &cap).unwrap();
         assert_eq!((o.required_tokens, o.budget_tokens), (196_608, Some(100_000)));
         let o = over_capacity(38_000, 1, 4096, &cap).unwrap();
-        assert_eq!(o.rule, "context + max output > max model length");
+        assert_eq!(o.rule, CapacityRule::ModelLength);
         let llama = Capacity { slots: Some(4), slot_ctx: Some(2048), ..Default::default() };
         assert!(over_capacity(1024, 4, 512, &llama).is_none());
-        assert_eq!(over_capacity(1024, 8, 512, &llama).unwrap().rule, "C > parallel slots");
+        assert_eq!(over_capacity(1024, 8, 512, &llama).unwrap().rule, CapacityRule::ParallelSlots);
         assert!(over_capacity(1600, 1, 512, &llama).is_some());
     }
 

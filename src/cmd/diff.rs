@@ -4,11 +4,11 @@ use anyhow::{bail, Context, Result};
 
 use crate::cli::DiffArgs;
 use speed_matrix::analysis::compare::compare;
-use speed_matrix::analysis::normalize_run;
+use speed_matrix::analysis::{normalize_run, RunSlugs};
 use speed_matrix::format::{self, load_run_dir, LoadedRun, RUNS_DIR, RUN_MANIFEST};
 use speed_matrix::render::compare_page::{comparison_csv, comparison_html};
-use speed_matrix::render::{templates, Sink};
-use speed_matrix::write::{assets, Staging};
+use speed_matrix::render::{templates, PageContext};
+use speed_matrix::write::{assets, Sink, Staging};
 
 /// A run id under the data folder, or a path to a run folder.
 fn find_run(data_dir: &Path, name: &str) -> Result<LoadedRun> {
@@ -43,7 +43,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     if a.dir.canonicalize().ok() == b.dir.canonicalize().ok() {
         bail!("cannot compare run {} with itself: name two different runs", a.id);
     }
-    let (va, vb) = (normalize_run(&a), normalize_run(&b));
+    let (va, vb) = (normalize_run(&a, RunSlugs::plain(&a.manifest)), normalize_run(&b, RunSlugs::plain(&b.manifest)));
     let mut cmp = compare(&va, &vb, args.threshold)?;
     if a.id == b.id {
         // Two folders with the same name: keep the slug unique.
@@ -51,7 +51,8 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     }
     let out: PathBuf = args.out.clone().unwrap_or_else(|| PathBuf::from("diff").join(&cmp.slug));
     let env = templates::environment(Some(&args.site.templates))?;
-    let html = comparison_html(&env, &cmp, &va, &vb, "", true, &[])?;
+    let cx = PageContext::new(&env, &[], &[], &[]);
+    let html = comparison_html(&cx, &cmp, &va, &vb, "", true)?;
     let mut staging = Staging::new(&out)?;
     staging.put("index.html", html.as_bytes())?;
     staging.put("comparison.csv", comparison_csv(&cmp).as_bytes())?;

@@ -334,13 +334,59 @@ pub struct GaugeSample {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OverCapacity {
-    /// The rule that decided it, in words, e.g. `C x (context + max output) > KV budget`.
-    pub rule: String,
-    /// Tokens the cell would need.
+    /// The rule that decided it; stored as its words.
+    pub rule: CapacityRule,
+    /// What the cell would need, in the rule's unit (tokens, or requests for the slots rule).
     pub required_tokens: u64,
-    /// The budget it was compared with; absent when the source did not publish it.
+    /// The limit it was compared with, in the rule's unit; absent when the source did not
+    /// publish it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<u64>,
+}
+
+/// The rules that put a cell Over capacity, stored as the words on the left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CapacityRule {
+    #[serde(rename = "C x (context + max output) > KV budget")]
+    KvBudget,
+    #[serde(rename = "context + max output > max model length")]
+    ModelLength,
+    #[serde(rename = "context + max output > one slot's context (n_ctx / slots)")]
+    SlotContext,
+    #[serde(rename = "C > parallel slots")]
+    ParallelSlots,
+}
+
+/// What a rule's required and limit figures count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapacityUnit {
+    Tokens,
+    Requests,
+}
+
+impl CapacityRule {
+    /// The rule in words, as stored.
+    pub fn text(self) -> &'static str {
+        match self {
+            CapacityRule::KvBudget => "C x (context + max output) > KV budget",
+            CapacityRule::ModelLength => "context + max output > max model length",
+            CapacityRule::SlotContext => "context + max output > one slot's context (n_ctx / slots)",
+            CapacityRule::ParallelSlots => "C > parallel slots",
+        }
+    }
+
+    pub fn unit(self) -> CapacityUnit {
+        match self {
+            CapacityRule::ParallelSlots => CapacityUnit::Requests,
+            _ => CapacityUnit::Tokens,
+        }
+    }
+}
+
+impl std::fmt::Display for CapacityRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.text())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -397,6 +443,23 @@ impl Status {
             Status::OverCapacity => "over_capacity",
             Status::Error => "error",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_rules_are_stored_as_their_words() {
+        for rule in
+            [CapacityRule::KvBudget, CapacityRule::ModelLength, CapacityRule::SlotContext, CapacityRule::ParallelSlots]
+        {
+            let json = serde_json::to_string(&rule).unwrap();
+            assert_eq!(json, format!("\"{}\"", rule.text()));
+            assert_eq!(serde_json::from_str::<CapacityRule>(&json).unwrap(), rule);
+        }
+        assert!(serde_json::from_str::<CapacityRule>("\"C > 3\"").is_err());
     }
 }
 

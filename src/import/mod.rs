@@ -13,9 +13,9 @@ use serde_json::Value;
 use crate::format::facts::ManifestFacts;
 use crate::format::json::to_pretty;
 use crate::format::{
-    self, BenchTool, Cell, DecodeTest, EngineInfo, LoopFinding, ModelInfo, Origin, OverCapacity, Phase, PrefillMode,
-    ReportedFigures, ReportedSample, RunManifest, RunSettings, Status, Warning, CELLS_DIR, RUNS_DIR, RUN_MANIFEST,
-    RUN_NOTES, SCHEMA_VERSION,
+    self, BenchTool, CapacityRule, Cell, DecodeTest, EngineInfo, LoopFinding, ModelInfo, Origin, OverCapacity, Phase,
+    PrefillMode, ReportedFigures, ReportedSample, RunManifest, RunSettings, Status, Warning, CELLS_DIR, RUNS_DIR,
+    RUN_MANIFEST, RUN_NOTES, SCHEMA_VERSION,
 };
 use crate::fsutil::{self, write_atomic, Lock};
 use crate::redact::redact_command;
@@ -189,7 +189,7 @@ fn reconstructed(file: &ResultsFile) -> Vec<Cell> {
             if required > budget {
                 out.push(Cell {
                     over_capacity: Some(OverCapacity {
-                        rule: "C x (context + max output) > KV budget".into(),
+                        rule: CapacityRule::KvBudget,
                         required_tokens: required,
                         budget_tokens: Some(budget),
                     }),

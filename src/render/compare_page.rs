@@ -1,28 +1,64 @@
-//! The comparison page of two runs and its CSV download.
-
-use std::fmt::Write as _;
+//! The comparison page of two runs (`compare/<a>--<b>/`, or `site diff`'s folder) and its
+//! CSV download.
 
 use anyhow::Result;
-use minijinja::value::Value;
-use minijinja::{context, Environment};
+use minijinja::context;
+use serde::Serialize;
 
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
-use super::downloads::csv_field;
-use super::pages::{run_label, run_title, ser};
-use crate::analysis::compare::{Comparison, MetricDelta};
-use crate::analysis::RunView;
+use super::common::{root, run_label, run_title, ser, PageContext};
+use super::downloads::CsvWriter;
+use crate::analysis::compare::MetricDelta;
+use crate::analysis::{Comparison, RunView};
+use crate::units::numbers::{context_label, DASH};
+
+/// One fact of the two runs' headers, with whether it differs.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeaderRow {
+    pub label: &'static str,
+    pub a: String,
+    pub b: String,
+    pub differs: bool,
+}
+
+/// The facts of both runs side by side, as the page's header table prints them.
+pub fn header(a: &RunView, b: &RunView) -> Vec<HeaderRow> {
+    let (ma, mb) = (&a.manifest, &b.manifest);
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| DASH.into());
+    let contexts = |v: &[u32]| v.iter().map(|x| context_label(*x)).collect::<Vec<_>>().join(", ");
+    let numbers = |v: &[u32]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+    let memory = |g: Option<f64>| g.map(|g| format!("{g} GB")).unwrap_or_else(|| DASH.into());
+    let budget = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| DASH.into());
+    let rows: Vec<(&'static str, String, String)> = vec![
+        ("Model", ma.model.id.clone(), mb.model.id.clone()),
+        ("Engine", ma.engine.name.clone(), mb.engine.name.clone()),
+        ("Version", ma.engine.version.clone(), mb.engine.version.clone()),
+        ("Quantization", opt(&ma.engine.quantization), opt(&mb.engine.quantization)),
+        ("Backend", opt(&ma.engine.backend), opt(&mb.engine.backend)),
+        ("Build", opt(&ma.engine.build), opt(&mb.engine.build)),
+        ("GPU", ma.hardware.device.clone(), mb.hardware.device.clone()),
+        ("GPU count", ma.hardware.count.to_string(), mb.hardware.count.to_string()),
+        ("Memory per GPU", memory(ma.hardware.memory_gb), memory(mb.hardware.memory_gb)),
+        ("Contexts", contexts(&ma.settings.contexts), contexts(&mb.settings.contexts)),
+        ("Concurrency", numbers(&ma.settings.concurrency), numbers(&mb.settings.concurrency)),
+        ("Time per measurement", format!("{} s", ma.settings.duration_s), format!("{} s", mb.settings.duration_s)),
+        ("Max output", ma.settings.max_output_tokens.to_string(), mb.settings.max_output_tokens.to_string()),
+        ("KV budget", budget(ma.settings.kv_budget_tokens), budget(mb.settings.kv_budget_tokens)),
+        (
+            "Benchmark tool",
+            format!("{} v{}", ma.bench_tool.name, ma.bench_tool.version),
+            format!("{} v{}", mb.bench_tool.name, mb.bench_tool.version),
+        ),
+    ];
+    rows.into_iter().map(|(label, a, b)| HeaderRow { label, differs: a != b, a, b }).collect()
+}
 
 fn prefill_overlay(a: &RunView, b: &RunView) -> String {
     let series: Vec<Series> = [("A", a), ("B", b)]
         .iter()
         .map(|(tag, r)| Series {
             label: format!("{tag}: {}", run_label(r)),
-            points: r
-                .prefill
-                .iter()
-                .filter(|c| c.status == crate::format::Status::Valid)
-                .filter_map(|c| c.figures.prompt_tps.map(|v| (c.context as f64, v)))
-                .collect(),
+            points: r.prefill_points().into_iter().map(|(x, y)| (x as f64, y)).collect(),
             point_labels: vec![],
         })
         .collect();
@@ -38,19 +74,19 @@ fn prefill_overlay(a: &RunView, b: &RunView) -> String {
 /// Renders `index.html` of a comparison; `root` is the site root relative to the page, and
 /// a standalone page (from `site diff`) links to no other page.
 pub fn comparison_html(
-    env: &Environment<'static>,
+    cx: &PageContext,
     cmp: &Comparison,
     a: &RunView,
     b: &RunView,
-    root: &str,
+    site_root: &str,
     standalone: bool,
-    nav: &[(String, String)],
 ) -> Result<String> {
-    Ok(env.get_template("compare.html")?.render(context! {
-        root => Value::from_safe_string(root.to_string()),
-        nav_pages => ser(nav),
+    Ok(cx.env.get_template("compare.html")?.render(context! {
+        root => root(site_root),
+        nav_pages => ser(&cx.nav),
         standalone => standalone,
         cmp => ser(cmp),
+        header => ser(header(a, b)),
         a_title => run_title(a),
         b_title => run_title(b),
         a_label => run_label(a),
@@ -59,44 +95,62 @@ pub fn comparison_html(
     })?)
 }
 
-fn d(m: &Option<MetricDelta>) -> [String; 3] {
+fn delta_fields(m: &Option<MetricDelta>) -> [String; 3] {
     match m {
         Some(m) => [m.a.to_string(), m.b.to_string(), format!("{:.2}", m.pct)],
         None => Default::default(),
     }
 }
 
+const CSV_COLUMNS: &[&str] = &[
+    "phase",
+    "context",
+    "concurrency",
+    "a_status",
+    "b_status",
+    "a_total_tps",
+    "b_total_tps",
+    "total_tps_change_pct",
+    "a_per_request_tps",
+    "b_per_request_tps",
+    "per_request_change_pct",
+    "a_ttft_ms",
+    "b_ttft_ms",
+    "ttft_change_pct",
+    "a_tbt_ms",
+    "b_tbt_ms",
+    "tbt_change_pct",
+    "a_total_tps_per_gpu",
+    "b_total_tps_per_gpu",
+    "per_gpu_change_pct",
+];
+
 /// One row per decode and prefill cell: both sides' status and figures and the changes.
 pub fn comparison_csv(cmp: &Comparison) -> String {
-    let mut out = String::from("phase,context,concurrency,a_status,b_status,a_total_tps,b_total_tps,total_tps_change_pct,a_per_request_tps,b_per_request_tps,per_request_change_pct,a_ttft_ms,b_ttft_ms,ttft_change_pct,a_tbt_ms,b_tbt_ms,tbt_change_pct,a_total_tps_per_gpu,b_total_tps_per_gpu,per_gpu_change_pct\n");
+    let mut csv = CsvWriter::new(CSV_COLUMNS);
     for p in &cmp.prefill {
-        let t = d(&p.tps);
-        let row = [
+        let mut row = vec![
             "prefill".to_string(),
             p.context.to_string(),
             "1".into(),
-            p.a_status.into(),
-            p.b_status.into(),
-            t[0].clone(),
-            t[1].clone(),
-            t[2].clone(),
+            p.a_status.as_str().into(),
+            p.b_status.as_str().into(),
         ];
-        let _ = writeln!(out, "{}{}", row.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","), ",".repeat(12));
+        row.extend(delta_fields(&p.tps));
+        csv.row(row);
     }
-    for row in &cmp.rows {
-        for c in &row.cells {
-            let mut fields = vec![
-                "decode".to_string(),
-                c.context.to_string(),
-                c.concurrency.to_string(),
-                c.a_status.into(),
-                c.b_status.into(),
-            ];
-            for m in [&c.total, &c.per_request, &c.ttft, &c.tbt, &c.total_per_gpu] {
-                fields.extend(d(m));
-            }
-            let _ = writeln!(out, "{}", fields.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
+    for c in cmp.rows.iter().flat_map(|r| &r.cells) {
+        let mut row = vec![
+            "decode".to_string(),
+            c.context.to_string(),
+            c.concurrency.to_string(),
+            c.a_status.as_str().into(),
+            c.b_status.as_str().into(),
+        ];
+        for m in [&c.total, &c.per_request, &c.ttft, &c.tbt, &c.total_per_gpu] {
+            row.extend(delta_fields(m));
         }
+        csv.row(row);
     }
-    out
+    csv.finish()
 }

@@ -1,11 +1,12 @@
 //! A run's cells as machine-readable downloads next to its page: `cells.csv` (one row a
 //! cell, figures in plain units) and `cells.json` (the normalized cells with their figures).
 
-use std::fmt::Write as _;
+use std::borrow::Cow;
 
 use serde::Serialize;
 
 use crate::analysis::{CellView, RunView};
+use crate::format::CapacityUnit;
 
 const CSV_COLUMNS: &[&str] = &[
     "phase",
@@ -31,16 +32,41 @@ const CSV_COLUMNS: &[&str] = &[
     "detail",
 ];
 
-/// RFC 4180 field: quoted when it holds a comma, quote or line break. A text that a
-/// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, tab or CR; OWASP's
-/// rule) gets a leading `'`; numbers such as `-1.5` stay numbers.
-pub fn csv_field(s: &str) -> String {
+/// A field a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, tab or
+/// CR; OWASP's rule) gets a leading `'`; numbers such as `-1.5` stay numbers.
+pub fn neutralise_formula(s: &str) -> Cow<'_, str> {
     let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().map_or(true, |v| !v.is_finite());
-    let s: std::borrow::Cow<str> = if formula { format!("'{s}").into() } else { s.into() };
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
+    if formula {
+        format!("'{s}").into()
     } else {
-        s.to_string()
+        s.into()
+    }
+}
+
+/// Every CSV download: RFC 4180 (the `csv` crate quotes a field only when it must), a
+/// header row, rows padded to the header's width, no field able to start a formula.
+pub struct CsvWriter {
+    out: csv::Writer<Vec<u8>>,
+    width: usize,
+}
+
+impl CsvWriter {
+    pub fn new(columns: &[&str]) -> CsvWriter {
+        let out = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+        let mut w = CsvWriter { out, width: columns.len() };
+        w.row(columns.iter().map(|c| c.to_string()).collect());
+        w
+    }
+
+    pub fn row(&mut self, mut fields: Vec<String>) {
+        fields.resize(self.width.max(fields.len()), String::new());
+        let fields = fields.iter().map(|f| neutralise_formula(f));
+        self.out.write_record(fields.map(|f| f.into_owned())).expect("writing to memory");
+    }
+
+    pub fn finish(self) -> String {
+        let bytes = self.out.into_inner().expect("writing to memory");
+        String::from_utf8(bytes).expect("fields are UTF-8")
     }
 }
 
@@ -51,16 +77,13 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 /// The words that explain a non-valid cell.
 pub fn cell_detail(c: &CellView) -> String {
     if let Some(o) = &c.over_capacity {
-        // The slots rule counts requests, not tokens (see docs/data-format.md).
-        if o.rule.starts_with("C > parallel slots") {
-            return match o.budget_tokens {
-                Some(b) => format!("{}: {} requests at once, the server has {} slots", o.rule, o.required_tokens, b),
-                None => format!("{}: {} requests at once", o.rule, o.required_tokens),
-            };
-        }
-        match o.budget_tokens {
-            Some(b) => format!("{}: needs {} tokens, budget {}", o.rule, o.required_tokens, b),
-            None => format!("{}: needs {} tokens", o.rule, o.required_tokens),
+        match (o.rule.unit(), o.budget_tokens) {
+            (CapacityUnit::Requests, Some(b)) => {
+                format!("{}: {} requests at once, the server has {} slots", o.rule, o.required_tokens, b)
+            }
+            (CapacityUnit::Requests, None) => format!("{}: {} requests at once", o.rule, o.required_tokens),
+            (CapacityUnit::Tokens, Some(b)) => format!("{}: needs {} tokens, budget {}", o.rule, o.required_tokens, b),
+            (CapacityUnit::Tokens, None) => format!("{}: needs {} tokens", o.rule, o.required_tokens),
         }
     } else if let Some(e) = &c.error {
         e.message.clone()
@@ -77,8 +100,7 @@ pub fn cell_detail(c: &CellView) -> String {
 }
 
 pub fn cells_csv(run: &RunView) -> String {
-    let mut out = CSV_COLUMNS.join(",");
-    out.push('\n');
+    let mut csv = CsvWriter::new(CSV_COLUMNS);
     for c in run.prefill.iter().chain(&run.decode) {
         let f = &c.figures;
         let warnings: Vec<&str> = c.warnings.iter().map(|w| w.code.as_str()).collect();
@@ -88,7 +110,7 @@ pub fn cells_csv(run: &RunView) -> String {
             opt(c.prompt_tokens),
             c.concurrency.to_string(),
             c.status.as_str().to_string(),
-            c.source.to_string(),
+            c.source.as_str().to_string(),
             opt(f.prompt_tps),
             opt(f.total_tps),
             opt(f.per_request_tps),
@@ -105,10 +127,9 @@ pub fn cells_csv(run: &RunView) -> String {
             warnings.join(";"),
             cell_detail(c),
         ];
-        let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-        let _ = writeln!(out, "{}", row.join(","));
+        csv.row(fields.into());
     }
-    out
+    csv.finish()
 }
 
 #[derive(Serialize)]
@@ -137,7 +158,13 @@ pub fn cells_json(run: &RunView) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::csv_field;
+    use super::CsvWriter;
+
+    fn csv_field(s: &str) -> String {
+        let mut w = CsvWriter::new(&["x"]);
+        w.row(vec![s.to_string()]);
+        w.finish().strip_prefix("x\n").unwrap().strip_suffix('\n').unwrap().to_string()
+    }
 
     #[test]
     fn csv_quotes_only_when_needed() {

@@ -1,12 +1,17 @@
-//! Render: page models -> HTML (minijinja), SVG charts (plotters), downloads (CSV, JSON).
-//! Formats figures; never computes one.
+//! Render: the analysis -> HTML (minijinja), SVG charts (plotters), downloads (CSV, JSON).
+//! Formats figures; never computes one. One module per page kind, `common` for what they
+//! share.
 
 pub mod charts;
+pub mod common;
 pub mod compare_page;
 pub mod downloads;
+pub mod group_page;
 pub mod heatmap;
 pub mod markdown;
-pub mod pages;
+pub mod run_page;
+pub mod site_pages;
 pub mod templates;
 
-pub use pages::{RenderStats, Sink, SitePages};
+pub use common::{PageContext, RenderStats};
+pub use site_pages::SitePages;

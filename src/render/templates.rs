@@ -7,7 +7,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use minijinja::{AutoEscape, Environment, Value};
 
+use super::common::state_label;
 use super::heatmap;
+use crate::analysis::compare::CellState;
 use crate::units::numbers;
 
 /// Default templates, compiled in so a bare binary builds a site.
@@ -72,12 +74,8 @@ fn register_filters(env: &mut Environment<'static>) {
     });
 }
 
-pub fn status_label(status: &str) -> &'static str {
-    match status {
-        "valid" => "Valid",
-        "looped" => "Looped",
-        "over_capacity" => "Over capacity",
-        "error" => "Error",
-        _ => "Not measured",
-    }
+/// The label of a state name as templates hold it (`over_capacity` -> `Over capacity`).
+pub fn status_label(name: &str) -> &'static str {
+    let state = serde_json::from_value(serde_json::Value::String(name.to_string())).unwrap_or(CellState::Missing);
+    state_label(state)
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use walkdir::WalkDir;
 
-use crate::render::Sink;
+use super::Sink;
 
 pub const DEFAULT_ASSETS: &[(&str, &str)] =
     &[("style.css", include_str!("../../static/style.css")), ("favicon.svg", include_str!("../../static/favicon.svg"))];

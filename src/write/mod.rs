@@ -12,7 +12,12 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::fsutil::{self, Lock};
-use crate::render::Sink;
+
+/// Where rendered files go (relative, `/`-separated paths). `Staging` is the one that
+/// writes to disk; tests collect into memory.
+pub trait Sink {
+    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()>;
+}
 
 /// Written into every output folder we build; a folder without it is never replaced.
 pub const MARKER: &str = ".speed-matrix-site";

@@ -1,0 +1,374 @@
+//! One run as its pages show it: every cell with its figures (computed from raw records, or
+//! as reported), the heatmap grid, the headline figures, status tallies, and the checks the
+//! site adds to a producer's warnings. Nothing here formats text for a page.
+
+use serde::Serialize;
+
+use super::figures::Figures;
+use crate::format::{
+    Cell, CellError, LoadedRun, LoopFinding, Origin, OverCapacity, Phase, RunManifest, Status, Warning,
+};
+use crate::units::slugify;
+
+/// A cell whose average active requests differ from its concurrency by more than this
+/// fraction is flagged: it did not measure what its column says.
+pub const ACTIVE_MISMATCH_TOLERANCE: f64 = 0.10;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    pub id: String,
+    pub manifest: RunManifest,
+    /// Model name as titles print it (`Step-3.5-Flash` for `stepfun-ai/Step-3.5-Flash`).
+    pub model_name: String,
+    /// Folder names of the run's model, hardware and engine pages.
+    #[serde(flatten)]
+    pub slugs: RunSlugs,
+    pub prefill: Vec<CellView>,
+    /// Sorted by (context, concurrency).
+    pub decode: Vec<CellView>,
+    pub heatmap: Heatmap,
+    pub headline: Headline,
+    pub notes_markdown: Option<String>,
+    pub counts: StatusCounts,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CellView {
+    pub phase: Phase,
+    pub context: u32,
+    pub prompt_tokens: Option<u32>,
+    pub concurrency: u32,
+    pub status: Status,
+    pub source: FigureSource,
+    pub figures: Figures,
+    /// The producer's warnings plus the normalizer's own checks.
+    pub warnings: Vec<Warning>,
+    pub over_capacity: Option<OverCapacity>,
+    pub loop_finding: Option<LoopFinding>,
+    pub error: Option<CellError>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Heatmap {
+    pub columns: Vec<u32>,
+    pub rows: Vec<HeatRow>,
+    /// Largest valid total tok/s: the top of the colour scale.
+    pub max_total_tps: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HeatRow {
+    pub context: u32,
+    /// One per column; `None` where the run has no cell (not measured).
+    pub cells: Vec<Option<CellView>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Headline {
+    pub peak_total_tps: Option<f64>,
+    pub peak_context: Option<u32>,
+    pub peak_concurrency: Option<u32>,
+    /// Total tok/s at concurrency 1, shortest context with a valid cell.
+    pub single_request_tps: Option<f64>,
+    pub single_request_context: Option<u32>,
+    /// Prefill tok/s at 8K (8192 tokens).
+    pub prefill_8k_tps: Option<f64>,
+}
+
+/// Where a cell's figures come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FigureSource {
+    /// Computed by the site from raw records.
+    Measured,
+    /// As another tool or page reported them.
+    Reported,
+}
+
+impl FigureSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FigureSource::Measured => "measured",
+            FigureSource::Reported => "reported",
+        }
+    }
+}
+
+/// The folder names of a run's model, hardware and engine pages (`model_slug`, ... in
+/// templates). A site makes them unique across groups (see `group`); alone, a run uses
+/// the plain slugs of its names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunSlugs {
+    pub model_slug: String,
+    pub hardware_slug: String,
+    pub engine_slug: String,
+}
+
+impl RunSlugs {
+    pub fn plain(m: &RunManifest) -> RunSlugs {
+        RunSlugs {
+            model_slug: slugify(&m.model.id),
+            hardware_slug: slugify(&m.hardware.device),
+            engine_slug: slugify(&m.engine.name),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StatusCounts {
+    pub valid: usize,
+    pub looped: usize,
+    pub over_capacity: usize,
+    pub error: usize,
+    pub missing: usize,
+    pub warned: usize,
+}
+
+impl StatusCounts {
+    /// Counts cells by status; `missing` stays for the caller (it depends on the grid).
+    pub fn tally<'a>(cells: impl IntoIterator<Item = &'a CellView>) -> StatusCounts {
+        let mut counts = StatusCounts::default();
+        for c in cells {
+            match c.status {
+                Status::Valid => counts.valid += 1,
+                Status::Looped => counts.looped += 1,
+                Status::OverCapacity => counts.over_capacity += 1,
+                Status::Error => counts.error += 1,
+            }
+            if !c.warnings.is_empty() {
+                counts.warned += 1;
+            }
+        }
+        counts
+    }
+}
+
+impl RunView {
+    /// (context, prompt tok/s) of every valid prefill sample: the prefill curve.
+    pub fn prefill_points(&self) -> Vec<(u32, f64)> {
+        valid_prefill_points(&self.prefill)
+    }
+
+    /// (context, total tok/s) of every valid single-request decode cell.
+    pub fn single_request_points(&self) -> Vec<(u32, f64)> {
+        self.decode
+            .iter()
+            .filter(|c| c.status == Status::Valid && c.concurrency == 1)
+            .filter_map(|c| Some((c.context, c.figures.total_tps?)))
+            .collect()
+    }
+
+    pub fn decode_cell(&self, context: u32, concurrency: u32) -> Option<&CellView> {
+        self.decode.iter().find(|d| d.context == context && d.concurrency == concurrency)
+    }
+
+    pub fn prefill_cell(&self, context: u32) -> Option<&CellView> {
+        self.prefill.iter().find(|p| p.context == context)
+    }
+}
+
+fn valid_prefill_points(prefill: &[CellView]) -> Vec<(u32, f64)> {
+    prefill
+        .iter()
+        .filter(|c| c.status == Status::Valid)
+        .filter_map(|c| Some((c.context, c.figures.prompt_tps?)))
+        .collect()
+}
+
+/// A run's view with its pages' slugs (`RunSlugs::plain` for a run alone).
+pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
+    let m = &run.manifest;
+    let mut prefill = Vec::new();
+    let mut decode = Vec::new();
+    for lc in &run.cells {
+        let view = normalize_cell(&lc.cell, m.origin);
+        match view.phase {
+            Phase::Prefill => prefill.push(view),
+            Phase::Decode => decode.push(view),
+        }
+    }
+    let heatmap = heatmap(&m.settings.contexts, &m.settings.concurrency, &decode);
+    flag_prefill_outliers(&mut prefill);
+    let headline = headline(&prefill, &decode);
+    let mut counts = StatusCounts::tally(prefill.iter().chain(&decode));
+    counts.missing = heatmap.rows.iter().flat_map(|r| &r.cells).filter(|c| c.is_none()).count();
+    RunView {
+        id: run.id.clone(),
+        manifest: m.clone(),
+        model_name: crate::units::model_display_name(&m.model.id),
+        slugs,
+        prefill,
+        decode,
+        heatmap,
+        headline,
+        notes_markdown: run.notes_markdown.clone(),
+        counts,
+    }
+}
+
+pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
+    let (source, mut figures) = match (&c.measurement, &c.reported) {
+        (Some(m), _) => (FigureSource::Measured, Figures::from_measurement(c.phase, c.prompt_tokens, m)),
+        (None, Some(r)) => (FigureSource::Reported, Figures::from_reported(r)),
+        // A cell with no figures (not run, failed) takes the run's origin.
+        (None, None) => match origin {
+            Origin::Measured => (FigureSource::Measured, Figures::default()),
+            Origin::Imported => (FigureSource::Reported, Figures::default()),
+        },
+    };
+    match c.status {
+        Status::Valid => {}
+        Status::Looped => figures = figures.discarded(),
+        Status::OverCapacity | Status::Error => figures = Figures::default(),
+    }
+    let mut warnings = c.warnings.clone();
+    if let Some(w) = prefill_cache_warning(c) {
+        warnings.push(w);
+    }
+    if c.phase == Phase::Decode && c.status == Status::Valid {
+        if let Some(active) = figures.avg_active {
+            let want = c.concurrency as f64;
+            if (active - want).abs() > ACTIVE_MISMATCH_TOLERANCE * want
+                && !warnings.iter().any(|w| w.code == "active_mismatch")
+            {
+                warnings.push(Warning {
+                    code: "active_mismatch".into(),
+                    message: format!(
+                        "average active requests {active:.1} differ from the {} requested by more than {:.0}%: the cell did not measure {} requests at once",
+                        c.concurrency,
+                        ACTIVE_MISMATCH_TOLERANCE * 100.0,
+                        c.concurrency
+                    ),
+                });
+            }
+        }
+    }
+    CellView {
+        phase: c.phase,
+        context: c.context,
+        prompt_tokens: c.prompt_tokens,
+        concurrency: c.concurrency,
+        status: c.status,
+        source,
+        figures,
+        warnings,
+        over_capacity: c.over_capacity.clone(),
+        loop_finding: c.loop_finding.clone(),
+        error: c.error.clone(),
+    }
+}
+
+fn heatmap(contexts: &[u32], concurrency: &[u32], decode: &[CellView]) -> Heatmap {
+    let mut contexts = contexts.to_vec();
+    contexts.sort_unstable();
+    let mut columns = concurrency.to_vec();
+    columns.sort_unstable();
+    let rows = contexts
+        .iter()
+        .map(|&ctx| HeatRow {
+            context: ctx,
+            cells: columns
+                .iter()
+                .map(|&c| decode.iter().find(|d| d.context == ctx && d.concurrency == c).cloned())
+                .collect(),
+        })
+        .collect();
+    let max_total_tps = decode
+        .iter()
+        .filter(|d| d.status == Status::Valid)
+        .filter_map(|d| d.figures.total_tps)
+        .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))));
+    Heatmap { columns, rows, max_total_tps }
+}
+
+/// A prefill sample whose server reported more than a tenth of its prompt as cached did not
+/// measure a prefill (a chat template's few shared tokens stay under that).
+fn prefill_cache_warning(c: &Cell) -> Option<Warning> {
+    if c.phase != Phase::Prefill || c.status != Status::Valid {
+        return None;
+    }
+    let r = c.measurement.as_ref()?.requests.first()?;
+    let cached = r.cached_prompt_tokens?;
+    let prompt = r.prompt_tokens.or(c.prompt_tokens)? as u64;
+    (cached.saturating_mul(10) > prompt).then(|| Warning {
+        code: "prefix_cache_hit".into(),
+        message: format!(
+            "the server served {cached} of the {prompt} prompt tokens from its prefix cache: this is not the rate of a cold prefill"
+        ),
+    })
+}
+
+/// A prefill rate this many times the highest of the run's other contexts is no cold prefill.
+pub const PREFILL_JUMP_FACTOR: f64 = 3.0;
+
+/// Flags a prefill rate far beyond every other context of the run: most likely a prompt
+/// served from the prefix cache rather than computed.
+fn flag_prefill_outliers(prefill: &mut [CellView]) {
+    let rates = valid_prefill_points(prefill);
+    if rates.len() < 3 {
+        return;
+    }
+    for c in prefill.iter_mut() {
+        let Some(rate) = c.figures.prompt_tps.filter(|_| c.status == Status::Valid) else { continue };
+        let others = rates.iter().filter(|(ctx, _)| *ctx != c.context).map(|(_, r)| *r).fold(0.0f64, f64::max);
+        if others > 0.0 && rate > PREFILL_JUMP_FACTOR * others && !c.warnings.iter().any(|w| w.code == "prefill_jump") {
+            c.warnings.push(Warning {
+                code: "prefill_jump".into(),
+                message: format!(
+                    "{rate:.0} prompt tok/s is more than {PREFILL_JUMP_FACTOR:.0}x the fastest other context of this run ({others:.0}): the prompt was probably served from the prefix cache"
+                ),
+            });
+        }
+    }
+}
+
+fn headline(prefill: &[CellView], decode: &[CellView]) -> Headline {
+    let valid = |c: &&CellView| c.status == Status::Valid;
+    let mut h = Headline::default();
+    for c in decode.iter().filter(valid) {
+        if let Some(t) = c.figures.total_tps {
+            if h.peak_total_tps.is_none_or(|p| t > p) {
+                h.peak_total_tps = Some(t);
+                h.peak_context = Some(c.context);
+                h.peak_concurrency = Some(c.concurrency);
+            }
+        }
+    }
+    // `decode` is sorted by context, so the first C = 1 cell is the shortest context.
+    if let Some(c) = decode.iter().filter(valid).find(|c| c.concurrency == 1 && c.figures.total_tps.is_some()) {
+        h.single_request_tps = c.figures.total_tps;
+        h.single_request_context = Some(c.context);
+    }
+    h.prefill_8k_tps = prefill.iter().filter(valid).find(|c| c.context == 8192).and_then(|c| c.figures.prompt_tps);
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::ReportedFigures;
+
+    fn prefill(context: u32, prompt_tps: f64) -> CellView {
+        let reported = ReportedFigures { prompt_tps: Some(prompt_tps), ..Default::default() };
+        let cell = Cell { reported: Some(reported), ..Cell::new(Phase::Prefill, context, 1, Status::Valid) };
+        normalize_cell(&cell, Origin::Imported)
+    }
+
+    fn flagged(cells: &[CellView]) -> Vec<u32> {
+        cells.iter().filter(|c| c.warnings.iter().any(|w| w.code == "prefill_jump")).map(|c| c.context).collect()
+    }
+
+    #[test]
+    fn a_prefill_far_beyond_the_other_contexts_is_flagged() {
+        let mut cells = vec![prefill(1024, 900.0), prefill(2048, 1000.0), prefill(4096, 3500.0), prefill(8192, 950.0)];
+        flag_prefill_outliers(&mut cells);
+        assert_eq!(flagged(&cells), [4096]);
+        // A curve that rises (2x per step) is no jump; two points are too few to judge.
+        let mut rising = vec![prefill(512, 300.0), prefill(1024, 600.0), prefill(2048, 1200.0)];
+        flag_prefill_outliers(&mut rising);
+        assert!(flagged(&rising).is_empty());
+        let mut two = vec![prefill(512, 100.0), prefill(1024, 1000.0)];
+        flag_prefill_outliers(&mut two);
+        assert!(flagged(&two).is_empty());
+    }
+}

@@ -1,0 +1,182 @@
+//! The layer rule of `docs/architecture.md`, kept true by reading the source: every
+//! `crate::` path in a library module must point to a module its layer may use, and the
+//! modules inside one layer must not use each other in a circle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// What each top-level library module may use (besides itself).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("units", &[]),
+    ("fsutil", &[]),
+    ("redact", &[]),
+    ("format", &["units", "fsutil", "redact"]),
+    ("analysis", &["format", "units"]),
+    ("write", &["fsutil"]),
+    ("render", &["analysis", "format", "units", "write"]),
+    ("site", &["render", "analysis", "format", "units", "write", "fsutil"]),
+    ("serve", &["site", "write", "fsutil", "units"]),
+    ("bench", &["format", "fsutil", "units", "redact"]),
+    ("import", &["format", "fsutil", "units", "redact"]),
+];
+
+/// Binary-only modules (declared in `main.rs`) and the library modules they may use.
+const BINARY: &[(&str, &[&str])] = &[("sim", &["units"]), ("cli", &["analysis"]), ("cmd", &["*"])];
+
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            source_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `src/render/pages.rs` -> ["render", "pages"]; `src/bench/mod.rs` -> ["bench"].
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// Code lines only: comments say what the code may not.
+fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().map(|l| l.split("//").next().unwrap_or("")).filter(|l| !l.trim().is_empty())
+}
+
+/// Every `<prefix>a::b` path in `text`, as ["a", "b"] (the second name only when lowercase).
+fn paths_after<'a>(text: &'a str, prefix: &'a str) -> impl Iterator<Item = (String, Option<String>)> + 'a {
+    code_lines(text).flat_map(move |line| {
+        line.match_indices(prefix)
+            .filter(|(i, _)| *i == 0 || !line[..*i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+            .map(|(i, _)| {
+                let rest = &line[i + prefix.len()..];
+                let mut names = rest
+                    .split("::")
+                    .map(|s| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>());
+                let first = names.next().unwrap_or_default();
+                let second = names.next().filter(|s| s.starts_with(|c: char| c.is_ascii_lowercase()));
+                (first, second)
+            })
+            .collect::<Vec<_>>()
+    })
+}
+
+fn allowed(table: &[(&str, &[&str])], module: &str) -> Option<Vec<String>> {
+    table.iter().find(|(m, _)| *m == module).map(|(_, uses)| uses.iter().map(|s| s.to_string()).collect())
+}
+
+#[test]
+fn every_module_uses_only_the_layers_below_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    files.sort();
+    let mut wrong = Vec::new();
+    let mut seen = BTreeSet::new();
+    for file in &files {
+        let module = module_path(&src, file);
+        let Some(top) = module.first().cloned() else { continue };
+        if top == "lib" || top == "main" {
+            continue;
+        }
+        let text = fs::read_to_string(file).unwrap();
+        let (ok, prefix) = match (allowed(ALLOWED, &top), allowed(BINARY, &top)) {
+            (Some(ok), _) => (ok, "crate::"),
+            (None, Some(ok)) => (ok, "speed_matrix::"),
+            (None, None) => panic!("{}: module {top} is in no layer of tests/architecture.rs", file.display()),
+        };
+        seen.insert(top.clone());
+        for (used, _) in paths_after(&text, prefix) {
+            let binary_internal = prefix == "crate::" && allowed(BINARY, &top).is_some();
+            if used == top || ok.iter().any(|o| o == "*" || *o == used) || binary_internal {
+                continue;
+            }
+            wrong.push(format!("{}: {top} uses {used}", file.display()));
+        }
+        if allowed(BINARY, &top).is_some() {
+            for (used, _) in paths_after(&text, "crate::") {
+                if allowed(BINARY, &used).is_none() {
+                    wrong.push(format!("{}: binary module {top} names crate::{used}", file.display()));
+                }
+            }
+        }
+    }
+    wrong.sort();
+    wrong.dedup();
+    assert!(wrong.is_empty(), "edges outside the layer rule:\n{}", wrong.join("\n"));
+    let all: BTreeSet<String> = ALLOWED.iter().chain(BINARY).map(|(m, _)| m.to_string()).collect();
+    assert_eq!(seen, all, "the layer table names modules the source does not have");
+}
+
+#[test]
+fn modules_inside_a_layer_do_not_use_each_other_in_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let modules: BTreeSet<String> = files.iter().map(|f| module_path(&src, f).join("::")).collect();
+    for file in &files {
+        let module = module_path(&src, file);
+        if module.len() < 2 {
+            continue;
+        }
+        let text = fs::read_to_string(file).unwrap();
+        let me = module[..2].join("::");
+        let parent = module[..module.len() - 1].join("::");
+        let mut targets: Vec<String> = Vec::new();
+        for (first, _) in paths_after(&text, "super::") {
+            targets.push(format!("{parent}::{first}"));
+        }
+        for (first, second) in paths_after(&text, "crate::") {
+            if first == module[0] {
+                if let Some(second) = second {
+                    targets.push(format!("{first}::{second}"));
+                }
+            }
+        }
+        for t in targets {
+            let sibling = t.split("::").take(2).collect::<Vec<_>>().join("::");
+            if sibling != me && modules.contains(&sibling) {
+                edges.entry(me.clone()).or_default().insert(sibling);
+            }
+        }
+    }
+    // Depth-first search for a back edge.
+    fn visit(
+        n: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = stack.iter().position(|s| s == n) {
+            let mut cycle = stack[i..].to_vec();
+            cycle.push(n.to_string());
+            return Some(cycle);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        stack.push(n.to_string());
+        for m in edges.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, edges, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for n in edges.keys() {
+        if let Some(cycle) = visit(n, &edges, &mut Vec::new(), &mut done) {
+            panic!("modules use each other in a circle: {}", cycle.join(" -> "));
+        }
+    }
+}
