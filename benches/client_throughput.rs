@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use speed_matrix::bench::http::{Endpoint, HttpClient};
+use speed_matrix::bench::client::http::{Endpoint, HttpClient};
+use speed_matrix::bench::client::stream::{run_stream, StreamSettings, WindowClock};
 use speed_matrix::bench::loopdetect::LoopSettings;
 use speed_matrix::bench::prompt::{request_body, Api};
-use speed_matrix::bench::stream::{run_stream, StreamSettings, WindowClock};
 use speed_matrix::format::RequestRecord;
 use tokio::sync::watch;
 

@@ -76,7 +76,7 @@ fn cell(phase: Phase, ctx: u32, c: u32, i: usize) -> Cell {
             Status::OverCapacity,
             None,
             Some(OverCapacity {
-                rule: "C x (context + max output) > KV budget".into(),
+                rule: CapacityRule::KvBudget,
                 required_tokens: c as u64 * (ctx as u64 + 4096),
                 budget_tokens: Some(1_200_000),
             }),

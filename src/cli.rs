@@ -1,8 +1,10 @@
 //! Command-line definitions (clap). Each subcommand maps to one function in `cmd`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use speed_matrix::bench::prompt::Api;
 
 #[derive(Debug, Parser)]
 #[command(name = "site", version, about = "Measure LLM inference servers and publish the results as a static site")]
@@ -69,8 +71,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// chat (/v1/chat/completions) or completions (/v1/completions).
-    #[arg(long, default_value = "chat", value_parser = ["chat", "completions"])]
-    pub api: String,
+    #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
+    pub api: ApiArg,
     /// Decode contexts (8k = 8192 tokens).
     #[arg(long, default_value = "8k,16k,32k,64k,128k,251k")]
     pub contexts: String,
@@ -81,8 +83,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub prefill_contexts: Option<String>,
     /// Measurement window of each decode cell.
-    #[arg(long, default_value = "30s")]
-    pub duration: String,
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    pub duration: Duration,
     /// max_tokens of each decode request (at least 1: a decode cell measures output).
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_output: u32,
@@ -108,19 +110,19 @@ pub struct BenchArgs {
     pub facts: FactsArgs,
 
     /// Steady time after every stream has tokens, before the window opens.
-    #[arg(long, default_value = "3s", help_heading = "Timing")]
-    pub warmup_hold: String,
+    #[arg(long, default_value = "3s", help_heading = "Timing", value_parser = duration)]
+    pub warmup_hold: Duration,
     /// Longest wait for all C streams to be active.
-    #[arg(long, default_value = "120s", help_heading = "Timing")]
-    pub warmup_timeout: String,
+    #[arg(long, default_value = "120s", help_heading = "Timing", value_parser = duration)]
+    pub warmup_timeout: Duration,
     /// Longest wait for the server to report no running requests between cells.
-    #[arg(long, default_value = "120s", help_heading = "Timing")]
-    pub drain_timeout: String,
+    #[arg(long, default_value = "120s", help_heading = "Timing", value_parser = duration)]
+    pub drain_timeout: Duration,
     /// A stream silent this long has stalled (the cell becomes an error).
-    #[arg(long, default_value = "120s", help_heading = "Timing")]
-    pub stall_timeout: String,
-    #[arg(long, default_value = "1s", help_heading = "Timing")]
-    pub gauge_interval: String,
+    #[arg(long, default_value = "120s", help_heading = "Timing", value_parser = duration)]
+    pub stall_timeout: Duration,
+    #[arg(long, default_value = "1s", help_heading = "Timing", value_parser = duration)]
+    pub gauge_interval: Duration,
     /// Repeated characters that make a loop.
     #[arg(long, default_value_t = 4096, help_heading = "Loop detection")]
     pub loop_min_chars: usize,
@@ -128,6 +130,43 @@ pub struct BenchArgs {
     pub loop_min_cycles: usize,
     #[arg(long, help_heading = "Loop detection")]
     pub no_loop_detection: bool,
+}
+
+/// The API a bench drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApiArg {
+    Chat,
+    Completions,
+}
+
+impl From<ApiArg> for Api {
+    fn from(a: ApiArg) -> Api {
+        match a {
+            ApiArg::Chat => Api::Chat,
+            ApiArg::Completions => Api::Completions,
+        }
+    }
+}
+
+/// The longest duration any timing flag accepts.
+const MAX_DURATION: Duration = Duration::from_secs(7 * 86_400);
+
+/// A positive duration of at most 7 days: `30s`, `1.5s`, `500ms`, `2m`, `1h 30m`
+/// (humantime's forms), or a bare number of seconds.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let parsed = match t.parse::<f64>() {
+        Ok(_) => humantime::parse_duration(&format!("{t}s")),
+        Err(_) => humantime::parse_duration(t),
+    };
+    let d = parsed.map_err(|e| format!("{s:?} is not a duration ({e}; examples: 30s, 1.5s, 500ms, 2m)"))?;
+    if d.is_zero() {
+        return Err(format!("{s:?}: a duration must be positive"));
+    }
+    if d > MAX_DURATION {
+        return Err(format!("{s:?} is longer than the longest duration accepted (7 days)"));
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Args)]
@@ -237,4 +276,22 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
         return Err(format!("{s:?}: the threshold is a percentage, a finite number of 0 or more"));
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(duration("45"), Ok(Duration::from_secs(45)));
+        for bad in ["-1s", "0s", "8d", "1e300s", "NaNs", "99999999999999999999s", "soon"] {
+            assert!(duration(bad).is_err(), "{bad} accepted");
+        }
+    }
 }

@@ -4,37 +4,9 @@
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use super::http::HttpClient;
+use super::client::http::HttpClient;
+pub use super::engine::EngineKind;
 use super::plan::Capacity;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    Vllm,
-    Sglang,
-    LlamaCpp,
-    /// Some other OpenAI-compatible server: no gauges, no KV budget.
-    Unknown,
-}
-
-impl EngineKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Vllm => "vllm",
-            EngineKind::Sglang => "sglang",
-            EngineKind::LlamaCpp => "llama.cpp",
-            EngineKind::Unknown => "openai-compatible",
-        }
-    }
-    /// (running, waiting) gauge names on `/metrics`.
-    pub fn gauges(self) -> Option<(&'static str, &'static str)> {
-        match self {
-            EngineKind::Vllm => Some(("vllm:num_requests_running", "vllm:num_requests_waiting")),
-            EngineKind::Sglang => Some(("sglang:num_running_reqs", "sglang:num_queue_reqs")),
-            EngineKind::LlamaCpp => Some(("llamacpp:requests_processing", "llamacpp:requests_deferred")),
-            EngineKind::Unknown => None,
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct ServerInfo {

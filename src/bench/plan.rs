@@ -1,7 +1,5 @@
 //! The plan of a run: which cells to measure, in which order, and which are Over capacity
-//! and why. Also the parsers for the matrix flags (`8k,16k,251k`, `30s`).
-
-use std::time::Duration;
+//! and why. Also the parsers for the matrix lists (`8k,16k,251k`, `1,2,4`).
 
 use anyhow::{anyhow, bail, Result};
 
@@ -55,31 +53,8 @@ pub fn parse_count_list(s: &str) -> Result<Vec<u32>> {
 }
 
 /// The longest duration any option accepts: longer is a typo, and would overflow timers.
-const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
 
 /// `30s`, `1.5s`, `500ms`, `2m`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration> {
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num.trim().parse().map_err(|_| anyhow!("{s:?} is not a duration (examples: 30s, 500ms, 2m)"))?;
-    if !(v.is_finite() && v > 0.0) {
-        bail!("{s:?}: a duration must be positive");
-    }
-    let secs = v * scale;
-    if secs > MAX_DURATION_S {
-        bail!("{s:?} is longer than the longest duration accepted (7 days)");
-    }
-    Duration::try_from_secs_f64(secs).map_err(|e| anyhow!("{s:?} is not a duration: {e}"))
-}
-
 /// What the server can hold, as far as it told us (or the user did).
 #[derive(Debug, Clone, Default)]
 pub struct Capacity {
@@ -184,10 +159,6 @@ mod tests {
         assert_eq!(parse_token_list("8k,16K,251k,1.5k,512").unwrap(), [512, 1536, 8192, 16384, 257024]);
         assert!(parse_tokens("1.3k").is_err());
         assert!(parse_tokens("abc").is_err());
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("-1s").is_err());
         assert!(parse_count_list("1,0").is_err());
     }
 

@@ -2,9 +2,14 @@
 //! or plain log lines when stderr is not a terminal.
 
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::watch;
+
+use super::client::stream::WindowClock;
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -63,5 +68,53 @@ impl Progress {
     /// The bar, for a task that updates the message while a cell runs.
     pub fn bar_handle(&self) -> Option<ProgressBar> {
         self.bar.clone()
+    }
+}
+
+/// The output tok/s of the whole run, measured twice a second from the clock's live token
+/// count, for the progress bar.
+pub struct LiveRate {
+    message: Arc<Mutex<String>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LiveRate {
+    pub fn spawn(clock: Arc<WindowClock>, mut stop: watch::Receiver<bool>) -> LiveRate {
+        let message = Arc::new(Mutex::new(String::new()));
+        let shown = message.clone();
+        let task = tokio::spawn(async move {
+            let mut last = (Instant::now(), 0u64);
+            loop {
+                tokio::select! { _ = tokio::time::sleep(Duration::from_millis(500)) => {}, _ = stop.changed() => return }
+                let now = (Instant::now(), clock.live_tokens.load(Ordering::Relaxed));
+                let rate = (now.1 - last.1) as f64 / (now.0 - last.0).as_secs_f64();
+                *shown.lock().unwrap() = format!("{rate:.0} tok/s live");
+                last = now;
+            }
+        });
+        LiveRate { message, task }
+    }
+
+    pub fn now(&self) -> String {
+        self.message.lock().unwrap().clone()
+    }
+
+    /// Shows `label · <rate>` on the bar until the returned task is aborted.
+    pub fn show_on(&self, bar: Option<ProgressBar>, label: String) -> tokio::task::JoinHandle<()> {
+        let message = self.message.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if let Some(b) = &bar {
+                    b.set_message(format!("{label} · {}", message.lock().unwrap()));
+                }
+            }
+        })
+    }
+}
+
+impl Drop for LiveRate {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }

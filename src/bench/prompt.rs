@@ -5,8 +5,8 @@
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use super::client::http::HttpClient;
 use super::discover::EngineKind;
-use super::http::HttpClient;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
@@ -129,7 +129,7 @@ pub async fn tokenize(
 async fn count_by_request(client: &HttpClient, api: Api, model: &str, prompt: &str) -> Result<u64> {
     let (status, bytes) = client.post(api.path(), &request_body(api, model, prompt, 1, false)).await?;
     if !status.is_success() {
-        bail!("sizing request answered {status}: {}", super::protocol::error_body_message(&bytes));
+        bail!("sizing request answered {status}: {}", super::client::protocol::error_body_message(&bytes));
     }
     let v: Value = serde_json::from_slice(&bytes).context("sizing request: response is not JSON")?;
     v.pointer("/usage/prompt_tokens")

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::format::json::to_pretty;
+use crate::format::writer::{cell_path, run_lock};
 use crate::format::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil::{write_atomic, Lock};
 use crate::redact::Scrubber;
@@ -30,7 +31,7 @@ impl Recorder {
     pub fn open(data_dir: &Path, run_id: &str, resume: bool, scrubber: Scrubber) -> Result<Recorder> {
         format::ids::check_id("run id", run_id)?;
         let runs = data_dir.join(RUNS_DIR);
-        let lock = Lock::try_acquire(&runs.join(format!(".{run_id}.lock")), &format!("run {run_id}"))?;
+        let lock = run_lock(&runs, run_id)?;
         let dir = runs.join(run_id);
         let mut done = BTreeSet::new();
         let created = !dir.exists();
@@ -80,7 +81,7 @@ impl Recorder {
 
     pub fn write_cell(&mut self, cell: &Cell) -> Result<()> {
         let json = self.scrubber.scrub(&to_pretty(cell));
-        write_atomic(&self.dir.join(CELLS_DIR).join(cell.file_name()), json.as_bytes())?;
+        write_atomic(&cell_path(&self.dir, cell), json.as_bytes())?;
         self.done.insert((cell.phase, cell.context, cell.concurrency));
         Ok(())
     }
@@ -90,27 +91,9 @@ impl Recorder {
     }
 }
 
-/// Seconds since 1970 as RFC 3339 UTC (`2026-12-02T14:05:09Z`), without a date library.
-pub fn rfc3339_utc(unix_s: u64) -> String {
-    let days = (unix_s / 86_400) as i64;
-    let secs = unix_s % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
-}
-
+/// Now as RFC 3339 UTC to the second (`2026-12-02T14:05:09Z`).
 pub fn now_rfc3339() -> String {
-    let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    rfc3339_utc(s)
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]
@@ -118,9 +101,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dates() {
-        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339_utc(1_796_220_309), "2026-12-02T14:05:09Z");
-        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+    fn timestamps_are_rfc3339_to_the_second() {
+        let now = now_rfc3339();
+        let parsed: jiff::Timestamp = now.parse().unwrap();
+        assert_eq!(parsed.subsec_nanosecond(), 0);
+        assert!(now.ends_with('Z') && now.len() == "2026-12-02T14:05:09Z".len(), "{now}");
+        assert!((jiff::Timestamp::now() - parsed).get_seconds().abs() < 5);
     }
 }

@@ -2,10 +2,11 @@ use anyhow::{Context, Result};
 
 use crate::cli::BenchArgs;
 use crate::cli::FactsArgs;
+use speed_matrix::analysis::normalize_cell;
 use speed_matrix::bench::loopdetect::LoopSettings;
-use speed_matrix::bench::plan::{parse_count_list, parse_duration, parse_token_list};
-use speed_matrix::bench::prompt::Api;
+use speed_matrix::bench::plan::{parse_count_list, parse_token_list};
 use speed_matrix::bench::{self, BenchConfig, ManifestFacts};
+use speed_matrix::format::{Cell, Origin, Phase, Status};
 
 pub fn run(a: &BenchArgs) -> Result<()> {
     let contexts = parse_token_list(&a.contexts).context("--contexts")?;
@@ -19,22 +20,22 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         endpoint: a.endpoint.clone(),
         api_key,
         model: a.model.clone(),
-        api: if a.api == "completions" { Api::Completions } else { Api::Chat },
+        api: a.api.into(),
         contexts,
         concurrency: parse_count_list(&a.concurrency).context("--concurrency")?,
         prefill_contexts,
-        duration: parse_duration(&a.duration).context("--duration")?,
+        duration: a.duration,
         max_output: a.max_output,
         kv_budget: a.kv_budget,
         run_id: a.run_id.clone(),
         data_dir: a.data.clone(),
         resume: a.resume,
         dry_run: a.dry_run,
-        warmup_hold: parse_duration(&a.warmup_hold).context("--warmup-hold")?,
-        warmup_timeout: parse_duration(&a.warmup_timeout).context("--warmup-timeout")?,
-        drain_timeout: parse_duration(&a.drain_timeout).context("--drain-timeout")?,
-        stall_timeout: parse_duration(&a.stall_timeout).context("--stall-timeout")?,
-        gauge_interval: parse_duration(&a.gauge_interval).context("--gauge-interval")?,
+        warmup_hold: a.warmup_hold,
+        warmup_timeout: a.warmup_timeout,
+        drain_timeout: a.drain_timeout,
+        stall_timeout: a.stall_timeout,
+        gauge_interval: a.gauge_interval,
         loop_settings: LoopSettings {
             min_chars: a.loop_min_chars,
             min_cycles: a.loop_min_cycles.max(2),
@@ -42,6 +43,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         },
         detect_loops: !a.no_loop_detection,
         facts: a.facts.to_manifest_facts()?,
+        describe_cell,
     };
     let dry = cfg.dry_run;
     let s = bench::run_blocking(cfg)?;
@@ -86,5 +88,33 @@ impl FactsArgs {
             notes_markdown,
             description: self.description.clone(),
         })
+    }
+}
+
+/// A finished cell's figures for its progress line, computed as the site computes them.
+fn describe_cell(cell: &Cell) -> String {
+    let v = normalize_cell(cell, Origin::Measured);
+    let f = &v.figures;
+    match cell.status {
+        Status::Valid if cell.phase == Phase::Prefill => {
+            format!("{:.0} prompt tok/s, TTFT {:.0} ms", f.prompt_tps.unwrap_or(0.0), f.ttft_ms.unwrap_or(0.0))
+        }
+        Status::Valid => format!(
+            "{:.1} tok/s total, {:.1} per request, TTFT {:.0} ms, {:.1} active{}",
+            f.total_tps.unwrap_or(0.0),
+            f.per_request_tps.unwrap_or(0.0),
+            f.ttft_ms.unwrap_or(0.0),
+            f.avg_active.unwrap_or(0.0),
+            if v.warnings.is_empty() {
+                String::new()
+            } else {
+                format!(" (warning: {})", v.warnings.iter().map(|w| w.code.as_str()).collect::<Vec<_>>().join(", "))
+            }
+        ),
+        Status::Looped => "Looped".into(),
+        Status::OverCapacity => {
+            format!("Over capacity ({})", cell.over_capacity.as_ref().map(|o| o.rule.text()).unwrap_or(""))
+        }
+        Status::Error => format!("Error: {}", cell.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")),
     }
 }

@@ -1,9 +1,25 @@
 //! Run facts that producers take from the user (the server or the imported file cannot
-//! tell them), and how they become the manifest's hardware.
+//! tell them), what the producer found out itself, and the one place both become a run
+//! manifest (`site bench` and every importer build it here).
 
 use anyhow::{bail, Result};
 
-use super::HardwareInfo;
+use super::{BenchTool, EngineInfo, HardwareInfo, ModelInfo, Origin, RunManifest, RunSettings, SCHEMA_VERSION};
+use crate::redact::redact_command;
+
+/// What a producer learned from the server or the file; the user's facts win over it.
+#[derive(Debug, Clone, Default)]
+pub struct Discovered {
+    /// The model name the server was asked for (or the file names).
+    pub served_model: Option<String>,
+    pub engine: Option<String>,
+    pub engine_version: Option<String>,
+    pub quantization: Option<String>,
+    pub repository: Option<String>,
+    pub build: Option<String>,
+    /// The OS of the machine, when the producer knows it (the bench knows its own).
+    pub os: Option<String>,
+}
 
 /// The facts a server cannot tell about itself.
 #[derive(Debug, Clone, Default)]
@@ -30,6 +46,41 @@ pub struct ManifestFacts {
 }
 
 impl ManifestFacts {
+    /// The run manifest: the user's facts first, then what was discovered; the launch
+    /// command redacted. Times are the producer's to set.
+    pub fn manifest(
+        &self,
+        found: Discovered,
+        settings: RunSettings,
+        bench_tool: BenchTool,
+        origin: Origin,
+    ) -> Result<RunManifest> {
+        let served = found.served_model;
+        let id = self.model_id.clone().or_else(|| served.clone()).unwrap_or_else(|| "unknown".into());
+        let served_name = served.filter(|s| *s != id);
+        Ok(RunManifest {
+            schema_version: SCHEMA_VERSION,
+            model: ModelInfo { id, served_name, revision: self.revision.clone() },
+            hardware: self.hardware(found.os.as_deref())?,
+            engine: EngineInfo {
+                name: self.engine.clone().or(found.engine).unwrap_or_else(|| "openai-compatible".into()),
+                version: self.engine_version.clone().or(found.engine_version).unwrap_or_else(|| "unknown".into()),
+                quantization: self.quantization.clone().or(found.quantization),
+                backend: self.backend.clone(),
+                repository: self.repository.clone().or(found.repository),
+                build: self.build.clone().or(found.build),
+                commit: self.commit.clone(),
+            },
+            settings,
+            launch_command: self.launch_command.as_deref().map(redact_command),
+            bench_tool,
+            origin,
+            started_at: None,
+            finished_at: None,
+            description: self.description.clone(),
+        })
+    }
+
     /// The manifest's hardware: a GPU (`--gpu`, `--gpu-count`) or, for a CPU-only server,
     /// the CPU (`--cpu`). One of them is required: nothing else can tell.
     /// `default_os` fills the OS when the user gave none (the bench knows its own machine's).

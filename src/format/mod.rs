@@ -7,6 +7,7 @@ pub mod ids;
 pub mod json;
 pub mod load;
 pub mod model;
+pub mod writer;
 
 pub use load::{load_data_dir, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun, PageSource, Skipped};
 pub use model::*;

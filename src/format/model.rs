@@ -463,6 +463,27 @@ mod tests {
     }
 }
 
+impl RequestRecord {
+    /// A request sent at `send_s` that has seen nothing yet.
+    pub fn sent_at(send_s: f64) -> RequestRecord {
+        RequestRecord {
+            send_s,
+            first_token_s: None,
+            last_token_s: None,
+            end_s: None,
+            tokens: 0,
+            chunks: 0,
+            window_tokens: 0,
+            window_last_token_s: None,
+            token_source: TokenSource::Chunks,
+            prompt_tokens: None,
+            cached_prompt_tokens: None,
+            finish_reason: None,
+            error: None,
+        }
+    }
+}
+
 impl Cell {
     /// An error cell written because the server could not be reached.
     pub fn server_unreachable(&self) -> bool {

@@ -10,15 +10,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
-use crate::format::facts::ManifestFacts;
-use crate::format::json::to_pretty;
+use crate::format::facts::{Discovered, ManifestFacts};
+use crate::format::writer::RunWriter;
 use crate::format::{
-    self, BenchTool, CapacityRule, Cell, DecodeTest, EngineInfo, LoopFinding, ModelInfo, Origin, OverCapacity, Phase,
-    PrefillMode, ReportedFigures, ReportedSample, RunManifest, RunSettings, Status, Warning, CELLS_DIR, RUNS_DIR,
-    RUN_MANIFEST, RUN_NOTES, SCHEMA_VERSION,
+    self, BenchTool, CapacityRule, Cell, DecodeTest, LoopFinding, Origin, OverCapacity, Phase, PrefillMode,
+    ReportedFigures, ReportedSample, RunManifest, RunSettings, Status, Warning,
 };
-use crate::fsutil::{self, write_atomic, Lock};
-use crate::redact::redact_command;
 use llm_inference_bench::{DecodeResult, ResultsFile};
 
 pub const TOOL: &str = "llm-inference-bench";
@@ -313,50 +310,38 @@ pub fn convert(path: &Path, facts: &ManifestFacts) -> Result<(RunManifest, Vec<C
     let mut concurrency = md.concurrency_levels.clone();
     concurrency.sort_unstable();
     concurrency.dedup();
-    let engine_name = facts.engine.clone().unwrap_or_else(|| match md.engine.as_deref() {
-        Some("openai_proxy") | None => "openai-compatible".to_string(),
-        Some(e) => e.to_string(),
-    });
-    let model_id = facts.model_id.clone().or_else(|| md.model.clone()).unwrap_or_else(|| "unknown".into());
-    let manifest = RunManifest {
-        schema_version: SCHEMA_VERSION,
-        model: ModelInfo { id: model_id, served_name: None, revision: facts.revision.clone() },
-        hardware: facts.hardware(None)?,
-        engine: EngineInfo {
-            name: engine_name,
-            version: facts.engine_version.clone().unwrap_or_else(|| "unknown".into()),
-            quantization: facts.quantization.clone(),
-            backend: facts.backend.clone(),
-            repository: facts.repository.clone(),
-            build: facts.build.clone(),
-            commit: facts.commit.clone(),
+    let found = Discovered {
+        // The file's model name is often a local path: it names the model only when the
+        // user gave no --model-id, and is never stored as the served name.
+        served_model: if facts.model_id.is_none() { md.model.clone() } else { None },
+        engine: match md.engine.as_deref() {
+            Some("openai_proxy") | None => None,
+            Some(e) => Some(e.to_string()),
         },
-        settings: RunSettings {
-            contexts,
-            concurrency,
-            prefill_contexts,
-            duration_s: md.duration_per_test,
-            max_output_tokens: md.max_tokens,
-            decode_test: DecodeTest::FixedDuration,
-            prefill_mode: match md.prefill_mode.as_deref() {
-                Some("integrated_decode_scout") | None => PrefillMode::DecodeWarmup,
-                Some(_) => PrefillMode::Standalone,
-            },
-            api: None,
-            kv_budget_tokens: md.max_total_tokens,
-            kv_budget_source: md.max_total_tokens.map(|_| format!("{TOOL} metadata.max_total_tokens")),
-        },
-        launch_command: facts.launch_command.as_deref().map(redact_command),
-        bench_tool: BenchTool { name: TOOL.into(), version: md.version.clone() },
-        origin: Origin::Imported,
-        started_at: md.timestamp.clone(),
-        finished_at: None,
-        description: facts.description.clone(),
+        ..Discovered::default()
     };
+    let settings = RunSettings {
+        contexts,
+        concurrency,
+        prefill_contexts,
+        duration_s: md.duration_per_test,
+        max_output_tokens: md.max_tokens,
+        decode_test: DecodeTest::FixedDuration,
+        prefill_mode: match md.prefill_mode.as_deref() {
+            Some("integrated_decode_scout") | None => PrefillMode::DecodeWarmup,
+            Some(_) => PrefillMode::Standalone,
+        },
+        api: None,
+        kv_budget_tokens: md.max_total_tokens,
+        kv_budget_source: md.max_total_tokens.map(|_| format!("{TOOL} metadata.max_total_tokens")),
+    };
+    let tool = BenchTool { name: TOOL.into(), version: md.version.clone() };
+    let mut manifest = facts.manifest(found, settings, tool, Origin::Imported)?;
+    manifest.started_at = md.timestamp.clone();
     Ok((manifest, cells))
 }
 
-/// Writes the run folder: built in a temporary folder beside it, then moved into place, so
+/// Writes the run folder through `RunWriter`: staged, validated, then moved into place, so
 /// a failed import writes nothing and an existing run is replaced only with `force`.
 pub fn import(
     path: &Path,
@@ -371,31 +356,15 @@ pub fn import(
     };
     format::ids::check_id("run id", &id)?;
     let (manifest, cells) = convert(path, facts)?;
-    let runs = data_dir.join(RUNS_DIR);
-    let dest = runs.join(&id);
-    // One writer per run id: a second import (or bench) of the same id fails here.
-    let _lock = Lock::try_acquire(&runs.join(format!(".{id}.lock")), &format!("run {id}"))?;
-    if dest.exists() && !force {
-        bail!("run {id} already exists in {}: pass --force to replace it, or choose another --run-id", runs.display());
+    let writer = RunWriter::stage(data_dir, &id, force)?;
+    writer.manifest(&manifest)?;
+    for c in &cells {
+        writer.cell(c)?;
     }
-    let staged = fsutil::create_temp_dir(&runs, &format!("import-{id}"))?;
-    let written = (|| {
-        write_atomic(&staged.join(RUN_MANIFEST), to_pretty(&manifest).as_bytes())?;
-        for c in &cells {
-            write_atomic(&staged.join(CELLS_DIR).join(c.file_name()), to_pretty(c).as_bytes())?;
-        }
-        if let Some(notes) = &facts.notes_markdown {
-            write_atomic(&staged.join(RUN_NOTES), notes.as_bytes())?;
-        }
-        // What we wrote must load, under the id it will have: the checks `site build` makes.
-        format::load_run(&staged, &id, &mut Vec::new())
-            .map_err(|e| e.context("the imported run does not validate; nothing was changed"))
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_dir_all(&staged);
-        return Err(e);
+    if let Some(notes) = &facts.notes_markdown {
+        writer.notes(notes)?;
     }
-    fsutil::replace_dir(&staged, &dest)?;
+    let dest = writer.commit()?;
     Ok(ImportSummary {
         run_dir: dest,
         cells: cells.len(),

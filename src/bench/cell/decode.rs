@@ -1,0 +1,266 @@
+//! The fixed-duration decode cell: exactly C streams in flight, each replaced as soon as it
+//! finishes; warm-up until all C produce tokens (and the server, where it says, runs C and
+//! queues none), a short hold, the measurement window, then cancel and drain.
+//!
+//! As in oha, the workers only stream and send what happened down a channel; the
+//! coordinator alone decides when the cell moves on and what the cell is.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::{error_cell, CellContext};
+use crate::bench::client::stream::{run_stream, Failure, StreamOutcome};
+use crate::bench::client::tokens::apply_final_usage_ratio;
+use crate::format::{
+    Cell, ErrorCause, GaugeSample, LoopFinding, Measurement, Phase, RequestRecord, Status, TokenSource, Warning, Window,
+};
+
+/// How a decode cell ended.
+#[derive(Debug)]
+pub enum DecodeRun {
+    /// Measured (valid, looped or error): the cell to keep.
+    Done(Cell),
+    /// Ctrl-C: nothing to keep.
+    Interrupted,
+}
+
+/// What a worker reports.
+enum WorkerEvent {
+    /// The worker's first stream produced its first token.
+    FirstToken,
+    Finished(StreamOutcome),
+}
+
+/// Why a decode cell stopped before its window ended.
+enum Stop {
+    Failure(Failure),
+    Looped(LoopFinding),
+}
+
+/// One fixed-duration decode cell with exactly `c` streams in flight.
+pub async fn decode_cell(
+    cx: &CellContext,
+    context: u32,
+    c: u32,
+    prompt: &str,
+    prompt_tokens: u64,
+    interrupt: watch::Receiver<bool>,
+) -> DecodeRun {
+    let (cancel_tx, cancel_rx) = watch::channel(false);
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let body = cx.body(prompt, cx.max_output);
+    let workers: Vec<_> =
+        (0..c).map(|_| tokio::spawn(worker(cx.clone(), body.clone(), cancel_rx.clone(), events_tx.clone()))).collect();
+    drop(events_tx);
+    let mut run =
+        Coordinator { cx, c, events, interrupt, interrupt_gone: false, ready: 0, outcomes: Vec::new(), stop: None };
+    let warm_up = run.warm_up().await;
+    run.pump_for(cx.warmup_hold).await;
+    let start_s = cx.clock.now_s();
+    let end_s = start_s + cx.duration.as_secs_f64();
+    if !run.stopped() {
+        cx.clock.open(start_s, end_s);
+        run.pump_for(cx.duration).await;
+    }
+    let _ = cancel_tx.send(true);
+    for w in workers {
+        let _ = w.await;
+    }
+    run.collect_remaining();
+    let drained = cx.drain().await;
+    cx.clock.open(f64::INFINITY, f64::INFINITY);
+    if *run.interrupt.borrow() {
+        return DecodeRun::Interrupted;
+    }
+    let gauge = cx.gauge.lock().unwrap().iter().filter(|g| g.t_s >= start_s && g.t_s <= end_s).copied().collect();
+    let mut cell = finish_cell(
+        cx,
+        cx.cell(Phase::Decode, context, c, prompt_tokens),
+        Window { start_s, end_s },
+        gauge,
+        run.outcomes,
+        run.stop,
+    );
+    let not_drained = (!drained).then(|| not_drained(cx.drain_timeout));
+    cell.warnings = warm_up.into_iter().chain(cell.warnings).chain(not_drained).collect();
+    DecodeRun::Done(cell)
+}
+
+/// Streams one request after another until the cell cancels, a stream fails or loops.
+async fn worker(
+    cx: CellContext,
+    body: Bytes,
+    cancel: watch::Receiver<bool>,
+    events: mpsc::UnboundedSender<WorkerEvent>,
+) {
+    let mut first = true;
+    while !*cancel.borrow() {
+        let on_first_token = || {
+            if std::mem::take(&mut first) {
+                let _ = events.send(WorkerEvent::FirstToken);
+            }
+        };
+        let out =
+            run_stream(&cx.client, cx.api.path(), body.clone(), &cx.clock, cx.stream, cancel.clone(), on_first_token)
+                .await;
+        let last = out.failure.is_some() || out.loop_finding.is_some() || out.cancelled;
+        let _ = events.send(WorkerEvent::Finished(out));
+        if last {
+            break;
+        }
+    }
+}
+
+struct Coordinator<'a> {
+    cx: &'a CellContext,
+    c: u32,
+    events: mpsc::UnboundedReceiver<WorkerEvent>,
+    interrupt: watch::Receiver<bool>,
+    /// Nothing can interrupt any more (the Ctrl-C listener is gone).
+    interrupt_gone: bool,
+    /// Workers whose first stream has produced a token.
+    ready: u32,
+    outcomes: Vec<StreamOutcome>,
+    /// The first stream that failed or looped: it ends the cell.
+    stop: Option<Stop>,
+}
+
+impl Coordinator<'_> {
+    fn stopped(&self) -> bool {
+        self.stop.is_some() || *self.interrupt.borrow()
+    }
+
+    fn take(&mut self, event: WorkerEvent) {
+        match event {
+            WorkerEvent::FirstToken => self.ready += 1,
+            WorkerEvent::Finished(out) => {
+                if self.stop.is_none() {
+                    self.stop = match (&out.failure, &out.loop_finding) {
+                        (Some(f), _) => Some(Stop::Failure(f.clone())),
+                        (None, Some(l)) => Some(Stop::Looped(l.clone())),
+                        (None, None) => None,
+                    };
+                }
+                self.outcomes.push(out);
+            }
+        }
+    }
+
+    /// Takes worker events for `duration`, or until the cell stops or Ctrl-C.
+    async fn pump_for(&mut self, duration: Duration) {
+        let deadline = tokio::time::sleep(duration);
+        tokio::pin!(deadline);
+        while !self.stopped() {
+            let event = tokio::select! {
+                _ = &mut deadline => return,
+                Some(event) = self.events.recv() => Some(event),
+                gone = async { self.interrupt.wait_for(|i| *i).await.is_err() }, if !self.interrupt_gone => {
+                    self.interrupt_gone = gone;
+                    None
+                }
+            };
+            if let Some(event) = event {
+                self.take(event);
+            }
+        }
+    }
+
+    /// Waits until all C streams have tokens and (where the server says) C run and none
+    /// wait; a warning if that did not happen within the warm-up timeout.
+    async fn warm_up(&mut self) -> Option<Warning> {
+        let deadline = Instant::now() + self.cx.warmup_timeout;
+        while !self.stopped() {
+            let server_ready = match self.cx.gauges_now().await {
+                Some((running, waiting)) => running >= self.c as f64 && waiting.unwrap_or(0.0) <= 0.0,
+                None => true,
+            };
+            if self.ready >= self.c && server_ready {
+                return None;
+            }
+            if Instant::now() >= deadline {
+                return Some(Warning {
+                    code: "warmup_timed_out".into(),
+                    message: format!(
+                        "warm-up did not see all {} streams active within {:.0} s ({} had tokens); the window was measured anyway",
+                        self.c,
+                        self.cx.warmup_timeout.as_secs_f64(),
+                        self.ready
+                    ),
+                });
+            }
+            self.pump_for(Duration::from_millis(50)).await;
+        }
+        None
+    }
+
+    /// The outcomes the workers sent after the window closed (their cancelled streams).
+    fn collect_remaining(&mut self) {
+        while let Ok(event) = self.events.try_recv() {
+            self.take(event);
+        }
+    }
+}
+
+fn not_drained(drain_timeout: Duration) -> Warning {
+    Warning {
+        code: "not_drained".into(),
+        message: format!(
+            "the server still reported running requests {:.0} s after the cell",
+            drain_timeout.as_secs_f64()
+        ),
+    }
+}
+
+/// The cell from its streams: records with the token counts settled, warnings, status.
+fn finish_cell(
+    cx: &CellContext,
+    mut cell: Cell,
+    window: Window,
+    gauge: Vec<GaugeSample>,
+    outcomes: Vec<StreamOutcome>,
+    stop: Option<Stop>,
+) -> Cell {
+    if let Some(p) = outcomes.iter().find_map(|o| o.record.prompt_tokens) {
+        cell.prompt_tokens = Some(p);
+    }
+    let mut requests: Vec<RequestRecord> = outcomes.into_iter().map(|o| o.record).collect();
+    apply_final_usage_ratio(&mut requests);
+    cell.warnings.extend(chunk_count_warning(&requests));
+    let gauge_source = if gauge.is_empty() { None } else { cx.engine.gauges().map(|g| g.0.to_string()) };
+    let nothing_measured = requests.iter().all(|r| r.window_tokens == 0);
+    let answered = requests.iter().any(|r| r.first_token_s.is_some());
+    cell.measurement = Some(Measurement { window: Some(window), requests, gauge, gauge_source });
+    match stop {
+        Some(Stop::Failure(f)) => error_cell(cell, f),
+        Some(Stop::Looped(found)) => Cell { status: Status::Looped, loop_finding: Some(found), ..cell },
+        None if nothing_measured => {
+            // Nothing to divide: no answer, or no token inside the window, is no 0 tok/s.
+            let why = if answered {
+                "no token arrived inside the measurement window"
+            } else {
+                "the server answered no request with a token during the cell"
+            };
+            error_cell(cell, Failure { cause: Some(ErrorCause::NothingMeasured), ..Failure::new(why) })
+        }
+        None => cell,
+    }
+}
+
+/// Every token counted one per chunk: the cell says so, and why.
+fn chunk_count_warning(requests: &[RequestRecord]) -> Option<Warning> {
+    let fallback = !requests.is_empty()
+        && requests.iter().all(|r| r.token_source == TokenSource::Chunks)
+        && requests.iter().any(|r| r.tokens > 0);
+    if !fallback {
+        return None;
+    }
+    let message = if requests.iter().any(|r| r.finish_reason.is_some()) {
+        "the server sent no usage figures: tokens were counted one per chunk"
+    } else {
+        "no request finished inside the cell, so no final usage checked the chunk count: tokens were counted one per chunk"
+    };
+    Some(Warning { code: "chunk_count_fallback".into(), message: message.into() })
+}

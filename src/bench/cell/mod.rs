@@ -1,0 +1,137 @@
+//! Running cells: what every cell needs (`CellContext`: the server, the run's settings,
+//! the window clock, the gauge), the prefill sample (`prefill`), the fixed-duration decode
+//! cell (`decode`), and the helpers around them (slot warm-up, gauge sampling, drain).
+
+pub mod decode;
+pub mod prefill;
+
+pub use decode::{decode_cell, DecodeRun};
+pub use prefill::prefill_cell;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use super::client::http::HttpClient;
+use super::client::stream::{run_stream, Failure, StreamSettings, WindowClock};
+use super::discover::gauge_values;
+use super::engine::EngineKind;
+use super::prompt::{request_body, Api};
+use crate::format::{Cell, CellError, GaugeSample, Phase, Status};
+
+/// Everything a cell needs to know about the server and the run.
+#[derive(Clone)]
+pub struct CellContext {
+    pub client: HttpClient,
+    pub engine: EngineKind,
+    pub metrics: bool,
+    pub api: Api,
+    pub model: String,
+    pub max_output: u32,
+    pub duration: Duration,
+    pub warmup_hold: Duration,
+    pub warmup_timeout: Duration,
+    pub drain_timeout: Duration,
+    pub stream: StreamSettings,
+    pub clock: Arc<WindowClock>,
+    pub gauge: Arc<Mutex<Vec<GaugeSample>>>,
+}
+
+impl CellContext {
+    fn body(&self, prompt: &str, max_tokens: u32) -> Bytes {
+        Bytes::from(serde_json::to_vec(&request_body(self.api, &self.model, prompt, max_tokens, true)).expect("json"))
+    }
+
+    fn cell(&self, phase: Phase, context: u32, concurrency: u32, prompt_tokens: u64) -> Cell {
+        Cell { prompt_tokens: Some(prompt_tokens as u32), ..Cell::new(phase, context, concurrency, Status::Valid) }
+    }
+
+    /// The server's (running, waiting) gauges now, if it has them.
+    pub async fn gauges_now(&self) -> Option<(f64, Option<f64>)> {
+        if !self.metrics {
+            return None;
+        }
+        let (status, body) = self.client.get("/metrics").await.ok()?;
+        if !status.is_success() {
+            return None;
+        }
+        gauge_values(&String::from_utf8_lossy(&body), self.engine)
+    }
+
+    /// Waits until the server reports no running requests, so one cell never leaks load
+    /// into the next. Returns false if it did not drain in time.
+    pub async fn drain(&self) -> bool {
+        if !self.metrics {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + self.drain_timeout;
+        loop {
+            match self.gauges_now().await {
+                Some((running, waiting)) if running <= 0.0 && waiting.unwrap_or(0.0) <= 0.0 => return true,
+                None => return true,
+                _ => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn error_cell(mut cell: Cell, f: Failure) -> Cell {
+    cell.status = Status::Error;
+    cell.error = Some(CellError { message: f.message, http_status: f.http_status, cause: f.cause });
+    cell
+}
+
+/// llama.cpp keeps a prefix cache per slot: warm `c` slots with one-token requests so that
+/// decode TTFT excludes prefill on every slot.
+pub async fn warm_slots(cx: &CellContext, prompt: &str, c: u32, cancel: &watch::Receiver<bool>) {
+    let mut tasks = Vec::new();
+    for _ in 0..c {
+        let (cx2, body, cancel) = (cx.clone(), cx.body(prompt, 1), cancel.clone());
+        tasks.push(tokio::spawn(async move {
+            run_stream(
+                &cx2.client,
+                cx2.api.path(),
+                body,
+                &cx2.clock,
+                StreamSettings { detect_loops: false, ..cx2.stream },
+                cancel,
+                || {},
+            )
+            .await
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// Samples the running-requests gauge about once a second for the whole run.
+pub fn spawn_gauge_sampler(
+    cx: CellContext,
+    interval: Duration,
+    mut stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if !cx.metrics {
+            return;
+        }
+        let mut tick = tokio::time::interval(interval);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stop.changed() => return,
+            }
+            let t = cx.clock.now_s();
+            if let Some((running, waiting)) = cx.gauges_now().await {
+                cx.gauge.lock().unwrap().push(GaugeSample { t_s: t, running, waiting });
+            }
+        }
+    })
+}

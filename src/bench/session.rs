@@ -1,0 +1,467 @@
+//! One bench run across the matrix: discover the server, plan the cells, open the run
+//! folder, then context by context size the prompt, sample prefill and measure each decode
+//! cell, keeping every finished cell on disk at once.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use tokio::sync::watch;
+
+use super::cell::{self, CellContext, DecodeRun};
+use super::client::http::{self, Endpoint, HttpClient};
+use super::client::stream::{StreamSettings, WindowClock};
+use super::discover::{self, ServerInfo};
+use super::plan::{self, Capacity, PlannedCell};
+use super::progress::{LiveRate, Progress};
+use super::prompt::{self, SizedPrompt};
+use super::recorder::{self, Recorder};
+use super::{BenchConfig, BenchSummary};
+use crate::format::facts::Discovered;
+use crate::format::{
+    BenchTool, Cell, CellError, DecodeTest, ErrorCause, Origin, Phase, PrefillMode, RunManifest, RunSettings, Status,
+};
+use crate::units::context_label;
+
+/// Cells in a row that found the server unreachable before the run stops.
+pub const MAX_UNREACHABLE_CELLS: u32 = 3;
+
+pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
+    let client = HttpClient::new(Endpoint::parse(&cfg.endpoint)?, cfg.api_key.clone());
+    let info =
+        discover::discover(&client).await.with_context(|| format!("discovering {}", client.endpoint.display()))?;
+    let model = match (&cfg.model, info.models.first()) {
+        (Some(m), _) | (None, Some(m)) => m.clone(),
+        (None, None) => bail!("the server lists no model; pass --model"),
+    };
+    let cap = capacity(&info, &cfg);
+    let planned = plan::plan(&cfg.contexts, &cfg.concurrency, &cfg.prefill_contexts, cfg.max_output, &cap);
+    eprintln!("{}", server_line(&info, &client, &model, &cap));
+    if cfg.dry_run {
+        print_plan(&planned, &cfg);
+        return Ok(BenchSummary::default());
+    }
+    let (recorder, manifest) = open_run(&cfg, &client, &info, &model, &cap)?;
+    let mut session = Session::start(&cfg, client, &info, model, recorder, &planned);
+    let measured = session.measure(&planned).await;
+    session.stop_background().await;
+    measured?;
+    session.finish(manifest)
+}
+
+fn capacity(info: &ServerInfo, cfg: &BenchConfig) -> Capacity {
+    let mut cap = info.capacity.clone();
+    if let Some(b) = cfg.kv_budget {
+        cap.kv_budget_tokens = Some(b);
+        cap.kv_budget_source = Some("--kv-budget".into());
+    }
+    cap
+}
+
+fn server_line(info: &ServerInfo, client: &HttpClient, model: &str, cap: &Capacity) -> String {
+    format!(
+        "{} at {}: model {model}, KV budget {}, max model length {}, gauges {}",
+        info.engine.name(),
+        client.endpoint.display(),
+        cap.kv_budget_tokens
+            .map(|b| format!("{b} tokens ({})", cap.kv_budget_source.as_deref().unwrap_or("")))
+            .unwrap_or_else(|| "unknown".into()),
+        cap.max_model_len.map(|l| l.to_string()).unwrap_or_else(|| "unknown".into()),
+        if info.metrics_available { "on" } else { "off (client in-flight count)" }
+    )
+}
+
+fn print_plan(planned: &[PlannedCell], cfg: &BenchConfig) {
+    let runs = planned.iter().filter(|p| p.over_capacity.is_none()).count();
+    println!("Plan: {} cells, {} to run, {} Over capacity", planned.len(), runs, planned.len() - runs);
+    for p in planned {
+        match &p.over_capacity {
+            None => println!("  run            {}", describe(p)),
+            Some(o) => println!(
+                "  over capacity  {}: {} (needs {}, limit {})",
+                describe(p),
+                o.rule,
+                o.required_tokens,
+                o.budget_tokens.map(|b| b.to_string()).unwrap_or_else(|| "?".into())
+            ),
+        }
+    }
+    let decode_cells = planned.iter().filter(|p| p.phase == Phase::Decode && p.over_capacity.is_none()).count();
+    let secs = decode_cells as f64 * (cfg.duration + cfg.warmup_hold).as_secs_f64();
+    println!("Decode windows alone take about {:.0} minutes.", secs / 60.0);
+}
+
+fn describe(p: &PlannedCell) -> String {
+    match p.phase {
+        Phase::Prefill => format!("prefill {}", context_label(p.context)),
+        Phase::Decode => format!("decode {} x {}", context_label(p.context), p.concurrency),
+    }
+}
+
+fn default_run_id(model: &str, engine: &str) -> String {
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%d%H%M%S");
+    let mut id = format!(
+        "{}-{}-{stamp}",
+        crate::units::slugify(&crate::units::model_display_name(model)),
+        crate::units::slugify(engine)
+    );
+    id.truncate(128);
+    id
+}
+
+/// Opens the run folder (checking a resumed run's settings) and writes its manifest.
+fn open_run(
+    cfg: &BenchConfig,
+    client: &HttpClient,
+    info: &ServerInfo,
+    model: &str,
+    cap: &Capacity,
+) -> Result<(Recorder, RunManifest)> {
+    let found = Discovered {
+        served_model: Some(model.to_string()),
+        engine: Some(info.engine.name().to_string()),
+        engine_version: info.version.clone().filter(|v| super::engine::EngineKind::meaningful_version(v)),
+        quantization: info.quantization.clone(),
+        repository: info.engine.repository().map(str::to_string),
+        build: info.build_info.clone(),
+        os: Some(std::env::consts::OS.to_string()),
+    };
+    let mut m = cfg.facts.manifest(found, settings(cfg, cap), bench_tool(), Origin::Measured)?;
+    m.started_at = Some(recorder::now_rfc3339());
+    let run_id = cfg.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
+    let recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume, client.scrubber())?;
+    if let Some(old) = recorder.existing_manifest()? {
+        check_resumable(&old, &m, &recorder.dir)?;
+        m.started_at = old.started_at;
+    }
+    recorder.write_manifest(&m)?;
+    if let Some(notes) = &cfg.facts.notes_markdown {
+        recorder.write_notes(notes)?;
+    }
+    Ok((recorder, m))
+}
+
+fn settings(cfg: &BenchConfig, cap: &Capacity) -> RunSettings {
+    RunSettings {
+        contexts: cfg.contexts.clone(),
+        concurrency: cfg.concurrency.clone(),
+        prefill_contexts: cfg.prefill_contexts.clone(),
+        duration_s: cfg.duration.as_secs_f64(),
+        max_output_tokens: cfg.max_output,
+        decode_test: DecodeTest::FixedDuration,
+        prefill_mode: PrefillMode::DecodeWarmup,
+        api: Some(cfg.api.name().into()),
+        kv_budget_tokens: cap.kv_budget_tokens,
+        kv_budget_source: cap.kv_budget_source.clone(),
+    }
+}
+
+fn bench_tool() -> BenchTool {
+    BenchTool { name: "site bench".into(), version: env!("CARGO_PKG_VERSION").into() }
+}
+
+/// `--resume` continues a run only under the same matrix, API and launch command: a cell
+/// measured under other settings would sit beside the old ones as if comparable.
+fn check_resumable(old: &RunManifest, new: &RunManifest, dir: &std::path::Path) -> Result<()> {
+    let (o, n) = (&old.settings, &new.settings);
+    if o.contexts != n.contexts
+        || o.concurrency != n.concurrency
+        || o.prefill_contexts != n.prefill_contexts
+        || o.duration_s != n.duration_s
+        || o.max_output_tokens != n.max_output_tokens
+    {
+        bail!("--resume: the matrix settings differ from those of {}; resume with the same --contexts, --concurrency, --prefill-contexts, --duration and --max-output", dir.display());
+    }
+    if o.api != n.api {
+        bail!(
+            "--resume: {} was measured with --api {}, not {}; resume with the same --api",
+            dir.display(),
+            o.api.as_deref().unwrap_or("?"),
+            n.api.as_deref().unwrap_or("?")
+        );
+    }
+    if old.launch_command != new.launch_command {
+        bail!(
+            "--resume: the launch command differs from the one recorded in {}; a resumed run must measure the same server setup (give the same --launch-command)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether the matrix goes on.
+enum Flow {
+    Continue,
+    Interrupted,
+}
+
+/// A run in progress: the server, the run folder, progress and the tally.
+struct Session<'a> {
+    cfg: &'a BenchConfig,
+    cx: CellContext,
+    model: String,
+    /// Unique to this measurement (time and random bits), never derived from the run id: a
+    /// re-used run id must not find its prompts in the server's prefix cache.
+    tag: String,
+    recorder: Recorder,
+    progress: Progress,
+    summary: BenchSummary,
+    interrupt: watch::Receiver<bool>,
+    stop_background: watch::Sender<bool>,
+    sampler: tokio::task::JoinHandle<()>,
+    live: LiveRate,
+}
+
+impl<'a> Session<'a> {
+    fn start(
+        cfg: &'a BenchConfig,
+        client: HttpClient,
+        info: &ServerInfo,
+        model: String,
+        recorder: Recorder,
+        planned: &[PlannedCell],
+    ) -> Session<'a> {
+        let clock = WindowClock::new(Instant::now());
+        let cx = CellContext {
+            client,
+            engine: info.engine,
+            metrics: info.metrics_available,
+            api: cfg.api,
+            model: model.clone(),
+            max_output: cfg.max_output,
+            duration: cfg.duration,
+            warmup_hold: cfg.warmup_hold,
+            warmup_timeout: cfg.warmup_timeout,
+            drain_timeout: cfg.drain_timeout,
+            stream: StreamSettings {
+                stall_timeout: cfg.stall_timeout,
+                loop_settings: cfg.loop_settings,
+                detect_loops: cfg.detect_loops,
+            },
+            clock: clock.clone(),
+            gauge: Arc::new(Mutex::new(Vec::new())),
+        };
+        let (stop_background, stop_rx) = watch::channel(false);
+        let sampler = cell::spawn_gauge_sampler(cx.clone(), cfg.gauge_interval, stop_rx.clone());
+        let live = LiveRate::spawn(clock, stop_rx);
+        let todo = planned.iter().filter(|p| !recorder.has(p.phase, p.context, p.concurrency)).count();
+        let summary = BenchSummary {
+            run_dir: recorder.dir.clone(),
+            skipped_existing: planned.len() - todo,
+            ..Default::default()
+        };
+        if summary.skipped_existing > 0 {
+            eprintln!(
+                "resuming {}: {} cells already measured, {todo} to go",
+                recorder.dir.file_name().unwrap_or_default().to_string_lossy(),
+                summary.skipped_existing
+            );
+        }
+        Session {
+            cfg,
+            cx,
+            model,
+            tag: prompt::measurement_tag(),
+            recorder,
+            progress: Progress::new(todo as u64),
+            summary,
+            interrupt: ctrl_c_flag(),
+            stop_background,
+            sampler,
+            live,
+        }
+    }
+
+    /// Every cell not yet on disk, context by context.
+    async fn measure(&mut self, planned: &[PlannedCell]) -> Result<()> {
+        let todo: Vec<&PlannedCell> =
+            planned.iter().filter(|p| !self.recorder.has(p.phase, p.context, p.concurrency)).collect();
+        let mut contexts: Vec<u32> = todo.iter().map(|p| p.context).collect();
+        contexts.dedup();
+        for ctx in contexts {
+            let cells: Vec<&PlannedCell> = todo.iter().filter(|p| p.context == ctx).copied().collect();
+            if let Flow::Interrupted = self.measure_context(ctx, &cells).await? {
+                self.summary.interrupted = true;
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One context: Over capacity cells, then the prompt, the prefill sample (it warms the
+    /// prefix cache for the decode cells) and the decode cells.
+    async fn measure_context(&mut self, ctx: u32, cells: &[&PlannedCell]) -> Result<Flow> {
+        // Over-capacity cells need no server time: write them first.
+        for p in cells.iter().filter(|p| p.over_capacity.is_some()) {
+            self.keep(p, planned_cell(p, Status::OverCapacity))?;
+        }
+        let runnable: Vec<&PlannedCell> = cells.iter().filter(|p| p.over_capacity.is_none()).copied().collect();
+        if runnable.is_empty() {
+            return Ok(Flow::Continue);
+        }
+        let sized = match self.size(ctx, 0, ctx).await {
+            None => return Ok(Flow::Interrupted),
+            Some(Ok(s)) => s,
+            Some(Err(e)) => {
+                self.keep_sizing_failure(&runnable, &e)?;
+                return Ok(Flow::Continue);
+            }
+        };
+        let (prefill, sized) = self.prefill_sample(ctx, sized).await;
+        if *self.interrupt.borrow() {
+            return Ok(Flow::Interrupted);
+        }
+        if let Some(p) = runnable.iter().find(|p| p.phase == Phase::Prefill) {
+            self.keep(p, prefill)?;
+        }
+        for p in runnable.iter().filter(|p| p.phase == Phase::Decode) {
+            if let Flow::Interrupted = self.decode(p, &sized).await? {
+                return Ok(Flow::Interrupted);
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Sizes a prompt of `tokens` for `ctx`; `None` when Ctrl-C came first (sizing waits on
+    /// the server, Ctrl-C must not).
+    async fn size(&self, ctx: u32, variant: u32, tokens: u32) -> Option<Result<SizedPrompt>> {
+        if variant == 0 {
+            self.progress.current(&format!("sizing the {} prompt", context_label(ctx)));
+        }
+        let want = prompt::SizeTarget { context: ctx, variant, tokens };
+        let cx = &self.cx;
+        let sizing = prompt::size_prompt(&cx.client, cx.engine, cx.api, &self.model, &self.tag, want);
+        let mut interrupt = self.interrupt.clone();
+        tokio::select! {
+            r = sizing => Some(r),
+            _ = interrupt.wait_for(|i| *i) => None,
+        }
+    }
+
+    /// Every runnable cell of the context is an error when its prompt could not be sized.
+    fn keep_sizing_failure(&mut self, runnable: &[&PlannedCell], e: &anyhow::Error) -> Result<()> {
+        let cause = e.is::<http::Unreachable>().then_some(ErrorCause::Unreachable);
+        let message = self.cx.client.scrub(&format!("sizing the prompt failed: {e:#}"));
+        for p in runnable {
+            let mut cell = planned_cell(p, Status::Error);
+            cell.error = Some(CellError { message: message.clone(), http_status: None, cause });
+            self.keep(p, cell)?;
+        }
+        Ok(())
+    }
+
+    /// The prefill sample, confirmed against the real request's usage: a chat template adds
+    /// tokens a bare tokenizer does not count, so the prompt is sized again for the
+    /// difference and sampled again (its tag differs from the first token on, so that
+    /// prefill is not served from cache).
+    async fn prefill_sample(&mut self, ctx: u32, mut sized: SizedPrompt) -> (Cell, SizedPrompt) {
+        self.progress.current(&format!("prefill {} ({} prompt tokens)", context_label(ctx), sized.tokens));
+        let mut prefill = cell::prefill_cell(&self.cx, ctx, &sized.text, sized.tokens, self.interrupt.clone()).await;
+        let (Status::Valid, Some(actual)) = (prefill.status, prefill.prompt_tokens) else {
+            return (prefill, sized);
+        };
+        let overhead = actual as i64 - sized.tokens as i64;
+        let off_target = (actual as f64 - ctx as f64).abs() > prompt::size_tolerance(ctx);
+        if !off_target || overhead.unsigned_abs() >= ctx as u64 {
+            return (prefill, sized);
+        }
+        let target = (ctx as i64 - overhead).max(1) as u32;
+        self.progress.current(&format!("resizing the {} prompt ({overhead:+} tokens of template)", context_label(ctx)));
+        if let Some(Ok(s)) = self.size(ctx, 1, target).await {
+            // The tokenizer's count plus the template's tokens, as usage will say.
+            let tokens = (s.tokens as i64 + overhead).max(1) as u64;
+            sized = SizedPrompt { tokens, ..s };
+            prefill = cell::prefill_cell(&self.cx, ctx, &sized.text, sized.tokens, self.interrupt.clone()).await;
+        }
+        (prefill, sized)
+    }
+
+    async fn decode(&mut self, p: &PlannedCell, sized: &SizedPrompt) -> Result<Flow> {
+        let label = describe(p);
+        self.progress.current(&format!("{label}: warming up · {}", self.live.now()));
+        if self.cx.engine.caches_per_slot() && p.concurrency > 1 {
+            cell::warm_slots(&self.cx, &sized.text, p.concurrency, &self.interrupt).await;
+        }
+        let ticker = self.live.show_on(self.progress.bar_handle(), label);
+        let run =
+            cell::decode_cell(&self.cx, p.context, p.concurrency, &sized.text, sized.tokens, self.interrupt.clone())
+                .await;
+        ticker.abort();
+        match run {
+            DecodeRun::Interrupted => Ok(Flow::Interrupted),
+            DecodeRun::Done(cell) => self.keep(p, cell).map(|()| Flow::Continue),
+        }
+    }
+
+    /// Writes a finished cell, shows it, counts it, and stops the run when the server has
+    /// been unreachable for [`MAX_UNREACHABLE_CELLS`] cells in a row: the rest would only be
+    /// errors.
+    fn keep(&mut self, p: &PlannedCell, cell: Cell) -> Result<()> {
+        self.recorder.write_cell(&cell)?;
+        self.progress.cell_done(&format!("{}: {}", describe(p), (self.cfg.describe_cell)(&cell)));
+        let s = &mut self.summary;
+        s.written += 1;
+        match cell.status {
+            Status::Valid => s.valid += 1,
+            Status::Looped => s.looped += 1,
+            Status::OverCapacity => s.over_capacity += 1,
+            Status::Error => s.errors += 1,
+        }
+        if cell.status != Status::OverCapacity {
+            s.unreachable_streak = if cell.server_unreachable() { s.unreachable_streak + 1 } else { 0 };
+        }
+        if s.unreachable_streak >= MAX_UNREACHABLE_CELLS {
+            self.progress.finish();
+            let message = cell.error.map(|e| e.message).unwrap_or_default();
+            bail!(
+                "the server was unreachable for {MAX_UNREACHABLE_CELLS} cells in a row ({message}); stopped with {} cells in {}. Restart the server and continue with --resume (unreachable cells are measured again)",
+                s.written,
+                self.recorder.dir.display()
+            );
+        }
+        Ok(())
+    }
+
+    async fn stop_background(&mut self) {
+        self.progress.finish();
+        let _ = self.stop_background.send(true);
+        let _ = (&mut self.sampler).await;
+    }
+
+    /// An interrupted run keeps its cells (or removes a folder it created and left empty);
+    /// a finished one records when it finished.
+    fn finish(self, mut m: RunManifest) -> Result<BenchSummary> {
+        let dir = &self.recorder.dir;
+        if self.summary.interrupted {
+            if self.recorder.remove_if_empty()? {
+                eprintln!("interrupted before any cell was measured: removed {}", dir.display());
+                bail!("interrupted");
+            }
+            let id = dir.file_name().unwrap_or_default().to_string_lossy();
+            eprintln!(
+                "interrupted: {} cells kept in {}; continue with --resume --run-id {id}",
+                self.summary.written,
+                dir.display()
+            );
+            bail!("interrupted");
+        }
+        m.finished_at = Some(recorder::now_rfc3339());
+        self.recorder.write_manifest(&m)?;
+        Ok(self.summary)
+    }
+}
+
+/// A flag set by the first Ctrl-C.
+fn ctrl_c_flag() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = tx.send(true);
+        }
+    });
+    rx
+}
+
+fn planned_cell(p: &PlannedCell, status: Status) -> Cell {
+    Cell { over_capacity: p.over_capacity.clone(), ..Cell::new(p.phase, p.context, p.concurrency, status) }
+}

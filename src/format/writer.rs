@@ -1,0 +1,89 @@
+//! Writing a run folder whole: staged in a temporary folder beside its place, checked with
+//! the same loader `site build` uses, then swapped in, so a failed write changes nothing and
+//! an existing run is replaced only when asked. One writer per run id at a time (`run_lock`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+use super::json::to_pretty;
+use super::{ids, load_run, Cell, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
+use crate::fsutil::{self, write_atomic, Lock};
+
+/// The lock every writer of `runs/<id>/` takes (bench, import): `runs/.<id>.lock`.
+pub fn run_lock(runs_dir: &Path, id: &str) -> Result<Lock> {
+    Lock::try_acquire(&runs_dir.join(format!(".{id}.lock")), &format!("run {id}"))
+}
+
+/// `runs/<id>/cells/<cell's file name>`, relative to a run folder.
+pub fn cell_path(run_dir: &Path, cell: &Cell) -> PathBuf {
+    run_dir.join(CELLS_DIR).join(cell.file_name())
+}
+
+pub struct RunWriter {
+    id: String,
+    dest: PathBuf,
+    /// Removed on drop unless committed.
+    staged: Option<PathBuf>,
+    _lock: Lock,
+}
+
+impl RunWriter {
+    /// Starts writing run `id` under `data_dir`; an existing run is refused unless `replace`.
+    pub fn stage(data_dir: &Path, id: &str, replace: bool) -> Result<RunWriter> {
+        ids::check_id("run id", id)?;
+        let runs = data_dir.join(RUNS_DIR);
+        fs::create_dir_all(&runs).map_err(|e| anyhow::anyhow!("creating {}: {e}", runs.display()))?;
+        let lock = run_lock(&runs, id)?;
+        let dest = runs.join(id);
+        if dest.exists() && !replace {
+            bail!(
+                "run {id} already exists in {}: pass --force to replace it, or choose another --run-id",
+                runs.display()
+            );
+        }
+        let staged = fsutil::create_temp_dir(&runs, &format!("import-{id}"))?;
+        Ok(RunWriter { id: id.to_string(), dest, staged: Some(staged), _lock: lock })
+    }
+
+    fn staged(&self) -> &Path {
+        self.staged.as_deref().expect("staged until commit")
+    }
+
+    pub fn manifest(&self, m: &RunManifest) -> Result<()> {
+        write_atomic(&self.staged().join(RUN_MANIFEST), to_pretty(m).as_bytes())
+    }
+
+    pub fn cell(&self, c: &Cell) -> Result<()> {
+        write_atomic(&cell_path(self.staged(), c), to_pretty(c).as_bytes())
+    }
+
+    pub fn notes(&self, markdown: &str) -> Result<()> {
+        write_atomic(&self.staged().join(RUN_NOTES), markdown.as_bytes())
+    }
+
+    /// Checks what was written as `site build` will (under the id it will have), then
+    /// swaps it into place. Returns the run folder.
+    pub fn commit(mut self) -> Result<PathBuf> {
+        let staged = self.staged.take().expect("commit once");
+        let checked = load_run(&staged, &self.id, &mut Vec::new());
+        if let Err(e) = checked {
+            let _ = fs::remove_dir_all(&staged);
+            return Err(e.context("the run does not validate; nothing was changed"));
+        }
+        if let Err(e) = fsutil::replace_dir(&staged, &self.dest) {
+            let _ = fs::remove_dir_all(&staged);
+            return Err(e);
+        }
+        Ok(self.dest.clone())
+    }
+}
+
+impl Drop for RunWriter {
+    fn drop(&mut self) {
+        if let Some(staged) = self.staged.take() {
+            let _ = fs::remove_dir_all(staged);
+        }
+    }
+}
