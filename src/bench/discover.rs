@@ -66,6 +66,39 @@ fn json_ok(status: hyper::StatusCode, body: &[u8]) -> Option<Value> {
 }
 
 pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
+    let (models, max_model_len) = list_models(client).await?;
+    let metrics = match client.get("/metrics").await {
+        Ok((s, b)) if s.is_success() => Some(String::from_utf8_lossy(&b).into_owned()),
+        _ => None,
+    };
+    let m = metrics.as_deref().unwrap_or("");
+    let engine = EngineKind::from_metrics(m);
+    let mut info = ServerInfo {
+        engine,
+        models,
+        version: None,
+        capacity: Capacity { max_model_len, ..Default::default() },
+        metrics_available: false,
+        quantization: None,
+        build_info: None,
+        model_path: None,
+    };
+    // llama.cpp answers /props even without --metrics.
+    if matches!(info.engine, EngineKind::LlamaCpp | EngineKind::Unknown) {
+        llamacpp_props(client, &mut info).await;
+    }
+    if info.engine == EngineKind::Vllm {
+        vllm_facts(client, m, &mut info).await;
+    }
+    if matches!(info.engine, EngineKind::Sglang | EngineKind::Unknown) {
+        sglang_server_info(client, &mut info).await;
+    }
+    info.metrics_available = metrics.is_some() && info.engine.gauges().is_some_and(|(r, _)| m.contains(r));
+    Ok(info)
+}
+
+/// The served models and the first model's maximum length, from `/v1/models`.
+async fn list_models(client: &HttpClient) -> Result<(Vec<String>, Option<u64>)> {
     let (status, body) = client.get("/v1/models").await.context("asking the server for /v1/models")?;
     if status == hyper::StatusCode::UNAUTHORIZED || status == hyper::StatusCode::FORBIDDEN {
         bail!(
@@ -79,97 +112,61 @@ pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
         json_ok(status, &body).with_context(|| format!("/v1/models answered {status}, not a model list"))?;
     let mut models = Vec::new();
     let mut max_model_len = None;
-    if let Some(data) = models_json.get("data").and_then(Value::as_array) {
-        for m in data {
-            if let Some(id) = m.get("id").and_then(Value::as_str) {
-                models.push(id.to_string());
-            }
-            if max_model_len.is_none() {
-                max_model_len = m.get("max_model_len").and_then(Value::as_u64);
-            }
+    for m in models_json.get("data").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(id) = m.get("id").and_then(Value::as_str) {
+            models.push(id.to_string());
+        }
+        if max_model_len.is_none() {
+            max_model_len = m.get("max_model_len").and_then(Value::as_u64);
         }
     }
+    Ok((models, max_model_len))
+}
 
-    let metrics = match client.get("/metrics").await {
-        Ok((s, b)) if s.is_success() => Some(String::from_utf8_lossy(&b).into_owned()),
-        _ => None,
-    };
-    let m = metrics.as_deref().unwrap_or("");
-    let mut engine = if m.contains("vllm:") {
-        EngineKind::Vllm
-    } else if m.contains("sglang:") {
-        EngineKind::Sglang
-    } else if m.contains("llamacpp:") {
-        EngineKind::LlamaCpp
-    } else {
-        EngineKind::Unknown
-    };
-    let mut info = ServerInfo {
-        engine,
-        models,
-        version: None,
-        capacity: Capacity { max_model_len, ..Default::default() },
-        metrics_available: metrics.is_some() && engine != EngineKind::Unknown,
-        quantization: None,
-        build_info: None,
-        model_path: None,
-    };
+/// llama.cpp's `/props`: slots, the context of one slot, build and model path.
+async fn llamacpp_props(client: &HttpClient, info: &mut ServerInfo) {
+    let Ok((s, b)) = client.get("/props").await else { return };
+    let Some(p) = json_ok(s, &b).filter(|p| p.get("total_slots").is_some()) else { return };
+    info.engine = EngineKind::LlamaCpp;
+    info.capacity.slots = p.get("total_slots").and_then(Value::as_u64).map(|v| v as u32);
+    info.capacity.slot_ctx = p.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64);
+    info.build_info = p.get("build_info").and_then(Value::as_str).map(str::to_string);
+    info.model_path = p.get("model_path").and_then(Value::as_str).map(str::to_string);
+    if let (Some(slots), Some(ctx)) = (info.capacity.slots, info.capacity.slot_ctx) {
+        info.capacity.kv_budget_tokens = Some(slots as u64 * ctx);
+        info.capacity.kv_budget_source = Some("llama.cpp /props total_slots x n_ctx".into());
+    }
+}
 
-    // llama.cpp answers /props even without --metrics.
-    if matches!(engine, EngineKind::LlamaCpp | EngineKind::Unknown) {
-        if let Ok((s, b)) = client.get("/props").await {
-            if let Some(p) = json_ok(s, &b) {
-                if p.get("total_slots").is_some() {
-                    engine = EngineKind::LlamaCpp;
-                    info.capacity.slots = p.get("total_slots").and_then(Value::as_u64).map(|v| v as u32);
-                    info.capacity.slot_ctx = p.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64);
-                    info.build_info = p.get("build_info").and_then(Value::as_str).map(str::to_string);
-                    info.model_path = p.get("model_path").and_then(Value::as_str).map(str::to_string);
-                    if let (Some(slots), Some(ctx)) = (info.capacity.slots, info.capacity.slot_ctx) {
-                        info.capacity.kv_budget_tokens = Some(slots as u64 * ctx);
-                        info.capacity.kv_budget_source = Some("llama.cpp /props total_slots x n_ctx".into());
-                    }
-                }
-            }
-        }
+/// vLLM: the KV budget from `vllm:cache_config_info`, the version from `/version`.
+async fn vllm_facts(client: &HttpClient, metrics: &str, info: &mut ServerInfo) {
+    let label = |name: &str| metric_label(metrics, "vllm:cache_config_info", name).and_then(|v| v.parse::<f64>().ok());
+    if let Some(tokens) = label("kv_cache_size_tokens") {
+        info.capacity.kv_budget_tokens = Some(tokens as u64);
+        info.capacity.kv_budget_source = Some("vllm:cache_config_info kv_cache_size_tokens".into());
+    } else if let (Some(blocks), Some(size)) = (label("num_gpu_blocks"), label("block_size")) {
+        info.capacity.kv_budget_tokens = Some((blocks * size) as u64);
+        info.capacity.kv_budget_source = Some("vllm:cache_config_info num_gpu_blocks x block_size".into());
     }
-    if engine == EngineKind::Vllm {
-        if let Some(tokens) =
-            metric_label(m, "vllm:cache_config_info", "kv_cache_size_tokens").and_then(|v| v.parse::<f64>().ok())
-        {
-            info.capacity.kv_budget_tokens = Some(tokens as u64);
-            info.capacity.kv_budget_source = Some("vllm:cache_config_info kv_cache_size_tokens".into());
-        } else if let (Some(blocks), Some(size)) = (
-            metric_label(m, "vllm:cache_config_info", "num_gpu_blocks").and_then(|v| v.parse::<f64>().ok()),
-            metric_label(m, "vllm:cache_config_info", "block_size").and_then(|v| v.parse::<f64>().ok()),
-        ) {
-            info.capacity.kv_budget_tokens = Some((blocks * size) as u64);
-            info.capacity.kv_budget_source = Some("vllm:cache_config_info num_gpu_blocks x block_size".into());
-        }
-        if let Ok((s, b)) = client.get("/version").await {
-            info.version = json_ok(s, &b).and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string));
-        }
+    if let Ok((s, b)) = client.get("/version").await {
+        info.version = json_ok(s, &b).and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string));
     }
-    if matches!(engine, EngineKind::Sglang | EngineKind::Unknown) {
-        for path in ["/server_info", "/get_server_info"] {
-            if let Ok((s, b)) = client.get(path).await {
-                if let Some(v) = json_ok(s, &b) {
-                    if let Some(t) = v.get("max_total_num_tokens").and_then(Value::as_u64) {
-                        engine = EngineKind::Sglang;
-                        info.capacity.kv_budget_tokens = Some(t);
-                        info.capacity.kv_budget_source = Some(format!("sglang {path} max_total_num_tokens"));
-                    }
-                    info.version =
-                        info.version.or_else(|| v.get("version").and_then(Value::as_str).map(str::to_string));
-                    info.quantization = v.get("quantization").and_then(Value::as_str).map(str::to_string);
-                    break;
-                }
-            }
+}
+
+/// SGLang's `/server_info` (or the older `/get_server_info`): KV budget, version, quantization.
+async fn sglang_server_info(client: &HttpClient, info: &mut ServerInfo) {
+    for path in ["/server_info", "/get_server_info"] {
+        let Ok((s, b)) = client.get(path).await else { continue };
+        let Some(v) = json_ok(s, &b) else { continue };
+        if let Some(t) = v.get("max_total_num_tokens").and_then(Value::as_u64) {
+            info.engine = EngineKind::Sglang;
+            info.capacity.kv_budget_tokens = Some(t);
+            info.capacity.kv_budget_source = Some(format!("sglang {path} max_total_num_tokens"));
         }
+        info.version = info.version.take().or_else(|| v.get("version").and_then(Value::as_str).map(str::to_string));
+        info.quantization = v.get("quantization").and_then(Value::as_str).map(str::to_string);
+        break;
     }
-    info.engine = engine;
-    info.metrics_available = metrics.is_some() && engine.gauges().is_some_and(|(r, _)| m.contains(r));
-    Ok(info)
 }
 
 #[cfg(test)]

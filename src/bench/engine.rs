@@ -12,6 +12,19 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
+    /// The engine whose metric names a `/metrics` page uses.
+    pub fn from_metrics(metrics: &str) -> EngineKind {
+        if metrics.contains("vllm:") {
+            EngineKind::Vllm
+        } else if metrics.contains("sglang:") {
+            EngineKind::Sglang
+        } else if metrics.contains("llamacpp:") {
+            EngineKind::LlamaCpp
+        } else {
+            EngineKind::Unknown
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Vllm => "vllm",
