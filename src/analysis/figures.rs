@@ -30,7 +30,36 @@ pub struct Figures {
     pub measured_s: Option<f64>,
 }
 
+/// One figure's value, as downloads print it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FigureValue {
+    Rate(f64),
+    Count(u64),
+}
+
 impl Figures {
+    /// Every figure with its column name, in column order. Downloads take their figure
+    /// columns from here, so a new figure needs no change there.
+    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 13] {
+        let r = |v: Option<f64>| v.map(FigureValue::Rate);
+        let n = |v: Option<u64>| v.map(FigureValue::Count);
+        [
+            ("prompt_tps", r(self.prompt_tps)),
+            ("total_tps", r(self.total_tps)),
+            ("per_request_tps", r(self.per_request_tps)),
+            ("ttft_ms", r(self.ttft_ms)),
+            ("ttft_p90_ms", r(self.ttft_p90_ms)),
+            ("ttft_p99_ms", r(self.ttft_p99_ms)),
+            ("tbt_ms", r(self.tbt_ms)),
+            ("tbt_p90_ms", r(self.tbt_p90_ms)),
+            ("tbt_p99_ms", r(self.tbt_p99_ms)),
+            ("avg_active", r(self.avg_active)),
+            ("completed", n(self.completed)),
+            ("output_tokens", n(self.output_tokens)),
+            ("measured_s", r(self.measured_s)),
+        ]
+    }
+
     /// Figures as reported; percentiles the source did not print are taken from its
     /// per-request samples where it kept them.
     pub fn from_reported(r: &ReportedFigures) -> Figures {

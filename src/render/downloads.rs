@@ -5,32 +5,21 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use crate::analysis::{CellView, RunView};
+use crate::analysis::figures::FigureValue;
+use crate::analysis::{CellView, Figures, RunView};
 use crate::format::CapacityUnit;
 
-const CSV_COLUMNS: &[&str] = &[
-    "phase",
-    "context",
-    "prompt_tokens",
-    "concurrency",
-    "status",
-    "source",
-    "prompt_tps",
-    "total_tps",
-    "per_request_tps",
-    "ttft_ms",
-    "ttft_p90_ms",
-    "ttft_p99_ms",
-    "tbt_ms",
-    "tbt_p90_ms",
-    "tbt_p99_ms",
-    "avg_active",
-    "completed",
-    "output_tokens",
-    "measured_s",
-    "warnings",
-    "detail",
-];
+/// The columns before and after the figures (which come from `Figures::columns`).
+const LEADING_COLUMNS: &[&str] = &["phase", "context", "prompt_tokens", "concurrency", "status", "source"];
+const TRAILING_COLUMNS: &[&str] = &["warnings", "detail"];
+
+fn figure_text(v: Option<FigureValue>) -> String {
+    match v {
+        Some(FigureValue::Rate(x)) => x.to_string(),
+        Some(FigureValue::Count(n)) => n.to_string(),
+        None => String::new(),
+    }
+}
 
 /// A field a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, tab or
 /// CR; OWASP's rule) gets a leading `'`; numbers such as `-1.5` stay numbers.
@@ -100,34 +89,23 @@ pub fn cell_detail(c: &CellView) -> String {
 }
 
 pub fn cells_csv(run: &RunView) -> String {
-    let mut csv = CsvWriter::new(CSV_COLUMNS);
+    let figure_columns = Figures::default().columns().map(|(name, _)| name);
+    let columns: Vec<&str> =
+        LEADING_COLUMNS.iter().chain(&figure_columns).chain(TRAILING_COLUMNS).copied().collect();
+    let mut csv = CsvWriter::new(&columns);
     for c in run.prefill.iter().chain(&run.decode) {
-        let f = &c.figures;
-        let warnings: Vec<&str> = c.warnings.iter().map(|w| w.code.as_str()).collect();
-        let fields = [
+        let mut row = vec![
             c.phase.as_str().to_string(),
             c.context.to_string(),
             opt(c.prompt_tokens),
             c.concurrency.to_string(),
             c.status.as_str().to_string(),
             c.source.as_str().to_string(),
-            opt(f.prompt_tps),
-            opt(f.total_tps),
-            opt(f.per_request_tps),
-            opt(f.ttft_ms),
-            opt(f.ttft_p90_ms),
-            opt(f.ttft_p99_ms),
-            opt(f.tbt_ms),
-            opt(f.tbt_p90_ms),
-            opt(f.tbt_p99_ms),
-            opt(f.avg_active),
-            opt(f.completed),
-            opt(f.output_tokens),
-            opt(f.measured_s),
-            warnings.join(";"),
-            cell_detail(c),
         ];
-        csv.row(fields.into());
+        row.extend(c.figures.columns().map(|(_, v)| figure_text(v)));
+        let warnings: Vec<&str> = c.warnings.iter().map(|w| w.code.as_str()).collect();
+        row.extend([warnings.join(";"), cell_detail(c)]);
+        csv.row(row);
     }
     csv.finish()
 }
