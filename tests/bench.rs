@@ -499,7 +499,11 @@ fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
         assert!(std::time::Instant::now() < deadline, "no cell written");
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(800));
+    // Interrupt while the second cell (2 streams) runs on the server.
+    while sim.get_json("/sim/stats")["running"].as_u64() != Some(2) {
+        assert!(std::time::Instant::now() < deadline, "the second cell never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success());

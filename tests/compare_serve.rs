@@ -184,7 +184,11 @@ fn serve_rebuilds_on_change_and_survives_a_bad_edit() {
     wait_for("Renamed-2B");
     // A broken edit: the last good site stays up.
     fs::write(&manifest, "{ broken").unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !srv.printed().contains("rebuild failed, still serving the last good site") {
+        assert!(Instant::now() < deadline, "the broken edit was never reported: {}", srv.printed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let (s, _, body) = get(&srv.addr, "/runs/tiny-vllm-l4/");
     assert_eq!(s, 200);
     assert!(body.contains("Renamed-2B"));

@@ -554,8 +554,8 @@ fn ctrl_c_before_the_first_cell_leaves_no_empty_run() {
     while !run.join("run.json").exists() && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The bench listens for Ctrl-C before it writes anything: no wait is needed.
     assert!(run.exists());
-    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t = Instant::now();
@@ -616,7 +616,11 @@ fn serve_keeps_accepting_after_running_out_of_file_descriptors() {
     let srv = serve::Server::start_with(ws.path(), &[], Some("ulimit -n 64"));
     // Far more connections than descriptors, held open.
     let held: Vec<_> = (0..120).filter_map(|_| std::net::TcpStream::connect(&srv.addr).ok()).collect();
-    std::thread::sleep(Duration::from_millis(500));
+    let t = Instant::now();
+    while !srv.printed().contains("accepting a connection failed") {
+        assert!(t.elapsed() < Duration::from_secs(15), "accept never failed: {}", srv.printed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
     drop(held);
     let t = Instant::now();
     loop {
@@ -657,6 +661,7 @@ fn serve_exits_on_the_first_ctrl_c_with_a_client_connected() {
 fn serve_does_not_rebuild_forever_when_its_output_is_inside_the_data_folder() {
     let ws = measured();
     let srv = serve::Server::start(ws.path(), &["--out", "data/site"]);
+    // An absence can only be seen by waiting: three seconds is six watcher periods.
     std::thread::sleep(Duration::from_secs(3));
     assert!(!srv.printed().contains("Rebuilt"), "{}", srv.printed());
     // A real edit still rebuilds.

@@ -28,8 +28,12 @@ pub const MAX_UNREACHABLE_CELLS: u32 = 3;
 
 pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
     let client = HttpClient::new(Endpoint::parse(&cfg.endpoint)?, cfg.api_key.clone());
-    let info =
-        discover::discover(&client).await.with_context(|| format!("discovering {}", client.endpoint.display()))?;
+    // Ctrl-C is ours from the start: nothing is written before it can be handled.
+    let mut interrupt = ctrl_c_flag();
+    let info = tokio::select! {
+        r = discover::discover(&client) => r.with_context(|| format!("discovering {}", client.endpoint.display()))?,
+        Ok(_) = interrupt.wait_for(|i| *i) => bail!("interrupted"),
+    };
     let model = match (&cfg.model, info.models.first()) {
         (Some(m), _) | (None, Some(m)) => m.clone(),
         (None, None) => bail!("the server lists no model; pass --model"),
@@ -42,7 +46,7 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
         return Ok(BenchSummary::default());
     }
     let (recorder, manifest) = open_run(&cfg, &client, &info, &model, &cap)?;
-    let mut session = Session::start(&cfg, client, &info, model, recorder, &planned);
+    let mut session = Session::start(&cfg, client, &info, model, recorder, &planned, interrupt);
     let measured = session.measure(&planned).await;
     session.stop_background().await;
     measured?;
@@ -220,6 +224,7 @@ impl<'a> Session<'a> {
         model: String,
         recorder: Recorder,
         planned: &[PlannedCell],
+        interrupt: watch::Receiver<bool>,
     ) -> Session<'a> {
         let clock = WindowClock::new(Instant::now());
         let cx = CellContext {
@@ -265,7 +270,7 @@ impl<'a> Session<'a> {
             recorder,
             progress: Progress::new(todo as u64),
             summary,
-            interrupt: ctrl_c_flag(),
+            interrupt,
             stop_background,
             sampler,
             live,
@@ -334,7 +339,7 @@ impl<'a> Session<'a> {
         let mut interrupt = self.interrupt.clone();
         tokio::select! {
             r = sizing => Some(r),
-            _ = interrupt.wait_for(|i| *i) => None,
+            Ok(_) = interrupt.wait_for(|i| *i) => None,
         }
     }
 

@@ -90,8 +90,7 @@ pub fn cell_detail(c: &CellView) -> String {
 
 pub fn cells_csv(run: &RunView) -> String {
     let figure_columns = Figures::default().columns().map(|(name, _)| name);
-    let columns: Vec<&str> =
-        LEADING_COLUMNS.iter().chain(&figure_columns).chain(TRAILING_COLUMNS).copied().collect();
+    let columns: Vec<&str> = LEADING_COLUMNS.iter().chain(&figure_columns).chain(TRAILING_COLUMNS).copied().collect();
     let mut csv = CsvWriter::new(&columns);
     for c in run.prefill.iter().chain(&run.decode) {
         let mut row = vec![
