@@ -1,13 +1,15 @@
 //! Speed Matrix: measure LLM inference servers across a context x concurrency matrix
 //! (`site bench`) and publish the measurements as a static website (`site build`).
 //!
-//! The site pipeline runs one way: [`data`] (load and validate) -> [`normalize`] (figures
-//! and page models) -> [`render`] (templates, charts) -> [`write`] (atomic output).
+//! The site pipeline runs one way: [`format`] (load and validate) -> [`analysis`] (figures,
+//! run views, groups, comparisons) -> [`render`] (templates, charts) -> [`write`] (atomic
+//! output), driven by [`site`]. `docs/architecture.md` draws the layers.
 
 pub mod analysis;
 pub mod bench;
 pub mod format;
 pub mod fsutil;
+pub mod httpserve;
 pub mod import;
 pub mod redact;
 pub mod render;

@@ -6,6 +6,7 @@ mod common;
 use std::fs;
 
 use common::*;
+use speed_matrix::format::Phase;
 
 const SEED_RUNS: [(&str, &str); 2] = [
     ("000_764db585d72203c2.txt", "step-3.5-flash-vllm-0.29.0-4x-h200-sxm"),
@@ -78,7 +79,11 @@ fn shipped_seed_runs_carry_every_published_figure() {
         assert!(text.contains(launch), "{run_id}: launch command differs");
         // Looped and Over capacity cells are styled as such.
         assert!(page.contains("<td class=\"cell over-capacity\" data-status=\"over_capacity\">Over capacity</td>"));
-        assert!(page.contains("<svg class=\"chart\""), "{run_id}: no chart");
+        // The prefill curve and throughput vs interactivity: a point per valid cell.
+        let data = ws.path().join("data");
+        let expected =
+            [valid_points(&data, run_id, Phase::Prefill, false), valid_points(&data, run_id, Phase::Decode, false)];
+        assert_eq!(chart_points(&page), expected, "{run_id}: chart points");
     }
     let vllm = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[0].1));
     assert_eq!(vllm.matches("<td class=\"cell looped\" data-status=\"looped\">Looped</td>").count(), 1);
@@ -100,7 +105,15 @@ fn entity_index_and_glossary_pages_exist() {
     let hw = ws.read("public/hardware/h200-nvl/index.html");
     assert!(hw.contains("../../runs/step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl/index.html"));
     let engine = ws.read("public/engines/vllm/index.html");
-    assert!(engine.contains("<svg class=\"chart\""));
+    // Single-request decode and prefill curves: a point per valid cell of the engine's runs.
+    let data = ws.path().join("data");
+    let runs = ["step-3.5-flash-vllm-0.29.0-4x-h200-sxm"];
+    let expected = [
+        runs.iter().map(|r| valid_points(&data, r, Phase::Decode, true)).sum::<usize>(),
+        runs.iter().map(|r| valid_points(&data, r, Phase::Prefill, false)).sum(),
+    ];
+    assert_eq!(chart_points(&engine), expected);
+    assert_eq!(expected, [6, 7]);
     let glossary = text_of(&ws.read("public/glossary/index.html"));
     for formula in [
         "output tokens inside the window / measured seconds",

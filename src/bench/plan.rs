@@ -52,9 +52,6 @@ pub fn parse_count_list(s: &str) -> Result<Vec<u32>> {
     Ok(v)
 }
 
-/// The longest duration any option accepts: longer is a typo, and would overflow timers.
-
-/// `30s`, `1.5s`, `500ms`, `2m`, or a bare number of seconds.
 /// What the server can hold, as far as it told us (or the user did).
 #[derive(Debug, Clone, Default)]
 pub struct Capacity {

@@ -394,7 +394,7 @@ impl<'a> Session<'a> {
         ticker.abort();
         match run {
             DecodeRun::Interrupted => Ok(Flow::Interrupted),
-            DecodeRun::Done(cell) => self.keep(p, cell).map(|()| Flow::Continue),
+            DecodeRun::Done(cell) => self.keep(p, *cell).map(|()| Flow::Continue),
         }
     }
 

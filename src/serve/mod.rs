@@ -6,7 +6,6 @@
 pub mod files;
 pub mod watch;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,9 +18,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_util::io::ReaderStream;
 
@@ -144,37 +141,12 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
         }
     });
 
-    let serve_loop = async {
-        let mut backoff = Duration::from_millis(10);
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => {
-                    backoff = Duration::from_millis(10);
-                    stream
-                }
-                Err(e) => {
-                    // Out of file descriptors (or another passing failure): say so, wait a
-                    // little for connections to close, and keep accepting.
-                    eprintln!("warning: accepting a connection failed: {e}; retrying in {} ms", backoff.as_millis());
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                    continue;
-                }
-            };
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                let svc = service_fn(move |req| {
-                    let shared = shared.clone();
-                    async move { Ok::<_, Infallible>(respond(&shared, req).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
-            });
-        }
-        #[allow(unreachable_code)]
-        Ok::<(), anyhow::Error>(())
-    };
+    let serve_loop = crate::httpserve::accept_loop(listener, move |req| {
+        let shared = shared.clone();
+        async move { respond(&shared, req).await }
+    });
     tokio::select! {
-        r = serve_loop => r,
+        _ = serve_loop => Ok(()),
         _ = tokio::signal::ctrl_c() => { println!("stopped"); Ok(()) }
     }
 }

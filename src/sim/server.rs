@@ -8,9 +8,7 @@ use anyhow::{Context, Result};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::{Frame, Incoming};
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify};
@@ -59,24 +57,9 @@ pub async fn serve(args: SimArgs) -> Result<()> {
     let _ = std::io::stdout().flush();
     let lifetime = Duration::from_secs(args.lifetime_s);
     let sim = Arc::new(Sim { args, state: Mutex::new(State::default()), released: Notify::new() });
-    let accept = async {
-        loop {
-            let (stream, _) = listener.accept().await?;
-            let _ = stream.set_nodelay(true);
-            let sim = sim.clone();
-            tokio::spawn(async move {
-                let svc = service_fn(move |req| {
-                    let sim = sim.clone();
-                    async move { Ok::<_, Infallible>(handle(sim, req).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
-            });
-        }
-        #[allow(unreachable_code)]
-        Ok::<(), anyhow::Error>(())
-    };
+    let accept = speed_matrix::httpserve::accept_loop(listener, move |req| handle(sim.clone(), req));
     tokio::select! {
-        r = accept => r,
+        _ = accept => Ok(()),
         _ = tokio::time::sleep(lifetime) => Ok(()),
     }
 }

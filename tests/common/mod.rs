@@ -131,3 +131,27 @@ pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     }
     out
 }
+
+/// The points (circles) of each chart of a page, in page order.
+pub fn chart_points(html: &str) -> Vec<usize> {
+    html.split("<svg class=\"chart\"")
+        .skip(1)
+        .map(|svg| svg[..svg.find("</svg>").unwrap()].matches("<circle").count())
+        .collect()
+}
+
+/// Valid cells of `phase` with a figure, in the shipped data of run `id` (by the library).
+pub fn valid_points(data: &Path, id: &str, phase: speed_matrix::format::Phase, only_c1: bool) -> usize {
+    let run = speed_matrix::format::load_run_dir(&data.join("runs").join(id)).unwrap();
+    let view = speed_matrix::analysis::normalize_run(&run, speed_matrix::analysis::RunSlugs::plain(&run.manifest));
+    match phase {
+        speed_matrix::format::Phase::Prefill => view.prefill_points().len(),
+        speed_matrix::format::Phase::Decode if only_c1 => view.single_request_points().len(),
+        speed_matrix::format::Phase::Decode => view
+            .decode
+            .iter()
+            .filter(|c| c.status == speed_matrix::format::Status::Valid)
+            .filter(|c| c.figures.total_tps.is_some() && c.figures.per_request_tps.is_some())
+            .count(),
+    }
+}

@@ -22,7 +22,7 @@ use crate::format::{
 #[derive(Debug)]
 pub enum DecodeRun {
     /// Measured (valid, looped or error): the cell to keep.
-    Done(Cell),
+    Done(Box<Cell>),
     /// Ctrl-C: nothing to keep.
     Interrupted,
 }
@@ -31,7 +31,7 @@ pub enum DecodeRun {
 enum WorkerEvent {
     /// The worker's first stream produced its first token.
     FirstToken,
-    Finished(StreamOutcome),
+    Finished(Box<StreamOutcome>),
 }
 
 /// Why a decode cell stopped before its window ended.
@@ -86,7 +86,7 @@ pub async fn decode_cell(
     );
     let not_drained = (!drained).then(|| not_drained(cx.drain_timeout));
     cell.warnings = warm_up.into_iter().chain(cell.warnings).chain(not_drained).collect();
-    DecodeRun::Done(cell)
+    DecodeRun::Done(Box::new(cell))
 }
 
 /// Streams one request after another until the cell cancels, a stream fails or loops.
@@ -107,7 +107,7 @@ async fn worker(
             run_stream(&cx.client, cx.api.path(), body.clone(), &cx.clock, cx.stream, cancel.clone(), on_first_token)
                 .await;
         let last = out.failure.is_some() || out.loop_finding.is_some() || out.cancelled;
-        let _ = events.send(WorkerEvent::Finished(out));
+        let _ = events.send(WorkerEvent::Finished(Box::new(out)));
         if last {
             break;
         }
@@ -144,7 +144,7 @@ impl Coordinator<'_> {
                         (None, None) => None,
                     };
                 }
-                self.outcomes.push(out);
+                self.outcomes.push(*out);
             }
         }
     }
