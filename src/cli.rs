@@ -30,6 +30,7 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Serve a simulated OpenAI-compatible engine with exactly known behaviour (for tests
     /// and benchmarks of `site bench`).
+    #[cfg(feature = "simulator")]
     #[command(hide = true, args_override_self = true)]
     SimulateEngine(Box<crate::sim::SimArgs>),
 }

@@ -4,6 +4,7 @@ use clap::Parser;
 
 mod cli;
 mod cmd;
+#[cfg(feature = "simulator")]
 mod sim;
 
 use cli::{Cli, Command};
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Bench(args) => cmd::bench::run(args),
+        #[cfg(feature = "simulator")]
         Command::SimulateEngine(args) => cmd::simulate::run(args),
     };
     match result {

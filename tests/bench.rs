@@ -1,5 +1,6 @@
 //! `site bench` against the simulated engine: figures against the simulator's ground truth
 //! (within 1%), Looped and Over capacity cells, usage shapes, faults, drain, resume, Ctrl-C.
+#![cfg(feature = "simulator")]
 
 mod common;
 
