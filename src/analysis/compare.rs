@@ -167,76 +167,22 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
     if a.id == b.id {
         return Err(Incomparable::SameRun(a.id.clone()));
     }
-    let (ga, gb) = (a.manifest.hardware.count.max(1) as f64, b.manifest.hardware.count.max(1) as f64);
-    let mut contexts: Vec<u32> =
-        a.manifest.settings.contexts.iter().chain(&b.manifest.settings.contexts).copied().collect();
-    contexts.sort_unstable();
-    contexts.dedup();
-    let mut columns: Vec<u32> =
-        a.manifest.settings.concurrency.iter().chain(&b.manifest.settings.concurrency).copied().collect();
-    columns.sort_unstable();
-    columns.dedup();
-    let mut common = 0;
-    let t = threshold_pct;
+    let (ma, mb) = (&a.manifest.settings, &b.manifest.settings);
+    let contexts = union(&ma.contexts, &mb.contexts);
+    let columns = union(&ma.concurrency, &mb.concurrency);
     let rows: Vec<PairRow> = contexts
         .iter()
         .map(|&ctx| PairRow {
             context: ctx,
-            cells: columns
-                .iter()
-                .map(|&c| {
-                    let (ca, cb) = (a.decode_cell(ctx, c), b.decode_cell(ctx, c));
-                    if ca.is_some() && cb.is_some() {
-                        common += 1;
-                    }
-                    let (fa, fb) = (valid_figures(ca), valid_figures(cb));
-                    let pair = |f: fn(&Figures) -> Option<f64>, up: bool| match (fa, fb) {
-                        (Some(x), Some(y)) => both(f(x), f(y), up, t),
-                        _ => None,
-                    };
-                    CellPair {
-                        context: ctx,
-                        concurrency: c,
-                        a_status: CellState::of(ca),
-                        b_status: CellState::of(cb),
-                        a_total_tps: fa.and_then(|f| f.total_tps),
-                        b_total_tps: fb.and_then(|f| f.total_tps),
-                        total: pair(|f| f.total_tps, true),
-                        per_request: pair(|f| f.per_request_tps, true),
-                        ttft: pair(|f| f.ttft_ms, false),
-                        tbt: pair(|f| f.tbt_ms, false),
-                        total_per_gpu: match (fa, fb) {
-                            (Some(x), Some(y)) => {
-                                both(x.total_tps.map(|v| v / ga), y.total_tps.map(|v| v / gb), true, t)
-                            }
-                            _ => None,
-                        },
-                    }
-                })
-                .collect(),
+            cells: columns.iter().map(|&c| cell_pair(a, b, ctx, c, threshold_pct)).collect(),
         })
         .collect();
-    let mut pctx: Vec<u32> = a.prefill.iter().chain(&b.prefill).map(|p| p.context).collect();
-    pctx.sort_unstable();
-    pctx.dedup();
-    let prefill: Vec<PrefillPair> = pctx
-        .iter()
-        .map(|&ctx| {
-            let (pa, pb) = (a.prefill_cell(ctx), b.prefill_cell(ctx));
-            if pa.is_some() && pb.is_some() {
-                common += 1;
-            }
-            let tps = |p: Option<&CellView>| p.filter(|p| p.status == Status::Valid).and_then(|p| p.figures.prompt_tps);
-            PrefillPair {
-                context: ctx,
-                a_status: CellState::of(pa),
-                b_status: CellState::of(pb),
-                a_tps: tps(pa),
-                b_tps: tps(pb),
-                tps: both(tps(pa), tps(pb), true, t),
-            }
-        })
-        .collect();
+    let prefill_contexts: Vec<u32> = a.prefill.iter().chain(&b.prefill).map(|p| p.context).collect();
+    let prefill: Vec<PrefillPair> =
+        union(&prefill_contexts, &[]).iter().map(|&ctx| prefill_pair(a, b, ctx, threshold_pct)).collect();
+    let present = |x: CellState, y: CellState| x != CellState::Missing && y != CellState::Missing;
+    let common = rows.iter().flat_map(|r| &r.cells).filter(|c| present(c.a_status, c.b_status)).count()
+        + prefill.iter().filter(|p| present(p.a_status, p.b_status)).count();
     if common == 0 {
         return Err(Incomparable::NothingInCommon(a.id.clone(), b.id.clone()));
     }
@@ -256,6 +202,55 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         prefill,
         common_cells: common,
     })
+}
+
+/// The sorted values of both lists, once each.
+fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut all: Vec<u32> = a.iter().chain(b).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// Decode cell `ctx` x `c` of both runs; changes only where both are valid.
+fn cell_pair(a: &RunView, b: &RunView, ctx: u32, c: u32, t: f64) -> CellPair {
+    let (ca, cb) = (a.decode_cell(ctx, c), b.decode_cell(ctx, c));
+    let (fa, fb) = (valid_figures(ca), valid_figures(cb));
+    let pair = |f: &dyn Fn(&Figures) -> Option<f64>, up: bool| match (fa, fb) {
+        (Some(x), Some(y)) => both(f(x), f(y), up, t),
+        _ => None,
+    };
+    let gpus = |r: &RunView| r.manifest.hardware.count.max(1) as f64;
+    let (ga, gb) = (gpus(a), gpus(b));
+    CellPair {
+        context: ctx,
+        concurrency: c,
+        a_status: CellState::of(ca),
+        b_status: CellState::of(cb),
+        a_total_tps: fa.and_then(|f| f.total_tps),
+        b_total_tps: fb.and_then(|f| f.total_tps),
+        total: pair(&|f| f.total_tps, true),
+        per_request: pair(&|f| f.per_request_tps, true),
+        ttft: pair(&|f| f.ttft_ms, false),
+        tbt: pair(&|f| f.tbt_ms, false),
+        total_per_gpu: match (fa, fb) {
+            (Some(x), Some(y)) => both(x.total_tps.map(|v| v / ga), y.total_tps.map(|v| v / gb), true, t),
+            _ => None,
+        },
+    }
+}
+
+fn prefill_pair(a: &RunView, b: &RunView, ctx: u32, t: f64) -> PrefillPair {
+    let (pa, pb) = (a.prefill_cell(ctx), b.prefill_cell(ctx));
+    let tps = |p: Option<&CellView>| p.filter(|p| p.status == Status::Valid).and_then(|p| p.figures.prompt_tps);
+    PrefillPair {
+        context: ctx,
+        a_status: CellState::of(pa),
+        b_status: CellState::of(pb),
+        a_tps: tps(pa),
+        b_tps: tps(pb),
+        tps: both(tps(pa), tps(pb), true, t),
+    }
 }
 
 #[cfg(test)]
