@@ -202,14 +202,23 @@ pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<Load
     let id = id.to_string();
     check_id("run id", &id).with_context(|| dir.display().to_string())?;
     let mut problems = Problems::default();
+    let manifest = load_manifest(&dir.join(RUN_MANIFEST), &mut problems);
+    let notes_markdown = read_run_folder(dir, &mut problems, skipped)?;
+    let mut cells = load_cells(&dir.join(CELLS_DIR), &mut problems, skipped)?;
+    check_cells(&cells, manifest.as_ref(), &mut problems);
+    problems.into_result(dir)?;
+    cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency));
+    let manifest = manifest.expect("a run without problems has its manifest");
+    Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest, cells, notes_markdown })
+}
 
-    let manifest_path = dir.join(RUN_MANIFEST);
-    let manifest = match read_versioned::<RunManifest>(&manifest_path) {
+fn load_manifest(path: &Path, problems: &mut Problems) -> Option<RunManifest> {
+    match read_versioned::<RunManifest>(path) {
         Ok(mut m) => {
             // A hand-written run.json may hold a secret its producer never redacted.
             m.launch_command = m.launch_command.map(|c| crate::redact::redact_command(&c));
             if let Err(e) = validate_manifest(&m) {
-                problems.push(e.context(manifest_path.display().to_string()));
+                problems.push(e.context(path.display().to_string()));
             }
             Some(m)
         }
@@ -217,14 +226,17 @@ pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<Load
             problems.push(e);
             None
         }
-    };
-    let notes_path = dir.join(RUN_NOTES);
+    }
+}
+
+/// The run folder's own entries: its notes, and what does not belong there (skipped).
+fn read_run_folder(dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipped>) -> Result<Option<String>> {
     let mut notes_markdown = None;
-    for (path, ft) in folder_entries(dir, &mut problems)?.unwrap_or_default() {
+    for (path, ft) in folder_entries(dir, problems)?.unwrap_or_default() {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         match name {
             RUN_MANIFEST => {}
-            RUN_NOTES => match fsutil::read_data_file(&notes_path, fsutil::MAX_DATA_FILE_BYTES) {
+            RUN_NOTES => match fsutil::read_data_file(&dir.join(RUN_NOTES), fsutil::MAX_DATA_FILE_BYTES) {
                 Ok(s) => notes_markdown = Some(s),
                 Err(e) => problems.push(e),
             },
@@ -233,16 +245,19 @@ pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<Load
             _ => skipped.push(Skipped { path, reason: "not part of a run folder (run.json, notes.md, cells/)" }),
         }
     }
+    Ok(notes_markdown)
+}
 
-    let mut cells: Vec<LoadedCell> = Vec::new();
-    let cells_dir = dir.join(CELLS_DIR);
-    let cell_entries = match fs::symlink_metadata(&cells_dir) {
+/// Every `.json` file of `cells/`, read and validated one by one.
+fn load_cells(cells_dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipped>) -> Result<Vec<LoadedCell>> {
+    let entries = match fs::symlink_metadata(cells_dir) {
         Ok(m) if m.file_type().is_dir() || m.file_type().is_symlink() => {
-            folder_entries(&cells_dir, &mut problems)?.unwrap_or_default()
+            folder_entries(cells_dir, problems)?.unwrap_or_default()
         }
         _ => Vec::new(),
     };
-    for (path, ft) in cell_entries {
+    let mut cells = Vec::new();
+    for (path, ft) in entries {
         let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
         if ft.is_dir() {
             skipped.push(Skipped { path, reason: "a folder inside cells/ (cells are read from cells/ only)" });
@@ -252,18 +267,23 @@ pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<Load
             skipped.push(Skipped { path, reason: "not a .json cell file" });
             continue;
         }
-        match read_versioned::<Cell>(&path).and_then(|c| {
+        let cell = read_versioned::<Cell>(&path).and_then(|c| {
             validate_cell(&c).with_context(|| path.display().to_string())?;
             Ok(c)
-        }) {
+        });
+        match cell {
             Ok(cell) => cells.push(LoadedCell { file: path.to_path_buf(), cell }),
             Err(e) => problems.push(e),
         }
     }
+    Ok(cells)
+}
 
-    // One cell per key: two files for the same measurement would make the page ambiguous.
+/// One cell per key (two files for the same measurement would make the page ambiguous),
+/// and every cell inside the run's matrix.
+fn check_cells(cells: &[LoadedCell], manifest: Option<&RunManifest>, problems: &mut Problems) {
     let mut seen: BTreeMap<(Phase, u32, u32), &Path> = BTreeMap::new();
-    for c in &cells {
+    for c in cells {
         let key = (c.cell.phase, c.cell.context, c.cell.concurrency);
         if let Some(first) = seen.insert(key, &c.file) {
             problems.push(anyhow!(
@@ -276,17 +296,11 @@ pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<Load
             ));
         }
     }
-    if let Some(m) = &manifest {
-        for c in &cells {
-            if let Err(e) = check_cell_in_matrix(&c.cell, &m.settings) {
-                problems.push(e.context(c.file.display().to_string()));
-            }
+    for c in cells {
+        if let Some(Err(e)) = manifest.map(|m| check_cell_in_matrix(&c.cell, &m.settings)) {
+            problems.push(e.context(c.file.display().to_string()));
         }
     }
-
-    problems.into_result(dir)?;
-    cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency));
-    Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest: manifest.unwrap(), cells, notes_markdown })
 }
 
 #[derive(Deserialize)]
