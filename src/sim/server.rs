@@ -200,41 +200,76 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
         );
         return error_response(a.flavor, StatusCode::BAD_REQUEST, &msg, "exceed_context_size_error");
     }
-    match fault {
-        Some(Fault::Http400) => {
-            return error_response(a.flavor, StatusCode::BAD_REQUEST, "simulated bad request", "invalid_request_error")
-        }
-        Some(Fault::Http500) => {
-            return error_response(
-                a.flavor,
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "simulated internal error",
-                "internal_error",
-            )
-        }
-        Some(Fault::Http503) => {
-            return error_response(
-                a.flavor,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "The request queue is full",
-                "service_unavailable",
-            )
-        }
-        _ => {}
+    if let Some(response) = fault.and_then(|f| http_fault(a.flavor, f)) {
+        return response;
     }
-    let include_usage = v.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
-    let continuous_asked =
-        v.pointer("/stream_options/continuous_usage_stats").and_then(Value::as_bool).unwrap_or(false);
-    let mut usage = a.usage_mode().to_string();
-    if usage == "continuous" && !continuous_asked {
-        usage = "final".into();
-    }
-
-    // Admission: wait for a slot and KV room.
     let need = prompt_tokens + max_tokens;
+    let (running_at_admission, admitted_at) = admit(&sim, need, arrival).await;
+    let cached_tokens = prefix_cache_hit(&sim, &text, prompt_tokens);
+    let loop_after = a
+        .loop_after
+        .filter(|_| a.loop_context.is_none_or(|c| Some(c) == ctx) && running_at_admission >= a.loop_min_running as u64);
+    let gen = Gen {
+        chat,
+        model: a.model.clone(),
+        usage: usage_mode(a, &v),
+        include_usage: v.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false),
+        prompt_tokens,
+        max_tokens,
+        loop_after,
+        fault,
+        seed: fnv1a(text.as_bytes()) ^ running_at_admission,
+    };
+    let prefill_s =
+        (prompt_tokens - cached_tokens) as f64 / a.prefill_tps + cached_tokens as f64 / a.cached_prefill_tps;
+    if !stream {
+        tokio::time::sleep(Duration::from_secs_f64(prefill_s + a.step_s(1) * max_tokens as f64)).await;
+        release(&sim, need, false).await;
+        return whole_answer(&gen);
+    }
+    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    let sim2 = sim.clone();
+    tokio::spawn(async move {
+        let disconnected = produce(&sim2, &gen, admitted_at + Duration::from_secs_f64(prefill_s), &tx).await;
+        release(&sim2, need, disconnected).await;
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(ChannelBody { rx }.boxed())
+        .unwrap()
+}
+
+/// The answer of an HTTP-status fault, if `fault` is one.
+fn http_fault(flavor: Flavor, fault: Fault) -> Option<Response<Body>> {
+    let (status, message, kind) = match fault {
+        Fault::Http400 => (StatusCode::BAD_REQUEST, "simulated bad request", "invalid_request_error"),
+        Fault::Http500 => (StatusCode::INTERNAL_SERVER_ERROR, "simulated internal error", "internal_error"),
+        Fault::Http503 => (StatusCode::SERVICE_UNAVAILABLE, "The request queue is full", "service_unavailable"),
+        _ => return None,
+    };
+    Some(error_response(flavor, status, message, kind))
+}
+
+/// The usage the stream reports: continuous only where the engine does it and the client
+/// asked for it.
+fn usage_mode(a: &SimArgs, request: &Value) -> String {
+    let continuous_asked =
+        request.pointer("/stream_options/continuous_usage_stats").and_then(Value::as_bool).unwrap_or(false);
+    match a.usage_mode() {
+        "continuous" if !continuous_asked => "final".into(),
+        mode => mode.to_string(),
+    }
+}
+
+/// Waits for a slot and KV room; returns the requests running once admitted (this one
+/// included) and when it was admitted.
+async fn admit(sim: &Sim, need: u64, arrival: tokio::time::Instant) -> (u64, tokio::time::Instant) {
+    let a = &sim.args;
     let mut queued = false;
     let mut admitted_at = arrival;
-    let running_at_admission = loop {
+    loop {
         let notified = sim.released.notified();
         {
             let mut s = sim.state.lock().unwrap();
@@ -248,7 +283,7 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
                 s.kv_used += need;
                 s.requests += 1;
                 s.max_running = s.max_running.max(s.running);
-                break s.running;
+                return (s.running, admitted_at);
             }
             if !queued {
                 s.waiting += 1;
@@ -256,71 +291,39 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
             }
         }
         notified.await;
-    };
-    // Prefix caching, as engines do it: the longest prefix shared with a prompt seen before
-    // is cached (counted in the simulator's tokens, i.e. words); the rest is prefilled.
-    let cached_tokens = {
-        let mut s = sim.state.lock().unwrap();
-        let shared = s.prefix_cache.iter().map(|p| common_prefix_len(p, &text)).max().unwrap_or(0);
-        if !s.prefix_cache.iter().any(|p| p == &text) {
-            s.prefix_cache.push(text.clone());
-            if s.prefix_cache.len() > 64 {
-                s.prefix_cache.remove(0);
-            }
-        }
-        let whole = shared == text.len();
-        let words = SimArgs::count_tokens(&text[..shared], false);
-        // A whole prompt seen before is cached with its template; a partial match only for
-        // the words it shares.
-        if whole {
-            prompt_tokens
-        } else {
-            words.min(prompt_tokens)
-        }
-    };
-    let loop_after = a
-        .loop_after
-        .filter(|_| a.loop_context.is_none_or(|c| Some(c) == ctx) && running_at_admission >= a.loop_min_running as u64);
-    let gen = Gen {
-        chat,
-        model: a.model.clone(),
-        usage,
-        include_usage,
-        prompt_tokens,
-        max_tokens,
-        loop_after,
-        fault,
-        seed: fnv1a(text.as_bytes()) ^ running_at_admission,
-    };
-    let prefill_s =
-        (prompt_tokens - cached_tokens) as f64 / a.prefill_tps + cached_tokens as f64 / a.cached_prefill_tps;
-
-    if !stream {
-        tokio::time::sleep(Duration::from_secs_f64(prefill_s + a.step_s(1) * max_tokens as f64)).await;
-        release(&sim, need, false).await;
-        let text: String = (0..max_tokens).map(|i| word(gen.seed, i)).collect();
-        let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": max_tokens, "total_tokens": prompt_tokens + max_tokens});
-        let v = if chat {
-            json!({"object": "chat.completion", "model": gen.model, "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}], "usage": usage})
-        } else {
-            json!({"object": "text_completion", "model": gen.model, "choices": [{"index": 0, "text": text, "finish_reason": "length"}], "usage": usage})
-        };
-        return json_response(StatusCode::OK, &v);
     }
+}
 
-    let (tx, rx) = mpsc::channel::<Bytes>(32);
-    let sim2 = sim.clone();
-    tokio::spawn(async move {
-        let disconnected = produce(&sim2, &gen, admitted_at + Duration::from_secs_f64(prefill_s), &tx).await;
-        release(&sim2, need, disconnected).await;
-    });
-    let body = ChannelBody { rx }.boxed();
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", "text/event-stream")
-        .header("cache-control", "no-cache")
-        .body(body)
-        .unwrap()
+/// Prefix caching, as engines do it: the longest prefix shared with a prompt seen before is
+/// cached (counted in the simulator's tokens, i.e. words); the rest is prefilled. A whole
+/// prompt seen before is cached with its template; a partial match only for its words.
+fn prefix_cache_hit(sim: &Sim, text: &str, prompt_tokens: u64) -> u64 {
+    let mut s = sim.state.lock().unwrap();
+    let shared = s.prefix_cache.iter().map(|p| common_prefix_len(p, text)).max().unwrap_or(0);
+    if !s.prefix_cache.iter().any(|p| p == text) {
+        s.prefix_cache.push(text.to_string());
+        if s.prefix_cache.len() > 64 {
+            s.prefix_cache.remove(0);
+        }
+    }
+    if shared == text.len() {
+        prompt_tokens
+    } else {
+        SimArgs::count_tokens(&text[..shared], false).min(prompt_tokens)
+    }
+}
+
+/// A non-streamed completion of `max_tokens` words.
+fn whole_answer(gen: &Gen) -> Response<Body> {
+    let text: String = (0..gen.max_tokens).map(|i| word(gen.seed, i)).collect();
+    let (p, n) = (gen.prompt_tokens, gen.max_tokens);
+    let usage = json!({"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n});
+    let v = if gen.chat {
+        json!({"object": "chat.completion", "model": gen.model, "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}], "usage": usage})
+    } else {
+        json!({"object": "text_completion", "model": gen.model, "choices": [{"index": 0, "text": text, "finish_reason": "length"}], "usage": usage})
+    };
+    json_response(StatusCode::OK, &v)
 }
 
 /// A response body fed by a channel: the producer task stops when the client is gone.
