@@ -142,8 +142,13 @@ fn peak_rss_kib() -> u64 {
 
 /// The child: build one generated data folder, print `pages seconds peak_kib`.
 fn one(dir: &Path) {
-    let config =
-        SiteConfig { data_dir: dir.join("data"), out_dir: dir.join("public"), templates_dir: None, static_dir: None };
+    let config = SiteConfig {
+        data_dir: dir.join("data"),
+        out_dir: dir.join("public"),
+        templates_dir: None,
+        static_dir: None,
+        settings_file: None,
+    };
     let t = Instant::now();
     let report = Site::load(config).unwrap().build().unwrap();
     let secs = t.elapsed().as_secs_f64();

@@ -46,6 +46,9 @@ pub struct SiteArgs {
     /// Static asset overrides and extra assets.
     #[arg(long = "static", default_value = "static")]
     pub static_dir: PathBuf,
+    /// Site settings (title, base_url, change threshold, prices); optional.
+    #[arg(long, default_value = "site.toml")]
+    pub config: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -181,9 +184,10 @@ pub struct DiffArgs {
     /// Output folder (default: diff/<A>--<B>); replaced whole, only on success.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Changes below this percentage are not coloured.
-    #[arg(long, default_value_t = speed_matrix::analysis::compare::DEFAULT_THRESHOLD_PCT, value_parser = parse_threshold)]
-    pub threshold: f64,
+    /// Changes below this percentage are not coloured [default: site.toml's
+    /// change_threshold_pct, else 5].
+    #[arg(long, value_parser = parse_threshold)]
+    pub threshold: Option<f64>,
 }
 
 #[derive(Debug, Args)]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::analysis::{self, Comparison, SiteModel};
-use crate::format::{self, DataSet};
+use crate::format::{self, DataSet, SiteSettings};
 use crate::render::{templates, RenderStats, SitePages};
 use crate::write::{assets, Staging};
 
@@ -20,6 +20,8 @@ pub struct SiteConfig {
     pub templates_dir: Option<PathBuf>,
     /// Folder of static asset overrides and extras.
     pub static_dir: Option<PathBuf>,
+    /// `site.toml`; a missing file means the defaults.
+    pub settings_file: Option<PathBuf>,
 }
 
 impl SiteConfig {
@@ -30,6 +32,7 @@ impl SiteConfig {
             out_dir: root.join("public"),
             templates_dir: Some(root.join("site-templates")),
             static_dir: Some(root.join("static")),
+            settings_file: Some(root.join("site.toml")),
         }
     }
 }
@@ -44,6 +47,7 @@ pub struct Step {
 
 pub struct Site {
     pub config: SiteConfig,
+    pub settings: SiteSettings,
     pub data: DataSet,
     pub model: SiteModel,
     /// The comparisons `compare.json` lists, in its order.
@@ -63,6 +67,10 @@ impl Site {
     /// Loads and validates the data folder and normalizes it (what `site check` runs).
     pub fn load(config: SiteConfig) -> Result<Site> {
         let t = Instant::now();
+        let settings = match &config.settings_file {
+            Some(path) => SiteSettings::load(path)?,
+            None => SiteSettings::default(),
+        };
         let data = format::load_data_dir(&config.data_dir)?;
         let cells: usize = data.runs.iter().map(|r| r.cells.len()).sum();
         let mut steps = vec![Step {
@@ -77,7 +85,7 @@ impl Site {
             ),
         }];
         let t = Instant::now();
-        let model = analysis::analyze(&data);
+        let model = analysis::analyze(&data, &settings);
         steps.push(Step {
             name: "analyze",
             took: t.elapsed(),
@@ -89,19 +97,20 @@ impl Site {
             ),
         });
         let t = Instant::now();
-        let comparisons = compare_listed(&data, &model)
+        let comparisons = compare_listed(&data, &model, settings.change_threshold_pct)
             .with_context(|| format!("{}", config.data_dir.join(crate::format::COMPARE_FILE).display()))?;
         steps.push(Step { name: "compare", took: t.elapsed(), detail: format!("{} comparisons", comparisons.len()) });
-        Ok(Site { config, data, model, comparisons, steps })
+        Ok(Site { config, settings, data, model, comparisons, steps })
     }
 
     /// Renders every page into a staging folder and swaps it into place.
     pub fn build(self) -> Result<BuildReport> {
-        let Site { config, data, model, comparisons, mut steps } = self;
+        let Site { config, settings, data, model, comparisons, mut steps } = self;
         let t = Instant::now();
-        let env = templates::environment(config.templates_dir.as_deref())?;
+        let env = templates::environment(config.templates_dir.as_deref(), &settings)?;
         let mut staging = Staging::new(&config.out_dir)?;
-        let pages = SitePages { site: &model, comparisons: &comparisons, pages: &data.pages, env: &env };
+        let pages =
+            SitePages { site: &model, settings: &settings, comparisons: &comparisons, pages: &data.pages, env: &env };
         let stats = pages.render_all(&mut staging)?;
         let n_assets = assets::write_assets(config.static_dir.as_deref(), &mut staging)?;
         steps.push(Step {
@@ -126,12 +135,12 @@ impl Site {
 
 /// The comparisons of `compare.json`; loading checked that their runs exist, so what can
 /// still fail is a pair with nothing in common.
-fn compare_listed(data: &DataSet, model: &SiteModel) -> Result<Vec<Comparison>> {
+fn compare_listed(data: &DataSet, model: &SiteModel, default_threshold: f64) -> Result<Vec<Comparison>> {
     data.comparisons
         .iter()
         .map(|spec| {
             let run = |id: &str| model.run(id).expect("loading checked the comparison's run ids");
-            let threshold = spec.threshold_pct.unwrap_or(analysis::compare::DEFAULT_THRESHOLD_PCT);
+            let threshold = spec.threshold_pct.unwrap_or(default_threshold);
             Ok(analysis::compare(run(&spec.a), run(&spec.b), threshold)?)
         })
         .collect()

@@ -47,12 +47,29 @@ fn shipped_seed_runs_carry_every_published_figure() {
 
         // The heatmap: rows are contexts, cells "tok/s" + "N ms TTFT", or the status words.
         let want = seed_table(&seed, &["8K", "16K", "32K", "64K", "128K", "251K"]);
+        // Each valid cell ends with the run's place on the cell's leaderboard (ours, not the
+        // seed's).
+        let mut ranked = 0;
         let got: Vec<Vec<String>> = table_rows(&page, "<table class=\"heatmap\"")
             .into_iter()
             .skip(1)
-            .map(|r| r.iter().map(|c| clean(c)).collect())
+            .map(|r| {
+                r.iter()
+                    .map(|c| {
+                        let c = clean(c);
+                        match c.rfind('#') {
+                            Some(i) if c[i..].contains(" of ") => {
+                                ranked += 1;
+                                clean(&c[..i])
+                            }
+                            _ => c,
+                        }
+                    })
+                    .collect()
+            })
             .collect();
         assert_eq!(got, want, "{run_id}: heatmap differs from the seed");
+        assert_eq!(ranked, page.matches("data-status=\"valid\"").count(), "{run_id}: a valid cell without its rank");
 
         // Prefill lines, e.g. "8K context34.2K239 ms TTFT".
         let text = text_of(&page);
@@ -77,8 +94,11 @@ fn shipped_seed_runs_carry_every_published_figure() {
         assert!(page.contains(&format!("<h1>{title}</h1>")), "{run_id}: title {title:?}");
         let launch = seed.lines().skip_while(|l| *l != "Launch command").nth(1).unwrap();
         assert!(text.contains(launch), "{run_id}: launch command differs");
-        // Looped and Over capacity cells are styled as such.
-        assert!(page.contains("<td class=\"cell over-capacity\" data-status=\"over_capacity\">Over capacity</td>"));
+        // Over capacity cells are styled as such and link to their leaderboard.
+        let over = page
+            .matches("<td class=\"cell over-capacity\" data-status=\"over_capacity\"><a href=\"../../leaderboards/")
+            .count();
+        assert_eq!(over, page.matches("data-status=\"over_capacity\"").count(), "{run_id}");
         // The prefill curve and throughput vs interactivity: a point per valid cell.
         let data = ws.path().join("data");
         let expected =
@@ -86,7 +106,11 @@ fn shipped_seed_runs_carry_every_published_figure() {
         assert_eq!(chart_points(&page), expected, "{run_id}: chart points");
     }
     let vllm = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[0].1));
-    assert_eq!(vllm.matches("<td class=\"cell looped\" data-status=\"looped\">Looped</td>").count(), 1);
+    let looped = format!(
+        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"../../leaderboards/64k-x4/index.html#run-{}\">Looped</a></td>",
+        SEED_RUNS[0].1
+    );
+    assert_eq!(vllm.matches(&looped).count(), 1);
     assert_eq!(vllm.matches("data-status=\"over_capacity\"").count(), 15);
     // Seed 2's cells whose active requests stray from their column are flagged.
     let sglang = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[1].1));
@@ -99,7 +123,8 @@ fn entity_index_and_glossary_pages_exist() {
     let ws = Workspace::from_repo_data();
     assert_ok(&ws.site(&["build"]));
     let model = ws.read("public/models/stepfun-ai-step-3-5-flash/index.html");
-    assert!(model.contains("Step-3.5-Flash on H200 SXM 141GB ×4"));
+    // Listed by a title no other run shares (no start time: the run id stands for the date).
+    assert!(model.contains(">Step-3.5-Flash · vllm 0.29.0 · 4× H200 SXM · step-3.5-flash-vllm-0.29.0-4x-h200-sxm</a>"));
     assert!(text_of(&model).contains("4,673.1"), "peak total tok/s missing from the model page");
     assert!(text_of(&model).contains("34.2K"), "prefill at 8K missing");
     let hw = ws.read("public/hardware/h200-nvl/index.html");
@@ -218,7 +243,7 @@ fn a_broken_template_override_fails_without_touching_output() {
     assert!(stderr(&out).contains("template index.html does not parse"), "{}", stderr(&out));
     assert_eq!(tree(&ws.path().join("public")), before);
     // A good override replaces the default by name.
-    fs::write(ws.path().join("site-templates/index.html"), "custom {{ runs|length }}").unwrap();
+    fs::write(ws.path().join("site-templates/index.html"), "custom {{ listing.total }}").unwrap();
     assert_ok(&ws.site(&["build"]));
     assert_eq!(ws.read("public/index.html"), "custom 1");
 }

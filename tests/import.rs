@@ -122,7 +122,9 @@ fn looped_cells_of_newer_versions_become_looped() {
     assert_eq!(c["status"], "looped");
     assert_eq!(c["loop_finding"]["period_chars"], 37);
     assert_ok(&ws.site(&["build"]));
-    assert!(ws.read("public/runs/newer/index.html").contains("data-status=\"looped\">Looped</td>"));
+    let page = ws.read("public/runs/newer/index.html");
+    assert!(page
+        .contains("data-status=\"looped\"><a href=\"../../leaderboards/512-x1/index.html#run-newer\">Looped</a></td>"));
 }
 
 #[test]

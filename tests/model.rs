@@ -19,6 +19,7 @@ fn load(fixture: &str) -> Site {
         out_dir: out.path().join("public"),
         templates_dir: None,
         static_dir: None,
+        settings_file: None,
     })
     .unwrap()
 }
@@ -109,8 +110,13 @@ fn a_comparison_with_nothing_in_common_is_refused_with_the_file_named() {
         r#"{"schema_version": 1, "comparisons": [{"a": "base", "b": "disjoint"}]}"#,
     )
     .unwrap();
-    let config =
-        SiteConfig { data_dir: data.clone(), out_dir: ws.path().join("public"), templates_dir: None, static_dir: None };
+    let config = SiteConfig {
+        data_dir: data.clone(),
+        out_dir: ws.path().join("public"),
+        templates_dir: None,
+        static_dir: None,
+        settings_file: None,
+    };
     let err = format!("{:#}", Site::load(config).err().expect("a comparison with nothing in common loads"));
     assert_eq!(
         err,

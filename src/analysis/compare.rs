@@ -9,8 +9,8 @@ use super::figures::Figures;
 use super::run::{CellView, RunView};
 use crate::format::Status;
 
-/// Changes smaller than this (percent) are not coloured.
-pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
+/// Changes smaller than this (percent) are not coloured, unless `site.toml` says otherwise.
+pub const DEFAULT_THRESHOLD_PCT: f64 = crate::format::settings::DEFAULT_CHANGE_THRESHOLD_PCT;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricDelta {

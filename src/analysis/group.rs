@@ -46,14 +46,20 @@ pub fn group(manifests: &[&RunManifest], kind: GroupKind) -> Vec<GroupView> {
     let mut used: BTreeMap<String, usize> = BTreeMap::new();
     by_name
         .into_iter()
-        .map(|(name, runs)| {
-            let base = slugify(name);
-            let n = used.entry(base.clone()).or_insert(0);
-            *n += 1;
-            let slug = if *n == 1 { base } else { format!("{base}-{n}") };
-            GroupView { slug, name: name.to_string(), runs }
-        })
+        .map(|(name, runs)| GroupView { slug: unique_slug(&mut used, name), name: name.to_string(), runs })
         .collect()
+}
+
+/// The slug of `name`, made unique among those `used` so far (`h200`, `h200-2`).
+pub fn unique_slug(used: &mut BTreeMap<String, usize>, name: &str) -> String {
+    let base = slugify(name);
+    let n = used.entry(base.clone()).or_insert(0);
+    *n += 1;
+    if *n == 1 {
+        base
+    } else {
+        format!("{base}-{n}")
+    }
 }
 
 /// The slug of each run's group, by run index (`runs` runs in all).

@@ -6,19 +6,26 @@ pub mod command;
 pub mod compare;
 pub mod figures;
 pub mod group;
+pub mod leaderboard;
+pub mod pareto;
 pub mod run;
+pub mod series;
 pub mod stats;
+pub mod version;
 
 use serde::Serialize;
 
-use crate::format::DataSet;
+use crate::format::{DataSet, SiteSettings};
 pub use compare::{compare, Comparison};
 pub use figures::Figures;
 pub use group::{GroupKind, GroupView};
+pub use leaderboard::{BoardKey, Leaderboard};
+pub use pareto::ParetoView;
 pub use run::{
     normalize_cell, normalize_run, CellView, FigureSource, Headline, RunSlugs, RunView, StatusCounts,
     ACTIVE_MISMATCH_TOLERANCE, PREFILL_JUMP_FACTOR,
 };
+pub use series::SeriesView;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SiteModel {
@@ -27,11 +34,20 @@ pub struct SiteModel {
     pub models: Vec<GroupView>,
     pub hardware: Vec<GroupView>,
     pub engines: Vec<GroupView>,
+    /// Prefill boards by context, then decode boards by (context, concurrency).
+    pub leaderboards: Vec<Leaderboard>,
+    /// One per model, in `models` order.
+    pub paretos: Vec<ParetoView>,
+    pub series: Vec<SeriesView>,
 }
 
 impl SiteModel {
     pub fn run(&self, id: &str) -> Option<&RunView> {
         self.runs.iter().find(|r| r.id == id)
+    }
+
+    pub fn leaderboard(&self, key: BoardKey) -> Option<&Leaderboard> {
+        self.leaderboards.binary_search_by(|b| b.key.cmp(&key)).ok().map(|i| &self.leaderboards[i])
     }
 
     pub fn groups(&self, kind: GroupKind) -> &[GroupView] {
@@ -43,8 +59,9 @@ impl SiteModel {
     }
 }
 
-/// Every run with its figures, grouped by model, hardware and engine.
-pub fn analyze(data: &DataSet) -> SiteModel {
+/// Every run with its figures, grouped by model, hardware and engine, ranked, and followed
+/// across versions.
+pub fn analyze(data: &DataSet, settings: &SiteSettings) -> SiteModel {
     let manifests: Vec<_> = data.runs.iter().map(|r| &r.manifest).collect();
     let [models, hardware, engines] = GroupKind::ALL.map(|k| group::group(&manifests, k));
     let n = data.runs.len();
@@ -57,5 +74,9 @@ pub fn analyze(data: &DataSet) -> SiteModel {
             normalize_run(run, RunSlugs { model_slug, hardware_slug, engine_slug })
         })
         .collect();
-    SiteModel { runs, models, hardware, engines }
+    let runs: Vec<RunView> = runs;
+    let leaderboards = leaderboard::leaderboards(&runs);
+    let paretos = models.iter().enumerate().map(|(i, g)| pareto::pareto(i, &runs, &g.runs, settings)).collect();
+    let series = series::series(&runs, settings.change_threshold_pct);
+    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series }
 }

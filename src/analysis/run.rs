@@ -20,6 +20,8 @@ pub struct RunView {
     pub manifest: RunManifest,
     /// Model name as titles print it (`Step-3.5-Flash` for `stepfun-ai/Step-3.5-Flash`).
     pub model_name: String,
+    /// `2026-11-30`: the day the run started, where the manifest says so in RFC 3339.
+    pub date: Option<String>,
     /// Folder names of the run's model, hardware and engine pages.
     #[serde(flatten)]
     pub slugs: RunSlugs,
@@ -196,6 +198,7 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
         id: run.id.clone(),
         manifest: m.clone(),
         model_name: crate::units::model_display_name(&m.model.id),
+        date: m.started_at.as_deref().and_then(date_of),
         slugs,
         prefill,
         decode,
@@ -204,6 +207,12 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
         notes_markdown: run.notes_markdown.clone(),
         counts,
     }
+}
+
+/// The calendar date an RFC 3339 timestamp (or a bare date) starts with.
+fn date_of(started_at: &str) -> Option<String> {
+    let day = started_at.get(..10)?;
+    day.parse::<jiff::civil::Date>().ok().map(|d| d.to_string())
 }
 
 pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use crate::cli::DiffArgs;
 use speed_matrix::analysis::compare::compare;
 use speed_matrix::analysis::{normalize_run, RunSlugs};
-use speed_matrix::format::{self, load_run_dir, LoadedRun, RUNS_DIR, RUN_MANIFEST};
+use speed_matrix::format::{self, load_run_dir, LoadedRun, SiteSettings, RUNS_DIR, RUN_MANIFEST};
 use speed_matrix::render::compare_page::{comparison_csv, comparison_html};
 use speed_matrix::render::{templates, PageContext};
 use speed_matrix::write::{assets, Sink, Staging};
@@ -44,13 +44,15 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         bail!("cannot compare run {} with itself: name two different runs", a.id);
     }
     let (va, vb) = (normalize_run(&a, RunSlugs::plain(&a.manifest)), normalize_run(&b, RunSlugs::plain(&b.manifest)));
-    let mut cmp = compare(&va, &vb, args.threshold)?;
+    let settings = SiteSettings::load(&args.site.config)?;
+    let threshold = args.threshold.unwrap_or(settings.change_threshold_pct);
+    let mut cmp = compare(&va, &vb, threshold)?;
     if a.id == b.id {
         // Two folders with the same name: keep the slug unique.
         cmp.slug = format!("{}--{}-b", a.id, b.id);
     }
     let out: PathBuf = args.out.clone().unwrap_or_else(|| PathBuf::from("diff").join(&cmp.slug));
-    let env = templates::environment(Some(&args.site.templates))?;
+    let env = templates::environment(Some(&args.site.templates), &settings)?;
     let cx = PageContext::new(&env, &[], &[], &[]);
     let html = comparison_html(&cx, &cmp, &va, &vb, "", true)?;
     let mut staging = Staging::new(&out)?;

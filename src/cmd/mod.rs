@@ -19,6 +19,7 @@ impl SiteArgs {
             out_dir: out,
             templates_dir: Some(self.templates.clone()),
             static_dir: Some(self.static_dir.clone()),
+            settings_file: Some(self.config.clone()),
         }
     }
 }

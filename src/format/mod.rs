@@ -7,10 +7,12 @@ pub mod ids;
 pub mod json;
 pub mod load;
 pub mod model;
+pub mod settings;
 pub mod writer;
 
 pub use load::{load_data_dir, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun, PageSource, Skipped};
 pub use model::*;
+pub use settings::SiteSettings;
 
 /// File and folder names inside a data folder.
 pub const RUNS_DIR: &str = "runs";

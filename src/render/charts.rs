@@ -46,6 +46,8 @@ pub struct ChartSpec<'a> {
     pub series: &'a [Series],
     /// Whether to draw a legend (worth it only with more than one series).
     pub legend: bool,
+    /// Names of the x positions 0, 1, 2, ... (versions along a series), for a linear axis.
+    pub x_names: Option<&'a [String]>,
 }
 
 const WIDTH: u32 = 720;
@@ -116,9 +118,11 @@ fn draw<DB: DrawingBackend>(
         .y_label_area_size(64)
         .build_cartesian_2d(x0..x1, 0f64..y1)?;
     let axis = spec.x_axis;
-    let x_fmt = move |x: &f64| match axis {
-        XAxis::Context => numbers::context_label(x.exp2().round() as u32),
-        XAxis::Linear => axis_number(*x),
+    let names = spec.x_names;
+    let x_fmt = move |x: &f64| match (axis, names) {
+        (XAxis::Context, _) => numbers::context_label(x.exp2().round() as u32),
+        (XAxis::Linear, Some(names)) => name_at(names, *x),
+        (XAxis::Linear, None) => axis_number(*x),
     };
     let y_fmt = |y: &f64| axis_number(*y);
     let mut mesh = chart.configure_mesh();
@@ -129,6 +133,9 @@ fn draw<DB: DrawingBackend>(
         .label_style(("sans-serif", 12))
         .axis_desc_style(("sans-serif", 13))
         .max_light_lines(0);
+    if let Some(names) = names {
+        mesh.x_labels(names.len().clamp(2, 12));
+    }
     if matches!(axis, XAxis::Context) {
         // One label per power of two between the ends.
         let n = ((x1.floor() - x0.ceil()) as usize + 1).clamp(2, 12);
@@ -165,6 +172,157 @@ fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
+/// A point of a scatter chart: where it is, what it says on hover, where it links.
+pub struct ScatterPoint {
+    pub x: f64,
+    pub y: f64,
+    pub title: String,
+    pub href: Option<String>,
+}
+
+/// One configuration of a scatter chart: its points and the frontier through some of them.
+pub struct ScatterGroup {
+    pub points: Vec<ScatterPoint>,
+    /// Indexes into `points`, drawn as one line in this order.
+    pub frontier: Vec<usize>,
+}
+
+pub struct ScatterSpec<'a> {
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub groups: &'a [ScatterGroup],
+    /// Points beyond this many are drawn without their title and link (frontier points keep
+    /// theirs), so a chart of thousands of cells stays small.
+    pub max_linked: usize,
+}
+
+/// The marker of series `i`: a shape as well as a colour tells series apart.
+pub fn marker_shape(i: usize) -> &'static str {
+    ["circle", "square", "triangle", "diamond"][i % 4]
+}
+
+/// A scatter chart with a frontier line per group; points are SVG elements of their own
+/// (title and link), which plotters cannot draw, placed with the chart's own coordinates.
+pub fn scatter_chart(spec: &ScatterSpec) -> String {
+    let all = spec.groups.iter().flat_map(|g| &g.points).filter(|p| drawable(p.x, p.y));
+    let (x1, y1) = all.fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.x), y.max(p.y)));
+    if x1 <= 0.0 || y1 <= 0.0 {
+        return String::new();
+    }
+    let (x1, y1) = (x1 * 1.08, y1 * 1.12);
+    let mut svg = String::new();
+    let mut marks = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        if draw_scatter(&root, spec, (x1, y1), &mut marks).is_err() {
+            return String::new();
+        }
+        let _ = root.present();
+    }
+    let svg = svg.replace("#000000", "currentColor").replacen(
+        "<svg ",
+        "<svg class=\"chart scatter\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\" ",
+        1,
+    );
+    match svg.rfind("</svg>") {
+        Some(end) => format!("{}{marks}{}", &svg[..end], &svg[end..]),
+        None => String::new(),
+    }
+}
+
+fn draw_scatter<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    spec: &ScatterSpec,
+    (x1, y1): (f64, f64),
+    marks: &mut String,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..x1, 0f64..y1)?;
+    chart
+        .configure_mesh()
+        .x_desc(spec.x_desc)
+        .y_desc(spec.y_desc)
+        .x_label_formatter(&|x| axis_number(*x))
+        .y_label_formatter(&|y| axis_number(*y))
+        .label_style(("sans-serif", 12))
+        .axis_desc_style(("sans-serif", 13))
+        .max_light_lines(0)
+        .draw()?;
+    let mut linked = 0;
+    for (i, g) in spec.groups.iter().enumerate() {
+        let colour = series_colour(i);
+        let line: Vec<(f64, f64)> =
+            g.frontier.iter().map(|&j| &g.points[j]).filter(|p| drawable(p.x, p.y)).map(|p| (p.x, p.y)).collect();
+        chart.draw_series(LineSeries::new(line, colour.stroke_width(2)))?;
+        let css = format!("#{:02x}{:02x}{:02x}", colour.0, colour.1, colour.2);
+        for (j, p) in g.points.iter().enumerate().filter(|(_, p)| drawable(p.x, p.y)) {
+            let on_frontier = g.frontier.contains(&j);
+            let (cx, cy) = chart.backend_coord(&(p.x, p.y));
+            let shape = marker(marker_shape(i), cx, cy, if on_frontier { 5 } else { 3 }, &css);
+            if on_frontier || linked < spec.max_linked {
+                linked += 1;
+                push_linked(marks, &shape, p);
+            } else {
+                marks.push_str(&shape[..shape.len() - 1]);
+                marks.push_str("/>");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An SVG marker element (open, closed by the caller): `<circle ...>` and so on.
+fn marker(shape: &str, x: i32, y: i32, r: i32, fill: &str) -> String {
+    match shape {
+        "square" => {
+            format!("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{fill}\">", x - r, y - r, 2 * r, 2 * r)
+        }
+        "triangle" => format!(
+            "<polygon points=\"{x},{} {},{} {},{}\" fill=\"{fill}\">",
+            y - r - 1,
+            x - r - 1,
+            y + r,
+            x + r + 1,
+            y + r
+        ),
+        "diamond" => format!(
+            "<polygon points=\"{x},{} {},{y} {x},{} {},{y}\" fill=\"{fill}\">",
+            y - r - 1,
+            x + r + 1,
+            y + r + 1,
+            x - r - 1
+        ),
+        _ => format!("<circle cx=\"{x}\" cy=\"{y}\" r=\"{r}\" fill=\"{fill}\">"),
+    }
+}
+
+fn push_linked(marks: &mut String, open: &str, p: &ScatterPoint) {
+    use std::fmt::Write as _;
+    let tag = open[1..].split(' ').next().unwrap_or("circle");
+    let title = minijinja::HtmlEscape(&p.title);
+    match &p.href {
+        Some(href) => {
+            let _ =
+                write!(marks, "<a href=\"{}\">{open}<title>{title}</title></{tag}></a>", minijinja::HtmlEscape(href));
+        }
+        None => {
+            let _ = write!(marks, "{open}<title>{title}</title></{tag}>");
+        }
+    }
+}
+
+/// The name of a whole x position; ticks between positions stay blank.
+fn name_at(names: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() > 1e-6 || i < 0.0 {
+        return String::new();
+    }
+    names.get(i as usize).cloned().unwrap_or_default()
+}
+
 /// Axis ticks: `34.2K` from a thousand up, whole numbers below (tick steps are round).
 fn axis_number(v: f64) -> String {
     if v.abs() >= 1000.0 {
@@ -187,7 +345,14 @@ mod tests {
             points: vec![(1.0, 10.0), (2.0, f64::MAX / 2.0), (3.0, 1e300), (4.0, f64::INFINITY), (5.0, 20.0)],
             point_labels: vec![],
         }];
-        let spec = ChartSpec { x_axis: XAxis::Linear, x_desc: "x", y_desc: "y", series: &series, legend: false };
+        let spec = ChartSpec {
+            x_axis: XAxis::Linear,
+            x_desc: "x",
+            y_desc: "y",
+            series: &series,
+            legend: false,
+            x_names: None,
+        };
         let svg = line_chart(&spec);
         // The two sane points are drawn (one circle each); the axis tops out near 20.
         assert_eq!(svg.matches("<circle").count(), 2, "{svg}");

@@ -7,7 +7,7 @@ use minijinja::Environment;
 use serde::Serialize;
 
 use crate::analysis::compare::CellState;
-use crate::analysis::{Comparison, Headline, RunView};
+use crate::analysis::{Comparison, RunView};
 use crate::format::{Origin, PageSource};
 use crate::units::numbers;
 use crate::write::Sink;
@@ -19,6 +19,15 @@ pub struct RenderStats {
     pub run_pages: usize,
     pub charts: usize,
     pub files: usize,
+}
+
+impl RenderStats {
+    pub fn add(&mut self, other: &RenderStats) {
+        self.pages += other.pages;
+        self.run_pages += other.run_pages;
+        self.charts += other.charts;
+        self.files += other.files;
+    }
 }
 
 /// A Markdown page in the navigation bar.
@@ -43,6 +52,8 @@ pub struct PageContext<'a> {
     pub env: &'a Environment<'static>,
     pub nav: Vec<NavLink>,
     pub comparisons: Vec<ComparisonLink>,
+    /// `listing_titles` of the site's runs, by run index.
+    pub titles: Vec<String>,
 }
 
 impl PageContext<'_> {
@@ -59,7 +70,8 @@ impl PageContext<'_> {
                 title: super::markdown::first_heading(&p.markdown).unwrap_or_else(|| p.slug.clone()),
             })
             .collect();
-        let title = |id: &str| runs.iter().find(|r| r.id == id).map(run_title).unwrap_or_default();
+        let titles = listing_titles(runs);
+        let title = |id: &str| runs.iter().position(|r| r.id == id).map(|i| titles[i].clone()).unwrap_or_default();
         let comparisons = comparisons
             .iter()
             .map(|c| ComparisonLink {
@@ -70,7 +82,7 @@ impl PageContext<'_> {
                 b_title: title(&c.b_id),
             })
             .collect();
-        PageContext { env, nav, comparisons }
+        PageContext { env, nav, comparisons, titles }
     }
 }
 
@@ -107,49 +119,100 @@ pub fn state_label(state: CellState) -> &'static str {
     }
 }
 
-/// A run as index and entity pages list it.
+/// A run as every listing shows it (index, entity pages, `index.json`): the text the table
+/// prints, and the raw figures the table sorts by.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary<'a> {
     pub id: &'a str,
-    pub title: String,
-    pub label: String,
-    pub model_name: &'a str,
+    /// Tells the run apart from every other run (see `listing_titles`).
+    pub title: &'a str,
+    /// `2026-11-30`, or none where the manifest has no start time.
+    pub date: Option<&'a str>,
+    pub model: &'a str,
+    pub model_id: &'a str,
     pub model_slug: &'a str,
-    pub hardware_slug: &'a str,
-    pub engine_slug: &'a str,
     pub engine: &'a str,
     pub engine_version: &'a str,
+    pub engine_slug: &'a str,
     pub quantization: Option<&'a str>,
     pub device: &'a str,
+    pub hardware_slug: &'a str,
     pub count: u32,
-    pub started_at: Option<&'a str>,
+    pub bench_tool: &'a str,
     pub origin: Origin,
-    pub headline: &'a Headline,
-    pub colour: String,
+    pub peak: Option<f64>,
+    pub peak_text: String,
+    /// `8K ×64`: the cell the peak is in.
+    pub peak_at: Option<String>,
+    pub single: Option<f64>,
+    pub single_text: String,
+    pub single_at: Option<String>,
+    pub prefill: Option<f64>,
+    pub prefill_text: String,
 }
 
-/// `colour_index` picks the run's series colour on the page's overlay charts.
-pub fn summary(run: &RunView, colour_index: usize) -> RunSummary<'_> {
+pub fn summary<'a>(run: &'a RunView, title: &'a str) -> RunSummary<'a> {
     let m = &run.manifest;
-    let c = super::charts::series_colour(colour_index);
+    let h = &run.headline;
+    let ctx = |c: Option<u32>| c.map(numbers::context_label);
     RunSummary {
         id: &run.id,
-        title: run_title(run),
-        label: run_label(run),
-        model_name: &run.model_name,
+        title,
+        date: run.date.as_deref(),
+        model: &run.model_name,
+        model_id: &m.model.id,
         model_slug: &run.slugs.model_slug,
-        hardware_slug: &run.slugs.hardware_slug,
-        engine_slug: &run.slugs.engine_slug,
         engine: &m.engine.name,
         engine_version: &m.engine.version,
+        engine_slug: &run.slugs.engine_slug,
         quantization: m.engine.quantization.as_deref(),
         device: &m.hardware.device,
+        hardware_slug: &run.slugs.hardware_slug,
         count: m.hardware.count,
-        started_at: m.started_at.as_deref(),
+        bench_tool: &m.bench_tool.name,
         origin: m.origin,
-        headline: &run.headline,
-        colour: format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2),
+        peak: h.peak_total_tps,
+        peak_text: numbers::or_dash(h.peak_total_tps, numbers::decimal1),
+        peak_at: ctx(h.peak_context).zip(h.peak_concurrency).map(|(c, n)| format!("{c} ×{n}")),
+        single: h.single_request_tps,
+        single_text: numbers::or_dash(h.single_request_tps, numbers::decimal1),
+        single_at: ctx(h.single_request_context),
+        prefill: h.prefill_8k_tps,
+        prefill_text: numbers::or_dash(h.prefill_8k_tps, numbers::compact),
     }
+}
+
+/// A listing title for every run (by index) that no other run shares: model, engine and
+/// version, devices, and the date (the run id where there is none); where all of that is
+/// equal, the run id as well.
+pub fn listing_titles(runs: &[RunView]) -> Vec<String> {
+    let base: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            let m = &r.manifest;
+            let when = r.date.as_deref().unwrap_or(&r.id);
+            format!(
+                "{} · {} {} · {}× {} · {when}",
+                r.model_name, m.engine.name, m.engine.version, m.hardware.count, m.hardware.device
+            )
+        })
+        .collect();
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for t in &base {
+        *seen.entry(t.as_str()).or_insert(0) += 1;
+    }
+    let shared: Vec<bool> = base.iter().map(|t| seen[t.as_str()] > 1).collect();
+    base.iter()
+        .zip(runs)
+        .zip(shared)
+        .map(|((t, r), shared)| if shared && r.date.is_some() { format!("{t} · {}", r.id) } else { t.clone() })
+        .collect()
+}
+
+/// A run's series colour on a page's overlay charts, as CSS.
+pub fn colour_css(index: usize) -> String {
+    let c = super::charts::series_colour(index);
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
 /// Template values from any serializable data (minijinja 3 converts only primitives itself).

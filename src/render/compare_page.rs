@@ -68,6 +68,7 @@ fn prefill_overlay(a: &RunView, b: &RunView) -> String {
         y_desc: "prompt tok/s",
         series: &series,
         legend: true,
+        x_names: None,
     })
 }
 

@@ -1,12 +1,18 @@
-//! Model, hardware and engine pages: every run of the group, and overlay charts of them.
+//! Model, hardware and engine pages: every run of the group in the runs listing, and overlay
+//! charts of the best few (more lines than colours would read as noise).
 
 use anyhow::Result;
 use minijinja::context;
+use serde::Serialize;
 
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
-use super::common::{put_page, root, run_label, ser, summary, PageContext, RenderStats, RunSummary};
+use super::common::{colour_css, put_page, root, ser, PageContext, RenderStats};
+use super::listing::{render_listing, Listing, Preset};
 use crate::analysis::{GroupKind, GroupView, RunView, SiteModel};
 use crate::write::Sink;
+
+/// Runs drawn on a group page's overlay charts: as many as there are series colours.
+pub const CHARTED_RUNS: usize = 7;
 
 /// (folder, template `kind`, heading label) of each kind of group page.
 pub fn names(kind: GroupKind) -> (&'static str, &'static str, &'static str) {
@@ -17,6 +23,14 @@ pub fn names(kind: GroupKind) -> (&'static str, &'static str, &'static str) {
     }
 }
 
+/// A run drawn on the overlay charts, as the legend lists it.
+#[derive(Debug, Serialize)]
+struct Charted<'a> {
+    id: &'a str,
+    title: &'a str,
+    colour: String,
+}
+
 pub fn render(
     cx: &PageContext,
     site: &SiteModel,
@@ -25,9 +39,18 @@ pub fn render(
     sink: &mut dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
-    let runs: Vec<&RunView> = g.runs.iter().map(|&i| &site.runs[i]).collect();
-    let summaries: Vec<RunSummary> = runs.iter().enumerate().map(|(i, r)| summary(r, i)).collect();
-    let legend = runs.len() > 1 && runs.len() <= 10;
+    let (folder, kind_name, kind_label) = names(kind);
+    let dir = format!("{folder}/{}/", g.slug);
+    let field = match kind {
+        GroupKind::Model => "model_id",
+        GroupKind::Hardware => "device",
+        GroupKind::Engine => "engine",
+    };
+    let preset = Preset { field, value: g.name.clone() };
+    let listing = Listing { members: &g.runs, dir: &dir, heading: &g.name, preset: Some(&preset) };
+    let listing = render_listing(cx, &site.runs, &listing, sink, stats)?;
+    let charted = best_runs(&site.runs, &g.runs);
+    let runs: Vec<&RunView> = charted.iter().map(|&i| &site.runs[i]).collect();
     let chart = |y_desc, points: fn(&RunView) -> Vec<(u32, f64)>| {
         let series = overlay(&runs, points);
         line_chart(&ChartSpec {
@@ -35,31 +58,49 @@ pub fn render(
             x_desc: "context length (tokens)",
             y_desc,
             series: &series,
-            legend,
+            legend: false,
+            x_names: None,
         })
     };
     let single_chart = chart("single-request decode tok/s", RunView::single_request_points);
     let prefill_chart = chart("prefill tok/s", RunView::prefill_points);
     stats.charts += [&single_chart, &prefill_chart].iter().filter(|c| !c.is_empty()).count();
-    let (folder, kind_name, kind_label) = names(kind);
+    let legend: Vec<Charted> = charted
+        .iter()
+        .enumerate()
+        .map(|(n, &i)| Charted { id: &site.runs[i].id, title: &cx.titles[i], colour: colour_css(n) })
+        .collect();
+    let pareto_slug = (kind == GroupKind::Model).then_some(&g.slug);
     let html = cx.env.get_template("entity.html")?.render(context! {
         root => root("../../"),
         nav_pages => ser(&cx.nav),
         kind => kind_name,
         kind_label => kind_label,
         name => ser(&g.name),
-        runs => ser(&summaries),
+        listing => listing,
+        charted => ser(&legend),
         single_chart => single_chart,
         prefill_chart => prefill_chart,
+        pareto_slug => pareto_slug,
     })?;
-    put_page(sink, &format!("{folder}/{}/index.html", g.slug), &html, stats)
+    put_page(sink, &format!("{dir}index.html"), &html, stats)
+}
+
+/// The group's runs with the highest peak total tok/s (runs without one last), at most
+/// `CHARTED_RUNS`.
+fn best_runs(runs: &[RunView], members: &[usize]) -> Vec<usize> {
+    let mut order = members.to_vec();
+    let peak = |i: usize| runs[i].headline.peak_total_tps.unwrap_or(f64::NEG_INFINITY);
+    order.sort_by(|&a, &b| peak(b).total_cmp(&peak(a)).then_with(|| runs[a].id.cmp(&runs[b].id)));
+    order.truncate(CHARTED_RUNS);
+    order
 }
 
 /// One series per run: its label and its (context, value) points.
 pub fn overlay(runs: &[&RunView], points: impl Fn(&RunView) -> Vec<(u32, f64)>) -> Vec<Series> {
     runs.iter()
         .map(|r| Series {
-            label: run_label(r),
+            label: super::common::run_label(r),
             points: points(r).into_iter().map(|(x, y)| (x as f64, y)).collect(),
             point_labels: Vec::new(),
         })

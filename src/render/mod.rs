@@ -6,10 +6,15 @@ pub mod charts;
 pub mod common;
 pub mod compare_page;
 pub mod downloads;
+pub mod feeds;
 pub mod group_page;
 pub mod heatmap;
+pub mod leaderboard_page;
+pub mod listing;
 pub mod markdown;
+pub mod pareto_page;
 pub mod run_page;
+pub mod series_page;
 pub mod site_pages;
 pub mod templates;
 

@@ -2,22 +2,74 @@
 
 use anyhow::Result;
 use minijinja::context;
+use serde::Serialize;
 
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::common::{put_file, put_page, root, run_title, ser, PageContext, RenderStats};
+use super::leaderboard_page::board_slug;
 use super::{downloads, markdown};
-use crate::analysis::RunView;
+use crate::analysis::{BoardKey, CellView, RunView, SiteModel};
 use crate::format::Status;
 use crate::units::numbers;
 use crate::write::Sink;
 
-pub fn render(cx: &PageContext, run: &RunView, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
+/// Each run's place on the leaderboards of its cells, by run index.
+pub struct Ranks {
+    by_run: Vec<Vec<(BoardKey, usize, usize)>>,
+}
+
+impl Ranks {
+    pub fn of(site: &SiteModel) -> Ranks {
+        let mut by_run = vec![Vec::new(); site.runs.len()];
+        for b in &site.leaderboards {
+            for e in &b.ranked {
+                by_run[e.run].push((b.key, e.rank, b.ranked.len()));
+            }
+        }
+        Ranks { by_run }
+    }
+
+    fn rank(&self, run: usize, key: BoardKey) -> Option<(usize, usize)> {
+        self.by_run.get(run)?.iter().find(|(k, _, _)| *k == key).map(|&(_, r, of)| (r, of))
+    }
+}
+
+/// A cell's link to its leaderboard, with the run's place there when it is ranked.
+#[derive(Debug, Serialize)]
+struct BoardLink {
+    slug: String,
+    rank: Option<usize>,
+    of: Option<usize>,
+}
+
+fn board_link(ranks: &Ranks, index: Option<usize>, cell: &CellView) -> BoardLink {
+    let key = BoardKey::of(cell);
+    let place = index.and_then(|i| ranks.rank(i, key));
+    BoardLink { slug: board_slug(key), rank: place.map(|p| p.0), of: place.map(|p| p.1) }
+}
+
+/// `index` is the run's place in the site (none for a run shown alone, e.g. in tests).
+pub fn render(
+    cx: &PageContext,
+    run: &RunView,
+    index: Option<usize>,
+    ranks: &Ranks,
+    sink: &mut dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
     let prefill_chart = prefill_chart(run);
     let tvi_chart = throughput_interactivity_chart(run);
     stats.charts += [&prefill_chart, &tvi_chart].iter().filter(|c| !c.is_empty()).count();
     let notes_html = run.notes_markdown.as_deref().map(markdown::to_html);
     let details: Vec<String> = run.decode.iter().map(downloads::cell_detail).collect();
     let comparisons: Vec<_> = cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id).collect();
+    let heat_links: Vec<Vec<Option<BoardLink>>> = run
+        .heatmap
+        .rows
+        .iter()
+        .map(|row| row.cells.iter().map(|c| c.as_ref().map(|c| board_link(ranks, index, c))).collect())
+        .collect();
+    let prefill_links: Vec<BoardLink> = run.prefill.iter().map(|c| board_link(ranks, index, c)).collect();
     let html = cx.env.get_template("run.html")?.render(context! {
         root => root("../../"),
         nav_pages => ser(&cx.nav),
@@ -28,6 +80,8 @@ pub fn render(cx: &PageContext, run: &RunView, sink: &mut dyn Sink, stats: &mut 
         notes_html => ser(notes_html),
         decode_details => ser(details),
         comparisons => ser(comparisons),
+        heat_links => ser(heat_links),
+        prefill_links => ser(prefill_links),
     })?;
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;
@@ -58,6 +112,7 @@ fn prefill_chart(run: &RunView) -> String {
         y_desc: "prompt tok/s",
         series: &series,
         legend: false,
+        x_names: None,
     })
 }
 
@@ -92,5 +147,6 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
         y_desc: "total tok/s",
         series: &series,
         legend: series.len() > 1,
+        x_names: None,
     })
 }

@@ -1,59 +1,128 @@
-//! Every page of a site, in order: run pages, group pages, comparisons, the index, the
-//! glossary, Markdown pages and the 404 page. Files go to a `Sink`; only `write` knows
-//! where they land.
+//! Every page of a site, in order: run pages (rendered in parallel), group pages, the
+//! views across runs (leaderboards, throughput against interactivity, trends),
+//! comparisons, the index with its data file, the glossary, Markdown pages, the 404 page,
+//! and with a base URL the sitemap and feed. Files go to a `Sink`; only `write` knows where
+//! they land.
 
 use anyhow::{Context, Result};
 use minijinja::context;
+use rayon::prelude::*;
+use serde::Serialize;
 
-use super::common::{put_file, put_page, root, ser, summary, PageContext, RenderStats, RunSummary};
-use super::{compare_page, group_page, markdown, run_page};
+use super::common::{put_page, root, ser, PageContext, RenderStats};
+use super::feeds::PageRecorder;
+use super::series_page::series_title;
+use super::{feeds, group_page, leaderboard_page, listing, markdown, pareto_page, run_page, series_page};
+use crate::analysis::series::Trend;
 use crate::analysis::{Comparison, GroupKind, SiteModel, ACTIVE_MISMATCH_TOLERANCE};
-use crate::format::PageSource;
-use crate::write::Sink;
+use crate::format::{PageSource, SiteSettings};
+use crate::write::{MemorySink, Sink};
+
+/// Run pages rendered at once before they are written (bounds memory at any site size).
+const RUN_BATCH: usize = 256;
 
 pub struct SitePages<'a> {
     pub site: &'a SiteModel,
+    pub settings: &'a SiteSettings,
     pub comparisons: &'a [Comparison],
     pub pages: &'a [PageSource],
     pub env: &'a minijinja::Environment<'static>,
+}
+
+/// A series as the index lists it.
+#[derive(Debug, Serialize)]
+struct SeriesLink<'a> {
+    slug: &'a str,
+    name: String,
+    runs: usize,
+    regressions: usize,
 }
 
 impl SitePages<'_> {
     pub fn render_all(&self, sink: &mut dyn Sink) -> Result<RenderStats> {
         let mut stats = RenderStats::default();
         let cx = PageContext::new(self.env, self.pages, &self.site.runs, self.comparisons);
-        for run in &self.site.runs {
-            run_page::render(&cx, run, sink, &mut stats).with_context(|| format!("rendering run {}", run.id))?;
-        }
+        let mut rec = PageRecorder { inner: sink, pages: Vec::new() };
+        self.render_runs(&cx, &mut rec, &mut stats)?;
         for kind in GroupKind::ALL {
             for g in self.site.groups(kind) {
-                group_page::render(&cx, self.site, kind, g, sink, &mut stats)
+                group_page::render(&cx, self.site, kind, g, &mut rec, &mut stats)
                     .with_context(|| format!("rendering {} page {}", group_page::names(kind).1, g.slug))?;
             }
         }
-        for cmp in self.comparisons {
-            let run = |id: &str| self.site.run(id).expect("the site checked the comparison's runs");
-            let (a, b) = (run(&cmp.a_id), run(&cmp.b_id));
-            let html = compare_page::comparison_html(&cx, cmp, a, b, "../../", false)?;
-            put_page(sink, &format!("compare/{}/index.html", cmp.slug), &html, &mut stats)?;
-            let csv = compare_page::comparison_csv(cmp);
-            put_file(sink, &format!("compare/{}/comparison.csv", cmp.slug), &csv, &mut stats)?;
+        leaderboard_page::render_all(&cx, self.site, &mut rec, &mut stats).context("rendering the leaderboards")?;
+        for view in &self.site.paretos {
+            pareto_page::render(&cx, self.site, view, &mut rec, &mut stats).context("rendering a throughput view")?;
         }
-        self.render_index(&cx, sink, &mut stats)?;
-        self.render_text_pages(&cx, sink, &mut stats)?;
+        for s in &self.site.series {
+            series_page::render(&cx, self.site, s, &mut rec, &mut stats)
+                .with_context(|| format!("rendering series {}", s.slug))?;
+        }
+        let extra = series_page::step_comparisons(self.site, self.comparisons);
+        for cmp in self.comparisons.iter().chain(extra) {
+            series_page::render_comparison(&cx, self.site, cmp, &mut rec, &mut stats)
+                .with_context(|| format!("rendering comparison {}", cmp.slug))?;
+        }
+        self.render_index(&cx, &mut rec, &mut stats)?;
+        self.render_text_pages(&cx, &mut rec, &mut stats)?;
+        let PageRecorder { inner: sink, pages } = rec;
+        if let Some(base) = &self.settings.base_url {
+            feeds::render(&cx, base, &self.site.runs, &pages, sink, &mut stats)?;
+        }
         Ok(stats)
     }
 
+    /// Run pages in parallel batches, written in run order (output is the same at any
+    /// thread count).
+    fn render_runs(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        let site = self.site;
+        let ranks = run_page::Ranks::of(site);
+        for start in (0..site.runs.len()).step_by(RUN_BATCH) {
+            let end = (start + RUN_BATCH).min(site.runs.len());
+            let rendered: Vec<Result<(MemorySink, RenderStats)>> = (start..end)
+                .into_par_iter()
+                .map(|i| {
+                    let run = &site.runs[i];
+                    let (mut mem, mut st) = (MemorySink::default(), RenderStats::default());
+                    run_page::render(cx, run, Some(i), &ranks, &mut mem, &mut st)
+                        .with_context(|| format!("rendering run {}", run.id))?;
+                    Ok((mem, st))
+                })
+                .collect();
+            for r in rendered {
+                let (mem, st) = r?;
+                mem.drain_into(sink)?;
+                stats.add(&st);
+            }
+        }
+        Ok(())
+    }
+
     fn render_index(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
-        let runs: Vec<RunSummary> = self.site.runs.iter().map(|r| summary(r, 0)).collect();
+        let all: Vec<usize> = (0..self.site.runs.len()).collect();
+        let runs = listing::Listing { members: &all, dir: "", heading: "Runs", preset: None };
+        let listing = listing::render_listing(cx, &self.site.runs, &runs, sink, stats)?;
+        listing::render_index_data(cx, &self.site.runs, sink, stats)?;
+        let series: Vec<SeriesLink> = self
+            .site
+            .series
+            .iter()
+            .map(|s| SeriesLink {
+                slug: &s.slug,
+                name: series_title(s),
+                runs: s.runs.len(),
+                regressions: s.steps.iter().filter(|st| matches!(st.trend, Trend::Regression | Trend::Mixed)).count(),
+            })
+            .collect();
         let index = cx.env.get_template("index.html")?.render(context! {
             root => root(""),
             nav_pages => ser(&cx.nav),
-            runs => ser(&runs),
+            listing => listing,
             models => ser(&self.site.models),
             hardware => ser(&self.site.hardware),
             engines => ser(&self.site.engines),
             comparisons => ser(&cx.comparisons),
+            series => ser(&series),
         })?;
         put_page(sink, "index.html", &index, stats)
     }

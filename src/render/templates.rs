@@ -10,6 +10,7 @@ use minijinja::{AutoEscape, Environment, Value};
 use super::common::state_label;
 use super::heatmap;
 use crate::analysis::compare::CellState;
+use crate::format::SiteSettings;
 use crate::units::numbers;
 
 /// Default templates, compiled in so a bare binary builds a site.
@@ -23,12 +24,27 @@ pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
     ("glossary.html", include_str!("../../site-templates/glossary.html")),
     ("page.html", include_str!("../../site-templates/page.html")),
     ("404.html", include_str!("../../site-templates/404.html")),
+    ("list.html", include_str!("../../site-templates/list.html")),
+    ("leaderboards.html", include_str!("../../site-templates/leaderboards.html")),
+    ("leaderboard.html", include_str!("../../site-templates/leaderboard.html")),
+    ("pareto.html", include_str!("../../site-templates/pareto.html")),
+    ("series.html", include_str!("../../site-templates/series.html")),
+    ("sitemap.xml", include_str!("../../site-templates/sitemap.xml")),
+    ("feed.xml", include_str!("../../site-templates/feed.xml")),
 ];
 
 /// Builds the environment; `overrides` is a folder whose files replace defaults by name.
-pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>> {
+/// Every template sees the site's title and description.
+pub fn environment(overrides: Option<&Path>, settings: &SiteSettings) -> Result<Environment<'static>> {
     let mut env = Environment::new();
-    env.set_auto_escape_callback(|name| if name.ends_with(".html") { AutoEscape::Html } else { AutoEscape::None });
+    // XML is escaped as HTML is: `&`, `<`, `>` and both quotes become entities.
+    env.set_auto_escape_callback(|name| {
+        if name.ends_with(".html") || name.ends_with(".xml") {
+            AutoEscape::Html
+        } else {
+            AutoEscape::None
+        }
+    });
     // Lenient: optional fields of the data format are left out when absent, and a
     // template tests them for truth.
     for (name, source) in DEFAULT_TEMPLATES {
@@ -39,6 +55,8 @@ pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>> {
         env.add_template_owned(name.to_string(), source).with_context(|| format!("template {name} does not parse"))?;
     }
     register_filters(&mut env);
+    env.add_global("site_title", settings.title.clone());
+    env.add_global("site_description", settings.description.clone());
     Ok(env)
 }
 
@@ -58,10 +76,20 @@ fn register_filters(env: &mut Environment<'static>) {
     env.add_filter("ms1", figure(numbers::millis1));
     env.add_filter("s1", figure(numbers::seconds1));
     env.add_filter("int", figure(numbers::integer));
+    env.add_filter("usd", figure(numbers::dollars));
     env.add_filter("secs", figure(numbers::seconds_setting));
     env.add_filter("ctx", figure(|v| numbers::context_label(v as u32)));
     env.add_filter("status_label", |s: String| status_label(&s).to_string());
     env.add_filter("pct", figure(|v| format!("{}{:.1}%", if v > 0.0 { "+" } else { "" }, v)));
+    env.add_filter("trend_label", |s: String| {
+        match s.as_str() {
+            "improvement" => "Improvement",
+            "regression" => "Regression",
+            "mixed" => "Mixed",
+            _ => "Unchanged",
+        }
+        .to_string()
+    });
     env.add_filter("phase_label", |s: String| match s.as_str() {
         "prefill" => "Prefill".to_string(),
         _ => "Sustained decode".to_string(),

@@ -50,6 +50,16 @@ pub fn compact(v: f64) -> String {
     format!("{s}{suffix}")
 }
 
+/// Dollars: cents from a dollar up (`$1.25`), three significant digits below (`$0.0123`).
+pub fn dollars(v: f64) -> String {
+    if v.abs() >= 1.0 || v == 0.0 {
+        format!("${}", group_thousands(&format!("{v:.2}")))
+    } else {
+        let digits = (2 - v.abs().log10().floor() as i32).clamp(2, 8) as usize;
+        format!("${v:.digits$}")
+    }
+}
+
 /// Milliseconds as a whole number: `1,129 ms`.
 pub fn millis(v: f64) -> String {
     format!("{} ms", integer(v))
@@ -85,6 +95,16 @@ pub fn context_label(tokens: u32) -> String {
     }
 }
 
+/// A context as URLs write it: the label in lower case, without grouping (`8k`, `1.5k`, `1000`).
+pub fn context_slug(tokens: u32) -> String {
+    context_label(tokens).to_lowercase().replace(',', "")
+}
+
+/// `f(v)`, or the dash for an absent or non-finite figure.
+pub fn or_dash(v: Option<f64>, f: fn(f64) -> String) -> String {
+    v.filter(|x| x.is_finite()).map_or_else(|| DASH.to_string(), f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +124,9 @@ mod tests {
         assert_eq!(integer(140160.0), "140,160");
         assert_eq!(integer(12261.0), "12,261");
         assert_eq!(group_thousands("-1234567.25"), "-1,234,567.25");
+        assert_eq!(dollars(1234.5), "$1,234.50");
+        assert_eq!(dollars(0.3889), "$0.389");
+        assert_eq!(dollars(0.012345), "$0.0123");
     }
 
     #[test]
@@ -113,5 +136,8 @@ mod tests {
         assert_eq!(context_label(1536), "1.5K");
         assert_eq!(context_label(512), "512");
         assert_eq!(context_label(1000), "1,000");
+        assert_eq!(context_slug(8192), "8k");
+        assert_eq!(context_slug(1536), "1.5k");
+        assert_eq!(context_slug(1000), "1000");
     }
 }

@@ -9,8 +9,11 @@ use walkdir::WalkDir;
 
 use super::Sink;
 
-pub const DEFAULT_ASSETS: &[(&str, &str)] =
-    &[("style.css", include_str!("../../static/style.css")), ("favicon.svg", include_str!("../../static/favicon.svg"))];
+pub const DEFAULT_ASSETS: &[(&str, &str)] = &[
+    ("style.css", include_str!("../../static/style.css")),
+    ("favicon.svg", include_str!("../../static/favicon.svg")),
+    ("runs.js", include_str!("../../static/runs.js")),
+];
 
 /// Writes the assets under `static/` in the output. Returns how many files.
 pub fn write_assets(static_dir: Option<&Path>, sink: &mut dyn Sink) -> Result<usize> {

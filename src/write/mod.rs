@@ -19,6 +19,26 @@ pub trait Sink {
     fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()>;
 }
 
+/// Files kept in memory, in the order written: a page rendered on another thread, before it
+/// goes to the real sink.
+#[derive(Debug, Default)]
+pub struct MemorySink {
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+impl Sink for MemorySink {
+    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()> {
+        self.files.push((rel_path.to_string(), bytes.to_vec()));
+        Ok(())
+    }
+}
+
+impl MemorySink {
+    pub fn drain_into(self, sink: &mut dyn Sink) -> Result<()> {
+        self.files.into_iter().try_for_each(|(path, bytes)| sink.put(&path, &bytes))
+    }
+}
+
 /// Written into every output folder we build; a folder without it is never replaced.
 pub const MARKER: &str = ".speed-matrix-site";
 

@@ -1,0 +1,104 @@
+//! Leaderboards: for each decode cell key (context x concurrency) and each prefill context,
+//! every run that measured it, valid cells ranked, the rest listed apart and never ranked.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::run::{CellView, RunView};
+use crate::format::{Phase, Status};
+
+/// What a leaderboard ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum BoardKey {
+    // Prefill first: boards sort as the run page reads, prefill above decode.
+    Prefill { context: u32 },
+    Decode { context: u32, concurrency: u32 },
+}
+
+impl BoardKey {
+    pub fn of(cell: &CellView) -> BoardKey {
+        match cell.phase {
+            Phase::Prefill => BoardKey::Prefill { context: cell.context },
+            Phase::Decode => BoardKey::Decode { context: cell.context, concurrency: cell.concurrency },
+        }
+    }
+}
+
+/// A ranked run: its place and the figures it is ranked by.
+#[derive(Debug, Clone, Serialize)]
+pub struct BoardEntry {
+    /// Index into `SiteModel::runs`.
+    pub run: usize,
+    /// 1 is the best; equal values share a place (1, 2, 2, 4).
+    pub rank: usize,
+    /// Decode: total tok/s; prefill: prompt tok/s. What the rank is by.
+    pub score: f64,
+    pub tps_per_device: f64,
+    pub per_request_tps: Option<f64>,
+    pub ttft_ms: Option<f64>,
+}
+
+/// A run whose cell is there but not valid: listed, never ranked.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unranked {
+    pub run: usize,
+    pub status: Status,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Leaderboard {
+    pub key: BoardKey,
+    pub ranked: Vec<BoardEntry>,
+    pub unranked: Vec<Unranked>,
+}
+
+impl Leaderboard {
+    /// This run's place and the number ranked, if it is ranked here.
+    pub fn rank_of(&self, run: usize) -> Option<(usize, usize)> {
+        self.ranked.iter().find(|e| e.run == run).map(|e| (e.rank, self.ranked.len()))
+    }
+}
+
+/// What a valid cell is ranked by.
+fn score(cell: &CellView) -> Option<f64> {
+    match cell.phase {
+        Phase::Prefill => cell.figures.prompt_tps,
+        Phase::Decode => cell.figures.total_tps,
+    }
+    .filter(|v| v.is_finite())
+}
+
+/// Every leaderboard of the site, by key. `runs` are sorted by id, so ties list in id order.
+pub fn leaderboards(runs: &[RunView]) -> Vec<Leaderboard> {
+    let mut boards: BTreeMap<BoardKey, Leaderboard> = BTreeMap::new();
+    for (i, run) in runs.iter().enumerate() {
+        for cell in run.prefill.iter().chain(&run.decode) {
+            let key = BoardKey::of(cell);
+            let board = boards.entry(key).or_insert_with(|| Leaderboard { key, ranked: vec![], unranked: vec![] });
+            match score(cell).filter(|_| cell.status == Status::Valid) {
+                Some(score) => board.ranked.push(BoardEntry {
+                    run: i,
+                    rank: 0,
+                    score,
+                    tps_per_device: score / run.manifest.hardware.count.max(1) as f64,
+                    per_request_tps: cell.figures.per_request_tps,
+                    ttft_ms: cell.figures.ttft_ms,
+                }),
+                None => board.unranked.push(Unranked { run: i, status: cell.status }),
+            }
+        }
+    }
+    boards.into_values().map(rank).collect()
+}
+
+/// Sorts best first (stable: ties keep run order) and numbers the places.
+fn rank(mut board: Leaderboard) -> Leaderboard {
+    board.ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+    for i in 0..board.ranked.len() {
+        board.ranked[i].rank =
+            if i > 0 && board.ranked[i].score == board.ranked[i - 1].score { board.ranked[i - 1].rank } else { i + 1 };
+    }
+    board
+}

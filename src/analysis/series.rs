@@ -1,0 +1,180 @@
+//! Trends: runs of the same model, device, device count, engine and quantization form a
+//! series, ordered by engine version (release order) then date. Each step between
+//! neighbours is compared; a key figure that moved past the threshold makes the step a
+//! regression or an improvement.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::compare::{compare, Comparison, Verdict};
+use super::group::unique_slug;
+use super::pareto::ConfigKey;
+use super::run::RunView;
+use super::version::compare_versions;
+use crate::format::Status;
+
+/// The figures a series charts and judges each step by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyFigure {
+    PeakTotalTps,
+    SingleRequestTps,
+    /// Prefill tok/s at the series' shortest prefill context.
+    PrefillTps,
+}
+
+impl KeyFigure {
+    pub const ALL: [KeyFigure; 3] = [KeyFigure::PeakTotalTps, KeyFigure::SingleRequestTps, KeyFigure::PrefillTps];
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FigureChange {
+    pub figure: KeyFigure,
+    pub a: f64,
+    pub b: f64,
+    pub pct: f64,
+    pub verdict: Verdict,
+}
+
+/// How one step of a series reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trend {
+    Improvement,
+    Regression,
+    /// Some key figures better, some worse.
+    Mixed,
+    Unchanged,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesStep {
+    /// Indexes into `SiteModel::runs`.
+    pub from: usize,
+    pub to: usize,
+    pub trend: Trend,
+    pub changes: Vec<FigureChange>,
+    /// The two runs compared cell by cell; `None` when they share no cell.
+    pub comparison: Option<Comparison>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesView {
+    /// The page's folder name, unique across series.
+    pub slug: String,
+    pub model_id: String,
+    pub key: ConfigKey,
+    /// In release order, then by date, then id.
+    pub runs: Vec<usize>,
+    /// The context `KeyFigure::PrefillTps` is read at, if any run has a valid prefill.
+    pub prefill_context: Option<u32>,
+    /// `values[f][i]`: key figure `KeyFigure::ALL[f]` of `runs[i]`.
+    pub values: Vec<Vec<Option<f64>>>,
+    pub steps: Vec<SeriesStep>,
+}
+
+/// Every series of two or more runs (one run is no trend), by model then configuration.
+pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
+    let mut by_key: BTreeMap<(String, ConfigKey), Vec<usize>> = BTreeMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        by_key.entry((r.manifest.model.id.clone(), ConfigKey::of(r))).or_default().push(i);
+    }
+    let mut used = BTreeMap::new();
+    by_key
+        .into_iter()
+        .filter(|(_, members)| members.len() > 1)
+        .map(|((model_id, key), mut members)| {
+            members.sort_by(|&a, &b| release_order(&runs[a], &runs[b]));
+            let mut s = one_series(runs, model_id, key, members, threshold_pct);
+            s.slug = unique_slug(&mut used, &series_name(&s));
+            s
+        })
+        .collect()
+}
+
+fn release_order(a: &RunView, b: &RunView) -> Ordering {
+    compare_versions(&a.manifest.engine.version, &b.manifest.engine.version)
+        .then_with(|| a.manifest.started_at.cmp(&b.manifest.started_at))
+        .then_with(|| a.id.cmp(&b.id))
+}
+
+fn one_series(runs: &[RunView], model_id: String, key: ConfigKey, members: Vec<usize>, threshold: f64) -> SeriesView {
+    let prefill_context = members
+        .iter()
+        .flat_map(|&i| &runs[i].prefill)
+        .filter(|c| c.status == Status::Valid && c.figures.prompt_tps.is_some())
+        .map(|c| c.context)
+        .min();
+    let values: Vec<Vec<Option<f64>>> = KeyFigure::ALL
+        .iter()
+        .map(|&f| members.iter().map(|&i| key_figure(&runs[i], f, prefill_context)).collect())
+        .collect();
+    let steps = members
+        .windows(2)
+        .enumerate()
+        .map(|(n, pair)| {
+            let changes = changes(&values, n, threshold);
+            SeriesStep {
+                from: pair[0],
+                to: pair[1],
+                trend: trend(&changes),
+                changes,
+                comparison: compare(&runs[pair[0]], &runs[pair[1]], threshold).ok(),
+            }
+        })
+        .collect();
+    SeriesView { slug: String::new(), model_id, key, runs: members, prefill_context, values, steps }
+}
+
+/// `acme/Tiny-1B vllm FP8 4x H200`: what the slug is made from.
+fn series_name(s: &SeriesView) -> String {
+    let k = &s.key;
+    format!("{} {} {} {}x {}", s.model_id, k.engine, k.quantization.as_deref().unwrap_or(""), k.count, k.device)
+}
+
+pub fn key_figure(run: &RunView, figure: KeyFigure, prefill_context: Option<u32>) -> Option<f64> {
+    match figure {
+        KeyFigure::PeakTotalTps => run.headline.peak_total_tps,
+        KeyFigure::SingleRequestTps => run.headline.single_request_tps,
+        KeyFigure::PrefillTps => {
+            run.prefill_cell(prefill_context?).filter(|c| c.status == Status::Valid).and_then(|c| c.figures.prompt_tps)
+        }
+    }
+}
+
+/// The key figures of step `n` (runs n and n + 1) present on both sides; higher is better
+/// for all three.
+fn changes(values: &[Vec<Option<f64>>], n: usize, threshold: f64) -> Vec<FigureChange> {
+    KeyFigure::ALL
+        .iter()
+        .zip(values)
+        .filter_map(|(&figure, row)| {
+            let (a, b) = (row[n]?, row[n + 1]?);
+            if a <= 0.0 {
+                return None;
+            }
+            let pct = (b - a) / a * 100.0;
+            let verdict = if pct.abs() < threshold {
+                Verdict::Neutral
+            } else if pct > 0.0 {
+                Verdict::Better
+            } else {
+                Verdict::Worse
+            };
+            Some(FigureChange { figure, a, b, pct, verdict })
+        })
+        .collect()
+}
+
+fn trend(changes: &[FigureChange]) -> Trend {
+    let better = changes.iter().any(|c| c.verdict == Verdict::Better);
+    let worse = changes.iter().any(|c| c.verdict == Verdict::Worse);
+    match (better, worse) {
+        (true, true) => Trend::Mixed,
+        (true, false) => Trend::Improvement,
+        (false, true) => Trend::Regression,
+        (false, false) => Trend::Unchanged,
+    }
+}

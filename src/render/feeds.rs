@@ -1,0 +1,82 @@
+//! `sitemap.xml` and `feed.xml` (Atom, runs newest first): written only when `site.toml`
+//! has a `base_url`, since both need absolute addresses.
+
+use anyhow::Result;
+use minijinja::context;
+use serde::Serialize;
+
+use super::common::{put_file, ser, summary, PageContext, RenderStats};
+use super::listing::newest_first;
+use crate::analysis::RunView;
+use crate::write::Sink;
+
+/// Entries in the feed: the newest runs.
+pub const FEED_ENTRIES: usize = 50;
+
+/// A sink that remembers the HTML pages written through it, for the sitemap.
+pub struct PageRecorder<'a> {
+    pub inner: &'a mut dyn Sink,
+    pub pages: Vec<String>,
+}
+
+impl Sink for PageRecorder<'_> {
+    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()> {
+        if rel_path.ends_with(".html") && rel_path != "404.html" {
+            self.pages.push(rel_path.to_string());
+        }
+        self.inner.put(rel_path, bytes)
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Entry<'a> {
+    id: &'a str,
+    title: &'a str,
+    updated: String,
+    summary: String,
+}
+
+/// RFC 3339 in UTC from a manifest's start time; a bare date is its midnight, and a run
+/// without one sorts as the epoch (a feed entry must have a time).
+fn updated(run: &RunView) -> String {
+    let started = run.manifest.started_at.as_deref().unwrap_or("");
+    if let Ok(t) = started.parse::<jiff::Timestamp>() {
+        return t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    }
+    format!("{}T00:00:00Z", run.date.as_deref().unwrap_or("1970-01-01"))
+}
+
+pub fn render(
+    cx: &PageContext,
+    base_url: &str,
+    runs: &[RunView],
+    pages: &[String],
+    sink: &mut dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
+    let mut paths: Vec<String> = pages.iter().map(|p| p.strip_suffix("index.html").unwrap_or(p).to_string()).collect();
+    paths.sort();
+    let sitemap = cx.env.get_template("sitemap.xml")?.render(context! { base_url => base_url, pages => paths })?;
+    put_file(sink, "sitemap.xml", &sitemap, stats)?;
+    let all: Vec<usize> = (0..runs.len()).collect();
+    let entries: Vec<Entry> = newest_first(runs, &all)
+        .into_iter()
+        .take(FEED_ENTRIES)
+        .map(|i| {
+            let s = summary(&runs[i], &cx.titles[i]);
+            let peak = s.peak_at.as_ref().map(|at| format!("peak {} total tok/s at {at}", s.peak_text));
+            Entry {
+                id: &runs[i].id,
+                title: &cx.titles[i],
+                updated: updated(&runs[i]),
+                summary: peak.unwrap_or_else(|| "no valid decode cell".into()),
+            }
+        })
+        .collect();
+    let newest = entries.iter().map(|e| e.updated.clone()).max().unwrap_or_else(|| "1970-01-01T00:00:00Z".into());
+    let feed = cx
+        .env
+        .get_template("feed.xml")?
+        .render(context! { base_url => base_url, updated => newest, entries => ser(&entries) })?;
+    put_file(sink, "feed.xml", &feed, stats)
+}

@@ -1,0 +1,190 @@
+//! Leaderboards: `leaderboards/index.html` (every board), and one page per decode cell key
+//! (`leaderboards/8k-x64/`) and prefill context (`leaderboards/prefill-8k/`), ranked rows
+//! first, cells that were not valid listed apart, the whole board as `board.csv`.
+
+use anyhow::Result;
+use minijinja::context;
+use serde::Serialize;
+
+use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
+use super::downloads::CsvWriter;
+use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
+use crate::units::numbers::{self, context_label, context_slug};
+use crate::write::Sink;
+
+/// Ranked rows a board's page shows; the rest are in its CSV.
+pub const BOARD_ROWS: usize = 100;
+
+/// The board's folder name under `leaderboards/`.
+pub fn board_slug(key: BoardKey) -> String {
+    match key {
+        BoardKey::Decode { context, concurrency } => format!("{}-x{concurrency}", context_slug(context)),
+        BoardKey::Prefill { context } => format!("prefill-{}", context_slug(context)),
+    }
+}
+
+/// `8K × 64` or `Prefill 8K`.
+pub fn board_name(key: BoardKey) -> String {
+    match key {
+        BoardKey::Decode { context, concurrency } => format!("{} × {concurrency}", context_label(context)),
+        BoardKey::Prefill { context } => format!("Prefill {}", context_label(context)),
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Row<'a> {
+    rank: usize,
+    id: &'a str,
+    title: &'a str,
+    device: &'a str,
+    count: u32,
+    engine: String,
+    score: f64,
+    tps_per_device: f64,
+    per_request_tps: Option<f64>,
+    ttft_ms: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Apart<'a> {
+    id: &'a str,
+    title: &'a str,
+    status: crate::format::Status,
+}
+
+#[derive(Debug, Serialize)]
+struct BoardLink {
+    slug: String,
+    name: String,
+    context: u32,
+    concurrency: Option<u32>,
+    ranked: usize,
+}
+
+fn engine_text(run: &RunView) -> String {
+    let e = &run.manifest.engine;
+    match &e.quantization {
+        Some(q) => format!("{} {} · {q}", e.name, e.version),
+        None => format!("{} {}", e.name, e.version),
+    }
+}
+
+pub fn render_all(cx: &PageContext, site: &SiteModel, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
+    for board in &site.leaderboards {
+        render_board(cx, site, board, sink, stats)?;
+    }
+    let links: Vec<BoardLink> = site
+        .leaderboards
+        .iter()
+        .map(|b| {
+            let (context, concurrency) = match b.key {
+                BoardKey::Decode { context, concurrency } => (context, Some(concurrency)),
+                BoardKey::Prefill { context } => (context, None),
+            };
+            BoardLink { slug: board_slug(b.key), name: board_name(b.key), context, concurrency, ranked: b.ranked.len() }
+        })
+        .collect();
+    let mut columns: Vec<u32> = links.iter().filter_map(|l| l.concurrency).collect();
+    columns.sort_unstable();
+    columns.dedup();
+    let mut contexts: Vec<u32> = links.iter().filter(|l| l.concurrency.is_some()).map(|l| l.context).collect();
+    contexts.sort_unstable();
+    contexts.dedup();
+    let html = cx.env.get_template("leaderboards.html")?.render(context! {
+        root => root("../"),
+        nav_pages => ser(&cx.nav),
+        boards => ser(&links),
+        columns => columns,
+        contexts => contexts,
+    })?;
+    put_page(sink, "leaderboards/index.html", &html, stats)
+}
+
+fn render_board(
+    cx: &PageContext,
+    site: &SiteModel,
+    board: &Leaderboard,
+    sink: &mut dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
+    let rows: Vec<Row> = board
+        .ranked
+        .iter()
+        .map(|e| {
+            let run = &site.runs[e.run];
+            Row {
+                rank: e.rank,
+                id: &run.id,
+                title: &cx.titles[e.run],
+                device: &run.manifest.hardware.device,
+                count: run.manifest.hardware.count,
+                engine: engine_text(run),
+                score: e.score,
+                tps_per_device: e.tps_per_device,
+                per_request_tps: e.per_request_tps,
+                ttft_ms: e.ttft_ms,
+            }
+        })
+        .collect();
+    let apart: Vec<Apart> = board
+        .unranked
+        .iter()
+        .map(|u| Apart { id: &site.runs[u.run].id, title: &cx.titles[u.run], status: u.status })
+        .collect();
+    let slug = board_slug(board.key);
+    let dir = format!("leaderboards/{slug}");
+    put_file(sink, &format!("{dir}/board.csv"), &board_csv(board.key, &rows, &apart), stats)?;
+    let html = cx.env.get_template("leaderboard.html")?.render(context! {
+        root => root("../../"),
+        nav_pages => ser(&cx.nav),
+        name => board_name(board.key),
+        prefill => matches!(board.key, BoardKey::Prefill { .. }),
+        context_tokens => numbers::integer(match board.key {
+            BoardKey::Decode { context, .. } | BoardKey::Prefill { context } => context as f64,
+        }),
+        ranked_total => rows.len(),
+        rows => ser(&rows[..rows.len().min(BOARD_ROWS)]),
+        apart => ser(&apart[..apart.len().min(BOARD_ROWS)]),
+        apart_total => apart.len(),
+    })?;
+    put_page(sink, &format!("{dir}/index.html"), &html, stats)
+}
+
+fn board_csv(key: BoardKey, rows: &[Row], apart: &[Apart]) -> String {
+    let score = match key {
+        BoardKey::Decode { .. } => "total_tps",
+        BoardKey::Prefill { .. } => "prompt_tps",
+    };
+    let mut w = CsvWriter::new(&[
+        "rank",
+        "run_id",
+        "status",
+        "device",
+        "count",
+        "engine",
+        score,
+        "tps_per_device",
+        "per_request_tps",
+        "ttft_ms",
+    ]);
+    let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    for r in rows {
+        w.row(vec![
+            r.rank.to_string(),
+            r.id.into(),
+            "valid".into(),
+            r.device.into(),
+            r.count.to_string(),
+            r.engine.clone(),
+            r.score.to_string(),
+            r.tps_per_device.to_string(),
+            opt(r.per_request_tps),
+            opt(r.ttft_ms),
+        ]);
+    }
+    for a in apart {
+        let status = serde_json::to_value(a.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        w.row(vec![String::new(), a.id.into(), status]);
+    }
+    w.finish()
+}

@@ -1,0 +1,194 @@
+//! Trend pages (`series/<slug>/`): the runs of one model, device, count, engine and
+//! quantization in release order, the key figures charted across versions, each step judged,
+//! a flagged step linked to its comparison page (built here when `compare.json` lacks it),
+//! and every decode cell across versions.
+
+use anyhow::Result;
+use minijinja::context;
+use serde::Serialize;
+
+use super::charts::{line_chart, ChartSpec, Series, XAxis};
+use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
+use super::compare_page;
+use super::pareto_page::config_name;
+use crate::analysis::series::{KeyFigure, Trend};
+use crate::analysis::{Comparison, RunView, SeriesView, SiteModel};
+use crate::format::Status;
+use crate::units::numbers::context_label;
+use crate::write::Sink;
+
+/// Runs a per-cell chart follows (the latest ones); the table keeps them all.
+pub const CELL_CHART_RUNS: usize = 50;
+
+pub fn figure_name(f: KeyFigure) -> &'static str {
+    match f {
+        KeyFigure::PeakTotalTps => "Peak total tok/s",
+        KeyFigure::SingleRequestTps => "Single-request tok/s",
+        KeyFigure::PrefillTps => "Prefill tok/s",
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct StepView<'a> {
+    trend: Trend,
+    /// `compare/<slug>/` where the step is flagged and comparable.
+    comparison: Option<&'a str>,
+    changes: Vec<(&'static str, f64)>,
+}
+
+#[derive(Debug, Serialize)]
+struct RunRow<'a> {
+    id: &'a str,
+    title: &'a str,
+    version: &'a str,
+    date: Option<&'a str>,
+    values: Vec<Option<f64>>,
+    /// The step from the previous run; none for the first.
+    step: Option<StepView<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct CellRow {
+    label: String,
+    first: Option<f64>,
+    last: Option<f64>,
+    measured: usize,
+    chart: String,
+}
+
+/// Whether a step gets a link to a comparison page.
+fn flagged(trend: Trend) -> bool {
+    trend != Trend::Unchanged
+}
+
+/// The comparison pages the series need beyond `listed` (deduplicated by slug).
+pub fn step_comparisons<'a>(site: &'a SiteModel, listed: &[Comparison]) -> Vec<&'a Comparison> {
+    let mut out: Vec<&Comparison> = Vec::new();
+    for s in &site.series {
+        for step in s.steps.iter().filter(|s| flagged(s.trend)) {
+            if let Some(c) = &step.comparison {
+                if !listed.iter().any(|l| l.slug == c.slug) && !out.iter().any(|o| o.slug == c.slug) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Writes a comparison page and its CSV.
+pub fn render_comparison(
+    cx: &PageContext,
+    site: &SiteModel,
+    cmp: &Comparison,
+    sink: &mut dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
+    let run = |id: &str| site.run(id).expect("comparisons are of the site's runs");
+    let html = compare_page::comparison_html(cx, cmp, run(&cmp.a_id), run(&cmp.b_id), "../../", false)?;
+    put_page(sink, &format!("compare/{}/index.html", cmp.slug), &html, stats)?;
+    put_file(sink, &format!("compare/{}/comparison.csv", cmp.slug), &compare_page::comparison_csv(cmp), stats)
+}
+
+pub fn render(
+    cx: &PageContext,
+    site: &SiteModel,
+    s: &SeriesView,
+    sink: &mut dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
+    let runs: Vec<&RunView> = s.runs.iter().map(|&i| &site.runs[i]).collect();
+    let versions: Vec<String> = runs.iter().map(|r| r.manifest.engine.version.clone()).collect();
+    let rows: Vec<RunRow> = s
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(n, &i)| RunRow {
+            id: &site.runs[i].id,
+            title: &cx.titles[i],
+            version: &site.runs[i].manifest.engine.version,
+            date: site.runs[i].date.as_deref(),
+            values: s.values.iter().map(|v| v[n]).collect(),
+            step: n.checked_sub(1).map(|k| step_view(s, k)),
+        })
+        .collect();
+    let charts: Vec<(&str, String)> = KeyFigure::ALL
+        .iter()
+        .zip(&s.values)
+        .map(|(&f, values)| (figure_name(f), trend_chart(figure_name(f), &versions, values)))
+        .collect();
+    let cells = cell_rows(&runs, &versions);
+    stats.charts +=
+        charts.iter().filter(|c| !c.1.is_empty()).count() + cells.iter().filter(|c| !c.chart.is_empty()).count();
+    let regressions = s.steps.iter().filter(|st| matches!(st.trend, Trend::Regression | Trend::Mixed)).count();
+    let html = cx.env.get_template("series.html")?.render(context! {
+        root => root("../../"),
+        nav_pages => ser(&cx.nav),
+        name => series_title(s),
+        model_slug => &runs[0].slugs.model_slug,
+        figures => KeyFigure::ALL.iter().map(|&f| figure_name(f)).collect::<Vec<_>>(),
+        prefill_context => s.prefill_context.map(context_label),
+        rows => ser(&rows),
+        charts => ser(&charts),
+        cells => ser(&cells),
+        regressions => regressions,
+        cell_chart_runs => CELL_CHART_RUNS,
+    })?;
+    put_page(sink, &format!("series/{}/index.html", s.slug), &html, stats)
+}
+
+/// `Tiny-1B on 4× H200 SXM · vllm · FP8`.
+pub fn series_title(s: &SeriesView) -> String {
+    format!("{} on {}", crate::units::model_display_name(&s.model_id), config_name(&s.key))
+}
+
+fn step_view(s: &SeriesView, k: usize) -> StepView<'_> {
+    let step = &s.steps[k];
+    StepView {
+        trend: step.trend,
+        comparison: step.comparison.as_ref().filter(|_| flagged(step.trend)).map(|c| c.slug.as_str()),
+        changes: step.changes.iter().map(|c| (figure_name(c.figure), c.pct)).collect(),
+    }
+}
+
+fn trend_chart(name: &str, versions: &[String], values: &[Option<f64>]) -> String {
+    let points: Vec<(f64, f64)> = values.iter().enumerate().filter_map(|(i, v)| Some((i as f64, (*v)?))).collect();
+    if points.len() < 2 {
+        return String::new();
+    }
+    let series = [Series { label: name.to_string(), points, point_labels: vec![] }];
+    line_chart(&ChartSpec {
+        x_axis: XAxis::Linear,
+        x_desc: "engine version (release order)",
+        y_desc: name,
+        series: &series,
+        legend: false,
+        x_names: Some(versions),
+    })
+}
+
+/// Every decode cell any run of the series has: first and last valid total tok/s, and a
+/// chart across the latest `CELL_CHART_RUNS` runs.
+fn cell_rows(runs: &[&RunView], versions: &[String]) -> Vec<CellRow> {
+    let mut keys: Vec<(u32, u32)> =
+        runs.iter().flat_map(|r| r.decode.iter().map(|c| (c.context, c.concurrency))).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let skip = runs.len().saturating_sub(CELL_CHART_RUNS);
+    keys.into_iter()
+        .map(|(ctx, c)| {
+            let values: Vec<Option<f64>> = runs
+                .iter()
+                .map(|r| r.decode_cell(ctx, c).filter(|d| d.status == Status::Valid).and_then(|d| d.figures.total_tps))
+                .collect();
+            let label = format!("{} × {c}", context_label(ctx));
+            CellRow {
+                chart: trend_chart(&format!("total tok/s at {label}"), &versions[skip..], &values[skip..]),
+                first: values.iter().flatten().next().copied(),
+                last: values.iter().flatten().last().copied(),
+                measured: values.iter().flatten().count(),
+                label,
+            }
+        })
+        .collect()
+}
