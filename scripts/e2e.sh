@@ -77,10 +77,25 @@ CHECKS=$(cat <<JSON
   {"name": "run-cpu-e2e", "path": "/runs/e2e-llamacpp/", "heatmap_cells": 6, "looped": 0, "over_capacity": 2, "svg": "#prefill svg"},
   {"name": "model", "path": "/models/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},
   {"name": "compare", "path": "/compare/$VLLM_RUN--$SGLANG_RUN/", "svg": "figure.chart svg"},
-  {"name": "methodology", "path": "/glossary/"}
+  {"name": "methodology", "path": "/glossary/"},
+  {"name": "leaderboards", "path": "/leaderboards/"},
+  {"name": "leaderboard", "path": "/leaderboards/8k-x64/"},
+  {"name": "pareto", "path": "/pareto/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},
+  {"name": "series", "path": "/series/huggingfacetb-smollm2-135m-instruct-llama-cpp-q4-1-1x-amd-epyc-2-cores/", "svg": "figure.chart svg"}
 ]
 JSON
 )
 mkdir -p target/screenshots
 node tests/browser/check.mjs "$BASE" "$ROOT/target/screenshots" "$CHECKS"
+kill "$SERVE"; wait "$SERVE" 2>/dev/null || true; SERVE=
+
+step "runs listing script: 230 runs, over HTTP and from file://"
+scripts/many-runs.sh "$WORK/many"
+(cd "$WORK/many" && "$SITE" build >/dev/null)
+(cd "$WORK/many" && exec "$SITE" serve --port 0 >"$WORK/many-serve.log" 2>&1) &
+SERVE=$!
+for _ in $(seq 1 100); do grep -q 'Serving .* at http' "$WORK/many-serve.log" && break; sleep 0.1; done
+BASE=$(sed -n 's/^Serving .* at \(http[^ ]*\)\/ .*/\1/p' "$WORK/many-serve.log" | head -1)
+[ -n "$BASE" ] || { cat "$WORK/many-serve.log" >&2; echo "e2e: site serve printed no URL" >&2; exit 1; }
+node tests/browser/listing.mjs "$BASE" "$WORK/many/public"
 echo "e2e: screenshots in target/screenshots/"

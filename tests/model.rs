@@ -7,7 +7,8 @@ use std::path::Path;
 
 use common::copy_dir;
 use speed_matrix::analysis::compare::{CellState, Verdict};
-use speed_matrix::analysis::{FigureSource, GroupKind};
+use speed_matrix::analysis::series::{KeyFigure, Trend};
+use speed_matrix::analysis::{BoardKey, FigureSource, GroupKind};
 use speed_matrix::format::Status;
 use speed_matrix::site::{Site, SiteConfig};
 
@@ -19,9 +20,117 @@ fn load(fixture: &str) -> Site {
         out_dir: out.path().join("public"),
         templates_dir: None,
         static_dir: None,
-        settings_file: None,
+        // A fixture's own site.toml, where it has one.
+        settings_file: Some(root.join("site.toml")),
     })
     .unwrap()
+}
+
+fn ids(site: &Site, runs: &[usize]) -> Vec<String> {
+    runs.iter().map(|&i| site.model.runs[i].id.clone()).collect()
+}
+
+#[test]
+fn series_follow_release_order_and_judge_each_step() {
+    let site = load("series");
+    assert_eq!(site.settings.title, "Tiny lab");
+    let names: Vec<&str> = site.model.series.iter().map(|s| s.slug.as_str()).collect();
+    assert_eq!(names, ["acme-tiny-1b-sglang-fp8-2x-h100-sxm", "acme-tiny-1b-vllm-fp8-2x-h100-sxm"]);
+    let vllm = &site.model.series[1];
+    // 0.10 after 0.9.2 (not as text); the undated 0.9.2 by its version; equal versions by time.
+    assert_eq!(
+        ids(&site, &vllm.runs),
+        ["c-vllm-0.9.1", "a-vllm-0.9.2", "b-vllm-0.10.0", "e-vllm-0.10.0-rerun", "d-vllm-0.11.0"]
+    );
+    let trends: Vec<Trend> = vllm.steps.iter().map(|s| s.trend).collect();
+    assert_eq!(trends, [Trend::Unchanged, Trend::Improvement, Trend::Unchanged, Trend::Regression]);
+    // The regression: peak 470 -> 300 (-36.2%), single request 108 -> 100 (-7.4%), prefill
+    // 20,100 -> 19,900 (-1.0%, inside the 5% threshold).
+    let last = &vllm.steps[3];
+    let changes: Vec<(KeyFigure, Verdict, String)> =
+        last.changes.iter().map(|c| (c.figure, c.verdict, format!("{:.1}", c.pct))).collect();
+    assert_eq!(
+        changes,
+        [
+            (KeyFigure::PeakTotalTps, Verdict::Worse, "-36.2".to_string()),
+            (KeyFigure::SingleRequestTps, Verdict::Worse, "-7.4".to_string()),
+            (KeyFigure::PrefillTps, Verdict::Neutral, "-1.0".to_string()),
+        ]
+    );
+    assert_eq!(last.comparison.as_ref().unwrap().slug, "e-vllm-0.10.0-rerun--d-vllm-0.11.0");
+    assert_eq!(vllm.prefill_context, Some(8192));
+    // A looped peak cell leaves the run's peak to its valid cells: 80 -> 480.
+    let sglang = &site.model.series[0];
+    assert_eq!(ids(&site, &sglang.runs), ["g-sglang-0.4.0", "f-sglang-0.5.0"]);
+    assert_eq!(sglang.values[0], [Some(80.0), Some(480.0)]);
+    assert_eq!(sglang.steps[0].trend, Trend::Improvement);
+}
+
+#[test]
+fn leaderboards_rank_valid_cells_share_places_on_ties_and_list_the_rest_apart() {
+    let site = load("series");
+    let board = site.model.leaderboard(BoardKey::Decode { context: 8192, concurrency: 4 }).unwrap();
+    let ranked: Vec<(usize, String, f64, f64)> =
+        board.ranked.iter().map(|e| (e.rank, site.model.runs[e.run].id.clone(), e.score, e.tps_per_device)).collect();
+    let row = |rank, id: &str, score: f64| (rank, id.to_string(), score, score / 2.0);
+    assert_eq!(
+        ranked,
+        [
+            row(1, "b-vllm-0.10.0", 480.0),
+            row(1, "f-sglang-0.5.0", 480.0),
+            row(3, "e-vllm-0.10.0-rerun", 470.0),
+            row(4, "a-vllm-0.9.2", 400.0),
+            row(4, "c-vllm-0.9.1", 400.0),
+            row(6, "d-vllm-0.11.0", 300.0),
+        ]
+    );
+    let apart: Vec<(String, Status)> =
+        board.unranked.iter().map(|u| (site.model.runs[u.run].id.clone(), u.status)).collect();
+    assert_eq!(apart, [("g-sglang-0.4.0".to_string(), Status::Looped)]);
+    // Prefill boards come first, then decode boards by context and concurrency.
+    let keys: Vec<BoardKey> = site.model.leaderboards.iter().map(|b| b.key).collect();
+    assert_eq!(
+        keys,
+        [
+            BoardKey::Prefill { context: 8192 },
+            BoardKey::Decode { context: 8192, concurrency: 1 },
+            BoardKey::Decode { context: 8192, concurrency: 4 },
+        ]
+    );
+}
+
+#[test]
+fn the_pareto_view_draws_each_configurations_frontier_and_its_cost() {
+    let site = load("series");
+    let view = &site.model.paretos[0];
+    assert!(view.priced);
+    let ctx = &view.contexts[0];
+    assert_eq!(ctx.context, 8192);
+    let engines: Vec<&str> = ctx.configs.iter().map(|c| c.key.engine.as_str()).collect();
+    assert_eq!(engines, ["sglang", "vllm"]);
+    let sglang = &ctx.configs[0];
+    // Points by per-request tok/s: g at 1 (80), f at 1 (90), f at 4 (120 per request, 240 per
+    // device): the last is better on both axes than the others.
+    let xy: Vec<(f64, f64)> = sglang.points.iter().map(|p| (p.per_request_tps, p.tps_per_device)).collect();
+    assert_eq!(xy, [(80.0, 40.0), (90.0, 45.0), (120.0, 240.0)]);
+    assert_eq!(sglang.frontier, [2]);
+    // $2 per device-hour x 2 devices / 3600 s / 480 tok/s x 1e6 = $2.31 per million tokens.
+    let cost = sglang.points[2].usd_per_mtok.unwrap();
+    assert!((cost - 2.0 * 2.0 / 3600.0 / 480.0 * 1e6).abs() < 1e-9, "{cost}");
+    assert_eq!(sglang.cost_frontier, [2]);
+    assert_eq!(ctx.configs[1].points.len(), 10, "every valid decode cell of the five vllm runs");
+}
+
+#[test]
+fn listing_titles_tell_every_run_apart() {
+    let site = load("series");
+    let titles = speed_matrix::render::common::listing_titles(&site.model.runs);
+    let by_id: Vec<(String, String)> = site.model.runs.iter().map(|r| r.id.clone()).zip(titles).collect();
+    let title = |id: &str| by_id.iter().find(|(i, _)| i == id).unwrap().1.clone();
+    assert_eq!(title("a-vllm-0.9.2"), "Tiny-1B · vllm 0.9.2 · 2× H100 SXM · a-vllm-0.9.2");
+    assert_eq!(title("c-vllm-0.9.1"), "Tiny-1B · vllm 0.9.1 · 2× H100 SXM · 2026-01-15");
+    assert_eq!(title("b-vllm-0.10.0"), "Tiny-1B · vllm 0.10.0 · 2× H100 SXM · 2026-03-01 · b-vllm-0.10.0");
+    assert_eq!(title("e-vllm-0.10.0-rerun"), "Tiny-1B · vllm 0.10.0 · 2× H100 SXM · 2026-03-01 · e-vllm-0.10.0-rerun");
 }
 
 #[test]

@@ -22,6 +22,10 @@ pub struct RunView {
     pub model_name: String,
     /// `2026-11-30`: the day the run started, where the manifest says so in RFC 3339.
     pub date: Option<String>,
+    /// When the run started, for ordering runs in time (a bare date counts as its midnight
+    /// in UTC).
+    #[serde(skip)]
+    pub started: Option<jiff::Timestamp>,
     /// Folder names of the run's model, hardware and engine pages.
     #[serde(flatten)]
     pub slugs: RunSlugs,
@@ -199,6 +203,7 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
         manifest: m.clone(),
         model_name: crate::units::model_display_name(&m.model.id),
         date: m.started_at.as_deref().and_then(date_of),
+        started: m.started_at.as_deref().and_then(start_time),
         slugs,
         prefill,
         decode,
@@ -213,6 +218,14 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
 fn date_of(started_at: &str) -> Option<String> {
     let day = started_at.get(..10)?;
     day.parse::<jiff::civil::Date>().ok().map(|d| d.to_string())
+}
+
+fn start_time(started_at: &str) -> Option<jiff::Timestamp> {
+    if let Ok(t) = started_at.parse::<jiff::Timestamp>() {
+        return Some(t);
+    }
+    let day: jiff::civil::Date = started_at.get(..10)?.parse().ok()?;
+    day.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
 }
 
 pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {

@@ -96,7 +96,7 @@ pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
 
 fn release_order(a: &RunView, b: &RunView) -> Ordering {
     compare_versions(&a.manifest.engine.version, &b.manifest.engine.version)
-        .then_with(|| a.manifest.started_at.cmp(&b.manifest.started_at))
+        .then_with(|| a.started.cmp(&b.started))
         .then_with(|| a.id.cmp(&b.id))
 }
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 const MAX_SETTINGS_BYTES: u64 = 1 << 20;
 use serde::{Deserialize, Serialize};
@@ -45,7 +45,7 @@ impl SiteSettings {
             return Ok(SiteSettings::default());
         }
         let text = crate::fsutil::read_data_file(path, MAX_SETTINGS_BYTES)?;
-        SiteSettings::parse(&text).with_context(|| format!("{}", path.display()))
+        SiteSettings::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
     pub fn parse(text: &str) -> Result<SiteSettings> {

@@ -5,7 +5,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::units::numbers;
+use crate::units::{numbers, xml_escape};
 
 /// Distinguishable on light and dark backgrounds (Okabe-Ito, without black).
 const PALETTE: [RGBColor; 7] = [
@@ -302,11 +302,10 @@ fn marker(shape: &str, x: i32, y: i32, r: i32, fill: &str) -> String {
 fn push_linked(marks: &mut String, open: &str, p: &ScatterPoint) {
     use std::fmt::Write as _;
     let tag = open[1..].split(' ').next().unwrap_or("circle");
-    let title = minijinja::HtmlEscape(&p.title);
+    let title = xml_escape(&p.title);
     match &p.href {
         Some(href) => {
-            let _ =
-                write!(marks, "<a href=\"{}\">{open}<title>{title}</title></{tag}></a>", minijinja::HtmlEscape(href));
+            let _ = write!(marks, "<a href=\"{}\">{open}<title>{title}</title></{tag}></a>", xml_escape(href));
         }
         None => {
             let _ = write!(marks, "{open}<title>{title}</title></{tag}>");

@@ -18,10 +18,8 @@ pub const PAGE_SIZE: usize = 100;
 /// Run indexes newest first (undated runs last), then by id.
 pub fn newest_first(runs: &[RunView], members: &[usize]) -> Vec<usize> {
     let mut order = members.to_vec();
-    order.sort_by(|&a, &b| {
-        let (ra, rb) = (&runs[a], &runs[b]);
-        rb.date.is_some().cmp(&ra.date.is_some()).then_with(|| rb.date.cmp(&ra.date)).then_with(|| ra.id.cmp(&rb.id))
-    });
+    // `None` sorts first ascending, so descending puts it last.
+    order.sort_by(|&a, &b| runs[b].started.cmp(&runs[a].started).then_with(|| runs[a].id.cmp(&runs[b].id)));
     order
 }
 
@@ -33,13 +31,6 @@ pub struct Preset {
     pub value: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
-struct PagerLink {
-    number: usize,
-    href: String,
-    current: bool,
-}
-
 /// One page of a listing as the `runs_table` macro takes it.
 #[derive(Debug, Serialize)]
 struct ListingPage<'a> {
@@ -47,7 +38,11 @@ struct ListingPage<'a> {
     total: usize,
     first: usize,
     last: usize,
-    pager: Vec<PagerLink>,
+    /// 1..=pages when there is more than one page.
+    pager: Vec<usize>,
+    number: usize,
+    /// Whether this page is a `list/N/` page (its links to the others differ).
+    on_list_page: bool,
     preset: Option<&'a Preset>,
 }
 
@@ -75,11 +70,9 @@ pub fn render_listing(
         let rows: Vec<RunSummary> =
             order.iter().skip((n - 1) * PAGE_SIZE).take(PAGE_SIZE).map(|&i| summary(&runs[i], &cx.titles[i])).collect();
         let first = ((n - 1) * PAGE_SIZE + 1).min(order.len());
-        let pager = (1..=pages)
-            .filter(|_| pages > 1)
-            .map(|k| PagerLink { number: k, href: pager_href(k, from_list_page), current: k == n })
-            .collect();
-        ListingPage { last: first + rows.len().saturating_sub(1), rows, total: order.len(), first, pager, preset }
+        let pager = (1..=pages).filter(|_| pages > 1).collect();
+        let last = first + rows.len().saturating_sub(1);
+        ListingPage { last, rows, total: order.len(), first, pager, number: n, on_list_page: from_list_page, preset }
     };
     let depth = dir.matches('/').count();
     for n in 2..=pages {
@@ -93,16 +86,6 @@ pub fn render_listing(
         put_page(sink, &format!("{dir}list/{n}/index.html"), &html, stats)?;
     }
     Ok(ser(page(1, false)))
-}
-
-/// Page `k`'s address from the first page or from a `list/N/` page.
-fn pager_href(k: usize, from_list_page: bool) -> String {
-    match (k, from_list_page) {
-        (1, false) => "index.html".into(),
-        (1, true) => "../../index.html".into(),
-        (k, false) => format!("list/{k}/index.html"),
-        (k, true) => format!("../{k}/index.html"),
-    }
 }
 
 /// `index.json` (every run, newest first) and `index.js`, the same data as a script the

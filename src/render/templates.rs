@@ -11,7 +11,7 @@ use super::common::state_label;
 use super::heatmap;
 use crate::analysis::compare::CellState;
 use crate::format::SiteSettings;
-use crate::units::numbers;
+use crate::units::{numbers, xml_escape};
 
 /// Default templates, compiled in so a bare binary builds a site.
 pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
@@ -33,17 +33,27 @@ pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
     ("feed.xml", include_str!("../../site-templates/feed.xml")),
 ];
 
+/// The auto-escape of `.xml` templates (sitemap, feed): XML's five entities only.
+const XML: &str = "xml";
+
 /// Builds the environment; `overrides` is a folder whose files replace defaults by name.
 /// Every template sees the site's title and description.
 pub fn environment(overrides: Option<&Path>, settings: &SiteSettings) -> Result<Environment<'static>> {
     let mut env = Environment::new();
-    // XML is escaped as HTML is: `&`, `<`, `>` and both quotes become entities.
     env.set_auto_escape_callback(|name| {
-        if name.ends_with(".html") || name.ends_with(".xml") {
+        if name.ends_with(".html") {
             AutoEscape::Html
+        } else if name.ends_with(".xml") {
+            AutoEscape::Custom(XML.into())
         } else {
             AutoEscape::None
         }
+    });
+    env.set_formatter(|out, state, value| {
+        if matches!(state.auto_escape(), AutoEscape::Custom(name) if name == XML) && !value.is_safe() {
+            return out.write_str(&xml_escape(&value.to_string())).map_err(minijinja::Error::from);
+        }
+        minijinja::escape_formatter(out, state, value)
     });
     // Lenient: optional fields of the data format are left out when absent, and a
     // template tests them for truth.

@@ -27,6 +27,26 @@ pub fn slugify(name: &str) -> String {
     out
 }
 
+/// Text for XML (SVG elements, the sitemap, the feed): the five characters XML reserves as
+/// entities, everything else as it is.
+pub fn xml_escape(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['&', '<', '>', '"', '\'']) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
 /// `stepfun-ai/Step-3.5-Flash` -> `Step-3.5-Flash`.
 pub fn model_display_name(id: &str) -> String {
     id.rsplit('/').find(|s| !s.is_empty()).unwrap_or(id).to_string()

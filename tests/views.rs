@@ -1,0 +1,169 @@
+//! The views across runs, built by the real binary: leaderboards, throughput against
+//! interactivity with cost, trend series with their comparisons, paginated listings with
+//! their data file, site.toml, the sitemap and the feed.
+
+mod common;
+
+use std::fs;
+
+use common::{assert_ok, copy_dir, fixture, stderr, table_rows, text_of, Workspace};
+
+fn built_series() -> Workspace {
+    let ws = Workspace::from_fixture("valid/series");
+    assert_ok(&ws.site(&["build"]));
+    ws
+}
+
+#[test]
+fn a_leaderboard_ranks_every_run_and_the_run_page_links_to_its_place() {
+    let ws = built_series();
+    let board = ws.read("public/leaderboards/8k-x4/index.html");
+    let rows = table_rows(&board, "<table class=\"board sortable\"");
+    let places: Vec<(String, String)> =
+        rows.iter().skip(1).map(|r| (text_of(&r[0]).trim().to_string(), text_of(&r[4]).trim().to_string())).collect();
+    let want = [("1", "480.0"), ("1", "480.0"), ("3", "470.0"), ("4", "400.0"), ("4", "400.0"), ("6", "300.0")];
+    assert_eq!(places, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    // The looped cell is listed apart, not ranked.
+    assert!(board.contains("<li class=\"looped\" id=\"run-g-sglang-0.4.0\">"), "looped run not listed apart");
+    let csv = ws.read("public/leaderboards/8k-x4/board.csv");
+    assert_eq!(csv.lines().count(), 1 + 6 + 1);
+    assert!(csv.lines().any(|l| l == ",g-sglang-0.4.0,looped,,,,,,,"), "{csv}");
+    // The run page: its 8K x 4 cell links to the board with its place.
+    let run = ws.read("public/runs/e-vllm-0.10.0-rerun/index.html");
+    assert!(run.contains(
+        "<a class=\"rank\" href=\"../../leaderboards/8k-x4/index.html#run-e-vllm-0.10.0-rerun\" title=\"Leaderboard 8K × 4\">#3 of 6</a>"
+    ));
+    let index = ws.read("public/leaderboards/index.html");
+    for slug in ["prefill-8k", "8k-x1", "8k-x4"] {
+        assert!(index.contains(&format!("href=\"{slug}/index.html\"")), "{slug} missing from the index");
+    }
+}
+
+#[test]
+fn a_series_page_flags_the_regression_and_links_its_comparison() {
+    let ws = built_series();
+    let page = ws.read("public/series/acme-tiny-1b-vllm-fp8-2x-h100-sxm/index.html");
+    let rows = table_rows(&page, "<table class=\"series\"");
+    let versions: Vec<String> = rows.iter().skip(1).map(|r| text_of(&r[0])).collect();
+    assert_eq!(versions, ["0.9.1", "0.9.2", "0.10.0", "0.10.0", "0.11.0"]);
+    let verdicts: Vec<String> =
+        rows.iter().skip(1).map(|r| text_of(&r[6]).split_whitespace().next().unwrap_or("").to_string()).collect();
+    assert_eq!(verdicts, ["—", "Unchanged", "Improvement", "Unchanged", "Regression"]);
+    // Flagged steps link to a comparison page the build wrote; unchanged steps do not.
+    let slug = "e-vllm-0.10.0-rerun--d-vllm-0.11.0";
+    assert!(page.contains(&format!("href=\"../../compare/{slug}/index.html\"")));
+    assert!(ws.path().join(format!("public/compare/{slug}/index.html")).is_file());
+    assert!(!ws.path().join("public/compare/b-vllm-0.10.0--e-vllm-0.10.0-rerun").exists());
+    // Three key-figure charts, plus one per cell with two valid measurements or more.
+    assert_eq!(page.matches("<svg").count(), 3 + 2);
+    assert!(ws.read("public/index.html").contains("1 regression"));
+}
+
+#[test]
+fn the_pareto_page_draws_every_cell_with_a_title_and_link_and_a_cost_chart() {
+    let ws = built_series();
+    let page = ws.read("public/pareto/acme-tiny-1b/index.html");
+    // 13 valid decode cells (7 runs x 2, less one looped), each a linked marker with a title,
+    // on the throughput chart and again on the cost chart.
+    let markers = page
+        .split("<a href=\"../../runs/")
+        .skip(1)
+        .filter(|rest| rest.split_once("\">").is_some_and(|(_, m)| m.starts_with(['<'])))
+        .filter(|rest| {
+            ["<circle", "<rect", "<polygon"].iter().any(|t| rest.split_once("\">").unwrap().1.starts_with(t))
+        })
+        .count();
+    assert_eq!(markers, 2 * 13);
+    assert_eq!(page.matches("<title>").count(), 1 + 2 * 13, "the page's title and one per marker");
+    assert!(page.contains("<title>Tiny-1B · sglang 0.5.0 · 2× H100 SXM · 2026-02-01: 8K × 4: 120.0 tok/s per request, 240.0 tok/s per device (480.0 total), $2.31 per million tokens</title>"));
+    assert!(page.contains("dollars per million output tokens"));
+    // Configurations are told apart by marker shape as well as colour.
+    assert!(page.contains("(circle)") && page.contains("(square)"));
+}
+
+#[test]
+fn site_toml_sets_title_and_base_url_for_sitemap_and_feed() {
+    let ws = built_series();
+    let index = ws.read("public/index.html");
+    assert!(index.contains("<a class=\"brand\" href=\"index.html\">Tiny lab</a>"));
+    assert!(index.contains("<p class=\"lead\">Runs of Tiny-1B on H100s.</p>"));
+    let sitemap = ws.read("public/sitemap.xml");
+    assert!(sitemap.contains("<loc>https://example.org/speed/</loc>"));
+    assert!(sitemap.contains("<loc>https://example.org/speed/leaderboards/8k-x4/</loc>"));
+    assert!(!sitemap.contains("404"));
+    let feed = ws.read("public/feed.xml");
+    // Newest first; the undated run last, at the epoch.
+    let entries: Vec<&str> = feed.split("<entry>").skip(1).map(|e| e.split("</id>").next().unwrap()).collect();
+    let ids: Vec<&str> = entries
+        .iter()
+        .map(|e| e.rsplit("<id>https://example.org/speed/runs/").next().unwrap().trim_end_matches('/'))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "d-vllm-0.11.0",
+            "e-vllm-0.10.0-rerun",
+            "b-vllm-0.10.0",
+            "f-sglang-0.5.0",
+            "c-vllm-0.9.1",
+            "g-sglang-0.4.0",
+            "a-vllm-0.9.2"
+        ]
+    );
+    assert!(feed.contains("<updated>2026-05-01T08:00:00Z</updated>"));
+    // Without a base URL there is neither.
+    fs::remove_file(ws.path().join("site.toml")).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    assert!(!ws.path().join("public/sitemap.xml").exists());
+    assert!(!ws.path().join("public/feed.xml").exists());
+}
+
+#[test]
+fn site_toml_errors_name_the_file_line_and_column() {
+    let ws = Workspace::from_fixture("valid/series");
+    fs::write(ws.path().join("site.toml"), "title = \"x\"\ncolour = \"red\"\n").unwrap();
+    let out = ws.site(&["build"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("site.toml: line 2, column 1: unknown field `colour`"), "{err}");
+    assert!(!ws.path().join("public").exists());
+}
+
+#[test]
+fn listings_paginate_without_script_and_the_index_holds_every_run() {
+    let ws = Workspace::from_fixture("valid/series");
+    let runs = ws.path().join("data/runs");
+    // 230 runs: copies of one run, each with its own id and day.
+    let source = fixture("valid/series/data/runs/c-vllm-0.9.1");
+    for n in 0..223 {
+        let dir = runs.join(format!("copy-{n:03}"));
+        copy_dir(&source, &dir);
+        let manifest = fs::read_to_string(dir.join("run.json")).unwrap();
+        let day = format!("2025-{:02}-{:02}", 1 + n / 28, 1 + n % 28);
+        fs::write(dir.join("run.json"), manifest.replace("2026-01-15", &day)).unwrap();
+    }
+    assert_ok(&ws.site(&["build"]));
+    let index = ws.read("public/index.html");
+    assert_eq!(table_rows(&index, "<table class=\"runs\"").len(), 1 + 100);
+    assert!(index.contains("Runs 1–100 of 230, newest first."));
+    assert!(index.contains("<a href=\"list/2/index.html\">2</a> <a href=\"list/3/index.html\">3</a>"));
+    let third = ws.read("public/list/3/index.html");
+    assert_eq!(table_rows(&third, "<table class=\"runs\"").len(), 1 + 30);
+    assert!(third.contains("<a href=\"../../index.html\">1</a>"));
+    // The last page ends with the undated run.
+    assert!(third.contains("href=\"../../runs/a-vllm-0.9.2/index.html\""));
+    let json: serde_json::Value = serde_json::from_str(&ws.read("public/index.json")).unwrap();
+    let rows = json["runs"].as_array().unwrap();
+    assert_eq!(rows.len(), 230);
+    assert_eq!(rows[0]["id"], "d-vllm-0.11.0");
+    assert_eq!(rows[0]["peak"], 300.0);
+    assert_eq!(rows[0]["peak_at"], "8K ×4");
+    assert_eq!(rows[229]["date"], serde_json::Value::Null);
+    let js = ws.read("public/index.js");
+    assert!(js.starts_with("window.speedMatrixIndex = {\"runs\":["));
+    // The model page paginates the same way, under its own folder.
+    assert!(ws.path().join("public/models/acme-tiny-1b/list/3/index.html").is_file());
+    // Overlay charts draw the best seven runs, and say so.
+    let model = ws.read("public/models/acme-tiny-1b/index.html");
+    assert!(text_of(&model).contains("The charts draw the 7 runs with the highest peak total tok/s of 230"));
+}
