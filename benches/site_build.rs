@@ -52,7 +52,7 @@ fn manifest(i: usize) -> RunManifest {
         launch_command: Some(format!("vllm serve org/Model-{} --tensor-parallel-size 4 --api-key <redacted>", i % 20)),
         bench_tool: BenchTool { name: "site bench".into(), version: "0.1.0".into() },
         origin: Origin::Imported,
-        started_at: None,
+        started_at: Some(format!("2026-{:02}-{:02}T{:02}:00:00Z", 1 + i % 12, 1 + i % 28, i % 24)),
         finished_at: None,
         description: None,
     }
@@ -116,8 +116,19 @@ fn cell(phase: Phase, ctx: u32, c: u32, i: usize) -> Cell {
     }
 }
 
+/// The shipped runs measured by `site bench` (raw per-request records in every cell).
+const MEASURED: [&str; 2] = ["smollm2-135m-llamacpp-cpu-2-slots", "smollm2-135m-llamacpp-cpu-4-slots"];
+
+/// Every fifth run is a copy of a shipped measured run (with raw records), the rest
+/// seed-sized imported runs: the mix a real site of many runs has.
 fn generate(data: &Path, n: usize) {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/runs");
     for i in 0..n {
+        if i % 5 == 4 {
+            let dir = data.join("runs").join(format!("measured-{i:05}"));
+            copy_run(&shipped.join(MEASURED[i % 2]), &dir, i);
+            continue;
+        }
         let dir = data.join("runs").join(format!("run-{i:05}"));
         fs::create_dir_all(dir.join("cells")).unwrap();
         fs::write(dir.join("run.json"), to_pretty(&manifest(i))).unwrap();
@@ -129,6 +140,22 @@ fn generate(data: &Path, n: usize) {
             fs::write(dir.join("cells").join(c.file_name()), to_pretty(&c)).unwrap();
         }
     }
+}
+
+/// A copy of a run folder with its own start day.
+fn copy_run(from: &Path, to: &Path, i: usize) {
+    fs::create_dir_all(to.join("cells")).unwrap();
+    for entry in fs::read_dir(from.join("cells")).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), to.join("cells").join(entry.file_name())).unwrap();
+    }
+    let manifest = fs::read_to_string(from.join("run.json")).unwrap();
+    let day = format!("\"started_at\": \"2026-{:02}-{:02}T", 1 + i % 12, 1 + i % 28);
+    let manifest = match manifest.find("\"started_at\": \"") {
+        Some(at) => format!("{}{day}{}", &manifest[..at], &manifest[at + day.len()..]),
+        None => manifest,
+    };
+    fs::write(to.join("run.json"), manifest).unwrap();
 }
 
 fn peak_rss_kib() -> u64 {

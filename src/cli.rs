@@ -58,6 +58,9 @@ pub struct BuildArgs {
     /// Output folder; replaced whole, and only when the build succeeded.
     #[arg(long, default_value = "public")]
     pub out: PathBuf,
+    /// Build even when no input changed since the output was built.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

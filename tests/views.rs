@@ -167,3 +167,26 @@ fn listings_paginate_without_script_and_the_index_holds_every_run() {
     let model = ws.read("public/models/acme-tiny-1b/index.html");
     assert!(text_of(&model).contains("The charts draw the 7 runs with the highest peak total tok/s of 230"));
 }
+
+#[test]
+fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
+    let ws = built_series();
+    // Nothing changed: the build is skipped.
+    let out = ws.site(&["build"]);
+    assert_ok(&out);
+    assert!(common::stdout(&out).starts_with("public is up to date"), "{}", common::stdout(&out));
+    // One figure changes: that run is re-rendered, and so is every run whose place on the
+    // 8K x 4 board moves (the rerun drops from 3rd to last); the others are kept.
+    let cell = ws.path().join("data/runs/e-vllm-0.10.0-rerun/cells/decode-8192-c4.json");
+    let text = fs::read_to_string(&cell).unwrap();
+    fs::write(&cell, text.replace("470.0", "100.0")).unwrap();
+    let out = ws.site(&["build"]);
+    assert_ok(&out);
+    let summary = common::stdout(&out);
+    assert!(summary.contains("(7 run pages, 3 kept from the previous build)"), "{summary}");
+    let rebuilt = common::tree(&ws.path().join("public"));
+    assert_ok(&ws.site(&["build", "--force", "--out", "fresh"]));
+    let fresh = common::tree(&ws.path().join("fresh"));
+    assert_eq!(rebuilt, fresh, "a rebuild that kept pages differs from a fresh build");
+    assert!(ws.read("public/runs/d-vllm-0.11.0/index.html").contains("#5 of 6</a>"));
+}

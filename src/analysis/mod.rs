@@ -15,7 +15,7 @@ pub mod version;
 
 use serde::Serialize;
 
-use crate::format::{DataSet, SiteSettings};
+use crate::format::{LoadedRun, SiteSettings};
 pub use compare::{compare, Comparison};
 pub use figures::Figures;
 pub use group::{GroupKind, GroupView};
@@ -59,22 +59,35 @@ impl SiteModel {
     }
 }
 
+/// A run normalized as soon as it is loaded (its raw records can then be dropped), before
+/// the site knows its groups; `analyze` gives it its page slugs.
+pub struct PreparedRun(RunView);
+
+impl PreparedRun {
+    pub fn cells(&self) -> usize {
+        self.0.prefill.len() + self.0.decode.len()
+    }
+}
+
+pub fn prepare(run: &LoadedRun) -> PreparedRun {
+    PreparedRun(normalize_run(run, RunSlugs::plain(&run.manifest)))
+}
+
 /// Every run with its figures, grouped by model, hardware and engine, ranked, and followed
-/// across versions.
-pub fn analyze(data: &DataSet, settings: &SiteSettings) -> SiteModel {
-    let manifests: Vec<_> = data.runs.iter().map(|r| &r.manifest).collect();
+/// across versions. `runs` are sorted by id.
+pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
+    let manifests: Vec<_> = runs.iter().map(|r| &r.0.manifest).collect();
     let [models, hardware, engines] = GroupKind::ALL.map(|k| group::group(&manifests, k));
-    let n = data.runs.len();
+    let n = runs.len();
     let [m, h, e] = [&models, &hardware, &engines].map(|g| group::slug_by_run(g, n));
-    let runs = data
-        .runs
-        .iter()
+    let runs: Vec<RunView> = runs
+        .into_iter()
         .zip(m.into_iter().zip(h).zip(e))
-        .map(|(run, ((model_slug, hardware_slug), engine_slug))| {
-            normalize_run(run, RunSlugs { model_slug, hardware_slug, engine_slug })
+        .map(|(PreparedRun(mut run), ((model_slug, hardware_slug), engine_slug))| {
+            run.slugs = RunSlugs { model_slug, hardware_slug, engine_slug };
+            run
         })
         .collect();
-    let runs: Vec<RunView> = runs;
     let leaderboards = leaderboard::leaderboards(&runs);
     let paretos = models.iter().enumerate().map(|(i, g)| pareto::pareto(i, &runs, &g.runs, settings)).collect();
     let series = series::series(&runs, settings.change_threshold_pct);

@@ -3,11 +3,22 @@ use std::time::Instant;
 use anyhow::Result;
 
 use crate::cli::BuildArgs;
-use speed_matrix::site::{format_steps, Site};
+use speed_matrix::site::{format_steps, input_fingerprint, up_to_date, Site};
 
 pub fn run(args: &BuildArgs) -> Result<()> {
     let t = Instant::now();
-    let site = Site::load(args.site.config(args.out.clone()))?;
+    let config = args.site.config(args.out.clone());
+    let fingerprint = input_fingerprint(&config);
+    if !args.force && up_to_date(&config, fingerprint) {
+        println!(
+            "{} is up to date: no input changed since it was built ({:.1} ms; --force builds anyway)",
+            args.out.display(),
+            t.elapsed().as_secs_f64() * 1000.0
+        );
+        return Ok(());
+    }
+    let mut site = Site::load(config)?;
+    site.fingerprint = Some(fingerprint);
     if !site.data.skipped.is_empty() {
         eprintln!(
             "warning: {} entries in the data folder were not read (site check lists them)",

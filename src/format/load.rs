@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Error, Result};
+use rayon::prelude::*;
 use serde::Deserialize;
 use walkdir::WalkDir;
 
@@ -16,18 +17,30 @@ use super::model::*;
 use super::{CELLS_DIR, COMPARE_FILE, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil;
 
-/// Everything under a data folder, validated, in a deterministic order.
+/// Everything under a data folder, validated, in a deterministic order. `R` is what each
+/// run was reduced to as it loaded (the whole `LoadedRun` by default).
 #[derive(Debug, Clone)]
-pub struct DataSet {
+pub struct DataSet<R = LoadedRun> {
     pub root: PathBuf,
     /// Sorted by id.
-    pub runs: Vec<LoadedRun>,
+    pub runs: Vec<R>,
+    /// The id of each of `runs`.
+    pub run_ids: Vec<String>,
     /// Sorted by slug.
     pub pages: Vec<PageSource>,
     /// From `compare.json`, in file order.
     pub comparisons: Vec<ComparisonSpec>,
     /// Entries the loader did not read, each with the reason (`site check` lists them).
     pub skipped: Vec<Skipped>,
+}
+
+impl<R> DataSet<R> {
+    /// The runs, and the rest of the data set without them.
+    pub fn take_runs(self) -> (Vec<R>, DataSet<()>) {
+        let DataSet { root, runs, run_ids, pages, comparisons, skipped } = self;
+        let rest = DataSet { root, runs: vec![(); runs.len()], run_ids, pages, comparisons, skipped };
+        (runs, rest)
+    }
 }
 
 /// A file or folder in the data folder that is not part of the format, so was not read.
@@ -87,12 +100,18 @@ impl Problems {
 
 /// Loads `root` (a data folder with `runs/` and optionally `pages/`).
 pub fn load_data_dir(root: &Path) -> Result<DataSet> {
+    load_data_dir_with(root, |run| run)
+}
+
+/// Loads `root`, reducing each run with `reduce` as soon as it is read (runs load in
+/// parallel), so a site of thousands of runs never holds every raw record at once.
+pub fn load_data_dir_with<R: Send>(root: &Path, reduce: impl Fn(LoadedRun) -> R + Sync) -> Result<DataSet<R>> {
     if !root.is_dir() {
         bail!("data folder {} does not exist or is not a folder", root.display());
     }
     let mut problems = Problems::default();
     let mut skipped = Vec::new();
-    let mut runs = Vec::new();
+    let mut folders = Vec::new();
     let runs_dir = root.join(RUNS_DIR);
     if let Some(entries) = folder_entries(&runs_dir, &mut problems)? {
         for (path, ft) in entries {
@@ -104,11 +123,27 @@ pub fn load_data_dir(root: &Path) -> Result<DataSet> {
             } else if name.starts_with(fsutil::TEMP_PREFIX) {
                 skipped.push(Skipped { path, reason: "a temporary folder left by an interrupted writer" });
             } else {
-                match load_run(&path, &name, &mut skipped) {
-                    Ok(run) => runs.push(run),
-                    Err(e) => problems.push(e),
-                }
+                folders.push((path, name));
             }
+        }
+    }
+    let loaded: Vec<(Result<(String, R)>, Vec<Skipped>)> = folders
+        .par_iter()
+        .map(|(path, name)| {
+            let mut skipped = Vec::new();
+            let run = load_run(path, name, &mut skipped).map(|run| (run.id.clone(), reduce(run)));
+            (run, skipped)
+        })
+        .collect();
+    let (mut runs, mut run_ids) = (Vec::new(), Vec::new());
+    for (run, mut also_skipped) in loaded {
+        skipped.append(&mut also_skipped);
+        match run {
+            Ok((id, run)) => {
+                run_ids.push(id);
+                runs.push(run);
+            }
+            Err(e) => problems.push(e),
         }
     }
     let mut pages = Vec::new();
@@ -132,20 +167,20 @@ pub fn load_data_dir(root: &Path) -> Result<DataSet> {
     if fs::symlink_metadata(&compare_path).is_ok() {
         match read_versioned::<CompareFile>(&compare_path) {
             Ok(file) => {
-                check_comparisons(&file, &runs, &compare_path, &runs_dir, &mut problems);
+                check_comparisons(&file, &run_ids, &compare_path, &runs_dir, &mut problems);
                 comparisons = file.comparisons;
             }
             Err(e) => problems.push(e),
         }
     }
     problems.into_result(root)?;
-    Ok(DataSet { root: root.to_path_buf(), runs, pages, comparisons, skipped })
+    Ok(DataSet { root: root.to_path_buf(), runs, run_ids, pages, comparisons, skipped })
 }
 
-fn check_comparisons(file: &CompareFile, runs: &[LoadedRun], path: &Path, runs_dir: &Path, problems: &mut Problems) {
+fn check_comparisons(file: &CompareFile, run_ids: &[String], path: &Path, runs_dir: &Path, problems: &mut Problems) {
     for (i, c) in file.comparisons.iter().enumerate() {
         for id in [&c.a, &c.b] {
-            if !runs.iter().any(|r| &r.id == id) {
+            if !run_ids.contains(id) {
                 problems.push(anyhow!(
                     "{}: comparisons[{i}] names run {id:?}, which is not in {}",
                     path.display(),

@@ -10,7 +10,7 @@ pub mod model;
 pub mod settings;
 pub mod writer;
 
-pub use load::{load_data_dir, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun, PageSource, Skipped};
+pub use load::{load_data_dir, load_data_dir_with, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun, PageSource, Skipped};
 pub use model::*;
 pub use settings::SiteSettings;
 

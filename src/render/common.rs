@@ -19,6 +19,8 @@ pub struct RenderStats {
     pub run_pages: usize,
     pub charts: usize,
     pub files: usize,
+    /// Run pages kept from the previous build (their inputs did not change).
+    pub reused_run_pages: usize,
 }
 
 impl RenderStats {
@@ -27,6 +29,7 @@ impl RenderStats {
         self.run_pages += other.run_pages;
         self.charts += other.charts;
         self.files += other.files;
+        self.reused_run_pages += other.reused_run_pages;
     }
 }
 

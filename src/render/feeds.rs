@@ -26,6 +26,14 @@ impl Sink for PageRecorder<'_> {
         }
         self.inner.put(rel_path, bytes)
     }
+
+    fn reuse(&mut self, rel_path: &str) -> Result<bool> {
+        let reused = self.inner.reuse(rel_path)?;
+        if reused && rel_path.ends_with(".html") {
+            self.pages.push(rel_path.to_string());
+        }
+        Ok(reused)
+    }
 }
 
 #[derive(Debug, Serialize)]

@@ -10,7 +10,7 @@ use super::leaderboard_page::board_slug;
 use super::{downloads, markdown};
 use crate::analysis::{BoardKey, CellView, RunView, SiteModel};
 use crate::format::Status;
-use crate::units::numbers;
+use crate::units::{numbers, Fnv};
 use crate::write::Sink;
 
 /// Each run's place on the leaderboards of its cells, by run index.
@@ -46,6 +46,29 @@ fn board_link(ranks: &Ranks, index: Option<usize>, cell: &CellView) -> BoardLink
     let key = BoardKey::of(cell);
     let place = index.and_then(|i| ranks.rank(i, key));
     BoardLink { slug: board_slug(key), rank: place.map(|p| p.0), of: place.map(|p| p.1) }
+}
+
+/// The files a run's page writes, under `runs/<id>/`.
+pub fn files(run: &RunView) -> [String; 3] {
+    ["index.html", "cells.csv", "cells.json"].map(|f| format!("runs/{}/{f}", run.id))
+}
+
+/// A hash of everything a run's files are made from: the run's view, its places on the
+/// leaderboards, its title, comparisons and the navigation, and the templates. Equal
+/// hashes mean byte-identical files, so a rebuild can keep the previous ones.
+pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, ranks: &Ranks, template_hash: u64) -> u64 {
+    let mut h = Fnv::default();
+    h.piece(&serde_json::to_vec(run).unwrap_or_default());
+    for (key, rank, of) in ranks.by_run.get(index).into_iter().flatten() {
+        h.piece(format!("{key:?} {rank} {of}").as_bytes());
+    }
+    h.piece(cx.titles[index].as_bytes());
+    for c in cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id) {
+        h.piece(&serde_json::to_vec(c).unwrap_or_default());
+    }
+    h.piece(&serde_json::to_vec(&cx.nav).unwrap_or_default());
+    h.piece(&template_hash.to_le_bytes());
+    h.finish()
 }
 
 /// `index` is the run's place in the site (none for a run shown alone, e.g. in tests).

@@ -4,6 +4,8 @@
 //! and with a base URL the sitemap and feed. Files go to a `Sink`; only `write` knows where
 //! they land.
 
+use std::collections::BTreeMap;
+
 use anyhow::{Context, Result};
 use minijinja::context;
 use rayon::prelude::*;
@@ -18,11 +20,26 @@ use crate::analysis::{Comparison, GroupKind, SiteModel, ACTIVE_MISMATCH_TOLERANC
 use crate::format::{PageSource, SiteSettings};
 use crate::write::{MemorySink, Sink};
 
+/// Keeps every one of `files` from the previous build, or none is counted as kept (the
+/// caller renders them all again, replacing any kept).
+fn reuse_all(sink: &mut dyn Sink, files: &[String]) -> Result<bool> {
+    for f in files {
+        if !sink.reuse(f)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Run pages rendered at once before they are written (bounds memory at any site size).
 const RUN_BATCH: usize = 256;
 
 pub struct SitePages<'a> {
     pub site: &'a SiteModel,
+    /// `templates::source_hash` of the templates in `env`.
+    pub template_hash: u64,
+    /// Run id -> input hash of the run pages the previous build wrote (see `run_page::input_hash`).
+    pub previous_runs: &'a BTreeMap<String, u64>,
     pub settings: &'a SiteSettings,
     pub comparisons: &'a [Comparison],
     pub pages: &'a [PageSource],
@@ -39,11 +56,12 @@ struct SeriesLink<'a> {
 }
 
 impl SitePages<'_> {
-    pub fn render_all(&self, sink: &mut dyn Sink) -> Result<RenderStats> {
+    /// Renders every page; returns what was rendered and the input hash of each run's pages.
+    pub fn render_all(&self, sink: &mut dyn Sink) -> Result<(RenderStats, BTreeMap<String, u64>)> {
         let mut stats = RenderStats::default();
         let cx = PageContext::new(self.env, self.pages, &self.site.runs, self.comparisons);
         let mut rec = PageRecorder { inner: sink, pages: Vec::new() };
-        self.render_runs(&cx, &mut rec, &mut stats)?;
+        let run_hashes = self.render_runs(&cx, &mut rec, &mut stats)?;
         for kind in GroupKind::ALL {
             for g in self.site.groups(kind) {
                 group_page::render(&cx, self.site, kind, g, &mut rec, &mut stats)
@@ -69,17 +87,28 @@ impl SitePages<'_> {
         if let Some(base) = &self.settings.base_url {
             feeds::render(&cx, base, &self.site.runs, &pages, sink, &mut stats)?;
         }
-        Ok(stats)
+        Ok((stats, run_hashes))
     }
 
     /// Run pages in parallel batches, written in run order (output is the same at any
-    /// thread count).
-    fn render_runs(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
+    /// thread count). A run whose inputs hash as in the previous build keeps its files.
+    fn render_runs(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<BTreeMap<String, u64>> {
         let site = self.site;
         let ranks = run_page::Ranks::of(site);
+        let hashes: Vec<u64> =
+            (0..site.runs.len()).into_par_iter().map(|i| run_page::input_hash(cx, &site.runs[i], i, &ranks, self.template_hash)).collect();
         for start in (0..site.runs.len()).step_by(RUN_BATCH) {
             let end = (start + RUN_BATCH).min(site.runs.len());
-            let rendered: Vec<Result<(MemorySink, RenderStats)>> = (start..end)
+            let mut todo = Vec::new();
+            for i in start..end {
+                let run = &site.runs[i];
+                if self.previous_runs.get(&run.id) == Some(&hashes[i]) && reuse_all(sink, &run_page::files(run))? {
+                    stats.add(&RenderStats { pages: 1, run_pages: 1, files: 3, reused_run_pages: 1, ..Default::default() });
+                } else {
+                    todo.push(i);
+                }
+            }
+            let rendered: Vec<Result<(MemorySink, RenderStats)>> = todo
                 .into_par_iter()
                 .map(|i| {
                     let run = &site.runs[i];
@@ -95,7 +124,7 @@ impl SitePages<'_> {
                 stats.add(&st);
             }
         }
-        Ok(())
+        Ok(site.runs.iter().map(|r| r.id.clone()).zip(hashes).collect())
     }
 
     fn render_index(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {

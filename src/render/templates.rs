@@ -70,6 +70,21 @@ pub fn environment(overrides: Option<&Path>, settings: &SiteSettings) -> Result<
     Ok(env)
 }
 
+/// A hash of every template's source (defaults and overrides): pages made with other
+/// templates are never kept from a previous build.
+pub fn source_hash(overrides: Option<&Path>) -> Result<u64> {
+    let mut h = crate::units::Fnv::default();
+    for (name, source) in DEFAULT_TEMPLATES {
+        h.piece(name.as_bytes());
+        match overrides.map(|d| d.join(name)).filter(|p| p.is_file()) {
+            Some(path) => h.piece(&fs::read(&path).with_context(|| format!("reading template {}", path.display()))?),
+            None => h.piece(source.as_bytes()),
+        };
+    }
+    h.piece(env!("CARGO_PKG_VERSION").as_bytes());
+    Ok(h.finish())
+}
+
 /// A figure filter: prints `—` for a missing figure.
 fn figure(f: fn(f64) -> String) -> impl Fn(Value) -> String + Send + Sync + 'static {
     move |v: Value| match f64::try_from(v) {

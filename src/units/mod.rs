@@ -54,12 +54,39 @@ pub fn model_display_name(id: &str) -> String {
 
 /// FNV-1a: a stable hash (same bytes, same hash, across runs and builds).
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
+    let mut h = Fnv::default();
+    h.write(bytes);
+    h.finish()
+}
+
+/// FNV-1a over several pieces, each ended by its length so `("ab", "c")` and `("a", "bc")`
+/// differ.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf29ce484222325)
     }
-    h
+}
+
+impl Fnv {
+    pub fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x100000001b3);
+        }
+    }
+
+    pub fn piece(&mut self, bytes: &[u8]) -> &mut Self {
+        self.write(bytes);
+        self.write(&(bytes.len() as u64).to_le_bytes());
+        self
+    }
+
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,17 @@ use crate::fsutil::{self, Lock};
 /// writes to disk; tests collect into memory.
 pub trait Sink {
     fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()>;
+
+    /// Keeps `rel_path` as the previous build wrote it, where the sink can (a page whose
+    /// inputs did not change). Returns whether it did; the caller renders it otherwise.
+    fn reuse(&mut self, _rel_path: &str) -> Result<bool> {
+        Ok(false)
+    }
 }
+
+/// What a build remembers in its output for the next one: the inputs' fingerprint and the
+/// input hash of each run's pages.
+pub const BUILD_CACHE: &str = ".speed-matrix-build";
 
 /// Files kept in memory, in the order written: a page rendered on another thread, before it
 /// goes to the real sink.
@@ -47,6 +57,9 @@ pub struct Staging {
     out: PathBuf,
     /// Removed on drop unless committed.
     temp: Option<PathBuf>,
+    /// The output folder as the previous build left it, when it is ours: unchanged pages are
+    /// hard-linked from it instead of written again.
+    previous: Option<PathBuf>,
     pub files: usize,
     pub bytes: u64,
     _lock: Lock,
@@ -65,7 +78,15 @@ impl Staging {
         remove_stale_staging(&siblings);
         let temp = fsutil::create_temp_dir(parent, &siblings.staging_label())?;
         fs::write(temp.join(MARKER), "built by site build; replaced whole on every build\n")?;
-        Ok(Staging { out: out.to_path_buf(), temp: Some(temp), files: 0, bytes: 0, _lock: lock })
+        let previous = out.join(MARKER).is_file().then(|| out.to_path_buf());
+        Ok(Staging { out: out.to_path_buf(), temp: Some(temp), previous, files: 0, bytes: 0, _lock: lock })
+    }
+
+    /// A file of the previous build's output (e.g. its build cache), if there is one.
+    pub fn previous_file(&self, rel_path: &str) -> Option<Vec<u8>> {
+        let path = self.previous.as_ref()?.join(safe_relative(rel_path).ok()?);
+        fs::symlink_metadata(&path).ok().filter(|m| m.is_file())?;
+        fs::read(path).ok()
     }
 
     pub fn path(&self) -> &Path {
@@ -140,11 +161,40 @@ impl Sink for Staging {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let mut f = fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?;
+        // Never truncate in place: the file may be a link to the previous build's output.
+        let create = || fs::OpenOptions::new().write(true).create_new(true).open(&path);
+        let mut f = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                fs::remove_file(&path).with_context(|| format!("replacing {}", path.display()))?;
+                create()
+            }
+            other => other,
+        }
+        .with_context(|| format!("writing {}", path.display()))?;
         f.write_all(bytes).with_context(|| format!("writing {}", path.display()))?;
         self.files += 1;
         self.bytes += bytes.len() as u64;
         Ok(())
+    }
+
+    fn reuse(&mut self, rel_path: &str) -> Result<bool> {
+        let rel = safe_relative(rel_path)?;
+        let Some(old) = self.previous.as_ref().map(|p| p.join(rel)) else { return Ok(false) };
+        let Ok(meta) = fs::symlink_metadata(&old) else { return Ok(false) };
+        if !meta.is_file() {
+            return Ok(false);
+        }
+        let path = self.path().join(rel);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        // The old folder is moved aside and removed after the swap: a link keeps the file.
+        if fs::hard_link(&old, &path).is_err() {
+            return Ok(false);
+        }
+        self.files += 1;
+        self.bytes += meta.len();
+        Ok(true)
     }
 }
 
