@@ -1,7 +1,7 @@
 //! The `Site`: configured, then loaded, then built, each step timed. The pipeline runs one
 //! way: load (format) -> analyze -> compare -> render -> commit (write).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -10,11 +10,11 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{self, Comparison, SiteModel};
+use crate::analysis::{self, Comparison, PreparedRun, SiteModel};
 use crate::format::{self, DataSet, SiteSettings};
 use crate::render::{templates, RenderStats, SitePages};
 use crate::units::Fnv;
-use crate::write::{assets, Sink, Staging, BUILD_CACHE};
+use crate::write::{assets, InPlace, Output, Siblings, Staging};
 
 /// Where a site's inputs and output live.
 #[derive(Debug, Clone)]
@@ -73,8 +73,26 @@ struct BuildCache {
 }
 
 impl BuildCache {
-    fn read(bytes: Option<Vec<u8>>) -> BuildCache {
-        bytes.and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    /// The cache beside `out`; none (an empty cache) when missing, unreadable, or when `out`
+    /// is not a site we built.
+    fn read(out: &Path) -> BuildCache {
+        if !out.join(crate::write::MARKER).is_file() {
+            return BuildCache::default();
+        }
+        let path = Siblings::of(out).build_cache();
+        let ok = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        ok.then(|| fs::read(&path).ok()).flatten().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    }
+
+    /// Written once the output is in place; failing to write it only costs the next build time.
+    fn write(&self, out: &Path) {
+        let path = Siblings::of(out).build_cache();
+        // The temp name extends the cache's, so a watcher that ignores one ignores both.
+        let tmp = path.with_extension(format!("build.{}.tmp", std::process::id()));
+        let Ok(json) = serde_json::to_vec(self) else { return };
+        if fs::write(&tmp, json).and_then(|()| fs::rename(&tmp, &path)).is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
     }
 
     fn run_hashes(&self) -> BTreeMap<String, u64> {
@@ -101,7 +119,7 @@ impl Site {
         let loaded = format::load_data_dir_with(&config.data_dir, |run| analysis::prepare(&run))?;
         let (runs, data) = loaded.take_runs();
         let cells: usize = runs.iter().map(|r| r.cells()).sum();
-        let mut steps = vec![Step {
+        let load = Step {
             name: "load",
             took: t.elapsed(),
             detail: format!(
@@ -111,7 +129,19 @@ impl Site {
                 data.pages.len(),
                 config.data_dir.display()
             ),
-        }];
+        };
+        Site::analyzed(config, settings, data, runs, load)
+    }
+
+    /// Analyze and compare: what follows loading, whole or in part.
+    fn analyzed(
+        config: SiteConfig,
+        settings: SiteSettings,
+        data: DataSet<()>,
+        runs: Vec<PreparedRun>,
+        load: Step,
+    ) -> Result<Site> {
+        let mut steps = vec![load];
         let t = Instant::now();
         let model = analysis::analyze(runs, &settings);
         steps.push(Step {
@@ -131,31 +161,94 @@ impl Site {
         Ok(Site { config, settings, data, model, comparisons, steps, fingerprint: None })
     }
 
-    /// Renders every page into a staging folder and swaps it into place.
-    pub fn build(self) -> Result<BuildReport> {
-        let Site { config, settings, data, model, comparisons, mut steps, fingerprint } = self;
+    /// The same site with the run folders `ids` read again (a run whose folder is gone is
+    /// dropped, a new one added); the other runs are kept as analyzed. What `site serve`
+    /// does when only run folders changed.
+    pub fn reload_runs(self, ids: &BTreeSet<String>) -> Result<Site> {
         let t = Instant::now();
-        let env = templates::environment(config.templates_dir.as_deref(), &settings)?;
+        let Site { config, settings, mut data, model, .. } = self;
+        let runs_dir = config.data_dir.join(format::RUNS_DIR);
+        let mut runs: BTreeMap<String, PreparedRun> =
+            model.runs.into_iter().map(|r| (r.id.clone(), PreparedRun::from_view(r))).collect();
+        for id in ids {
+            let dir = runs_dir.join(id);
+            runs.remove(id);
+            if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+                let mut skipped = Vec::new();
+                let run = format::load_run(&dir, id, &mut skipped)?;
+                runs.insert(id.clone(), analysis::prepare(&run));
+            }
+        }
+        let known: Vec<String> = runs.keys().cloned().collect();
+        format::check_comparison_runs(&data.comparisons, &known, &config.data_dir)?;
+        data.run_ids = known;
+        data.runs = vec![(); runs.len()];
+        let load = Step { name: "load", took: t.elapsed(), detail: format!("{} run folders read again", ids.len()) };
+        Site::analyzed(config, settings, data, runs.into_values().collect(), load)
+    }
+
+    /// Renders every page into a staging folder and swaps it into place.
+    pub fn build(&self) -> Result<BuildReport> {
+        let mut staging = Staging::new(&self.config.out_dir)?;
+        let (mut steps, stats, cache) = self.render(&mut staging)?;
+        let (files, bytes) = (staging.files, staging.bytes);
+        let t = Instant::now();
+        staging.commit().with_context(|| format!("publishing {}", self.config.out_dir.display()))?;
+        cache.write(&self.config.out_dir);
+        steps.push(Step {
+            name: "write",
+            took: t.elapsed(),
+            detail: format!("{files} files, {} KiB swapped into {}", bytes / 1024, self.config.out_dir.display()),
+        });
+        Ok(BuildReport { steps, stats, files, bytes })
+    }
+
+    /// Renders into the output folder in place: unchanged files stay untouched, changed
+    /// ones are replaced one by one (temp file + rename), stale ones removed. For `site
+    /// serve`, where a rebuild must be quick and a reader sees each file whole.
+    pub fn build_in_place(&self) -> Result<BuildReport> {
+        let mut out = InPlace::new(&self.config.out_dir)?;
+        let (mut steps, stats, cache) = self.render(&mut out)?;
+        let t = Instant::now();
+        let (files, bytes, removed) = out.finish()?;
+        cache.write(&self.config.out_dir);
+        steps.push(Step {
+            name: "write",
+            took: t.elapsed(),
+            detail: format!(
+                "{files} files changed ({} KiB), {removed} removed in {}",
+                bytes / 1024,
+                self.config.out_dir.display()
+            ),
+        });
+        Ok(BuildReport { steps, stats, files, bytes })
+    }
+
+    /// Every page and asset into `out`; the steps so far plus render, and the cache for the
+    /// next build.
+    fn render(&self, out: &mut dyn Output) -> Result<(Vec<Step>, RenderStats, BuildCache)> {
+        let t = Instant::now();
+        let config = &self.config;
+        let env = templates::environment(config.templates_dir.as_deref(), &self.settings)?;
         let template_hash = templates::source_hash(config.templates_dir.as_deref())?;
-        let mut staging = Staging::new(&config.out_dir)?;
-        let previous = BuildCache::read(staging.previous_file(BUILD_CACHE));
+        let previous = BuildCache::read(&config.out_dir);
         let previous_runs = previous.run_hashes();
         let pages = SitePages {
-            site: &model,
+            site: &self.model,
             template_hash,
             previous_runs: &previous_runs,
-            settings: &settings,
-            comparisons: &comparisons,
-            pages: &data.pages,
+            settings: &self.settings,
+            comparisons: &self.comparisons,
+            pages: &self.data.pages,
             env: &env,
         };
-        let (stats, run_hashes) = pages.render_all(&mut staging)?;
+        let (stats, run_hashes) = pages.render_all(out.sink())?;
         let cache = BuildCache {
-            fingerprint: fingerprint.map(|f| format!("{f:016x}")),
+            fingerprint: self.fingerprint.map(|f| format!("{f:016x}")),
             run_pages: run_hashes.into_iter().map(|(id, h)| (id, format!("{h:016x}"))).collect(),
         };
-        staging.put(BUILD_CACHE, serde_json::to_string(&cache)?.as_bytes())?;
-        let n_assets = assets::write_assets(config.static_dir.as_deref(), &mut staging)?;
+        let n_assets = assets::write_assets(config.static_dir.as_deref(), out.sink())?;
+        let mut steps = self.steps.clone();
         steps.push(Step {
             name: "render",
             took: t.elapsed(),
@@ -164,15 +257,7 @@ impl Site {
                 stats.pages, stats.run_pages, stats.reused_run_pages, stats.charts, n_assets
             ),
         });
-        let (files, bytes) = (staging.files, staging.bytes);
-        let t = Instant::now();
-        staging.commit().with_context(|| format!("publishing {}", config.out_dir.display()))?;
-        steps.push(Step {
-            name: "write",
-            took: t.elapsed(),
-            detail: format!("{files} files, {} KiB swapped into {}", bytes / 1024, config.out_dir.display()),
-        });
-        Ok(BuildReport { steps, stats, files, bytes })
+        Ok((steps, stats, cache))
     }
 }
 
@@ -195,15 +280,19 @@ fn compare_listed(data: &DataSet<()>, model: &SiteModel, default_threshold: f64)
 pub fn input_fingerprint(config: &SiteConfig) -> u64 {
     let mut h = Fnv::default();
     let runs = config.data_dir.join(format::RUNS_DIR);
-    let mut folders: Vec<PathBuf> = fs::read_dir(&runs)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
+    let mut folders: Vec<PathBuf> =
+        fs::read_dir(&runs).map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect()).unwrap_or_default();
     folders.sort();
     let per_run: Vec<u64> = folders.par_iter().map(|f| tree_hash(f)).collect();
     for (f, v) in folders.iter().zip(per_run) {
         h.piece(f.as_os_str().as_encoded_bytes()).piece(&v.to_le_bytes());
     }
-    let others = [Some(&config.data_dir), config.templates_dir.as_ref(), config.static_dir.as_ref(), config.settings_file.as_ref()];
+    let others = [
+        Some(&config.data_dir),
+        config.templates_dir.as_ref(),
+        config.static_dir.as_ref(),
+        config.settings_file.as_ref(),
+    ];
     for dir in others.into_iter().flatten() {
         // The data folder's own files (pages/, compare.json); its runs were hashed above.
         h.piece(&tree_hash_except(dir, Some(&runs)).to_le_bytes());
@@ -237,18 +326,15 @@ fn tree_hash_except(root: &Path, skip: Option<&PathBuf>) -> u64 {
 
 fn meta_bytes(meta: &fs::Metadata) -> Vec<u8> {
     use std::os::unix::fs::MetadataExt as _;
-    [meta.len() as i64, meta.mtime(), meta.mtime_nsec(), meta.mode() as i64].iter().flat_map(|v| v.to_le_bytes()).collect()
+    [meta.len() as i64, meta.mtime(), meta.mtime_nsec(), meta.mode() as i64]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect()
 }
 
 /// Whether `out` was built from inputs with this fingerprint (then a build can be skipped).
 pub fn up_to_date(config: &SiteConfig, fingerprint: u64) -> bool {
-    let path = config.out_dir.join(BUILD_CACHE);
-    let Ok(meta) = fs::symlink_metadata(&path) else { return false };
-    if !meta.is_file() || !config.out_dir.join(crate::write::MARKER).is_file() {
-        return false;
-    }
-    let cache = BuildCache::read(fs::read(&path).ok());
-    cache.fingerprint == Some(format!("{fingerprint:016x}"))
+    BuildCache::read(&config.out_dir).fingerprint == Some(format!("{fingerprint:016x}"))
 }
 
 /// `  load       3.1 ms  2 runs, ...` lines for the terminal.

@@ -17,7 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("write", &["fsutil"]),
     ("render", &["analysis", "format", "units", "write"]),
     ("site", &["render", "analysis", "format", "units", "write", "fsutil"]),
-    ("serve", &["site", "write", "fsutil", "units", "httpserve"]),
+    ("serve", &["site", "format", "write", "fsutil", "units", "httpserve"]),
     ("bench", &["format", "fsutil", "units", "redact"]),
     ("import", &["format", "fsutil", "units", "redact"]),
 ];

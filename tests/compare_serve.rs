@@ -181,6 +181,8 @@ fn serve_rebuilds_on_change_and_survives_a_bad_edit() {
         }
     };
     wait_for("Renamed-2B");
+    // Only the changed run folder was read again.
+    assert!(srv.printed().contains("1 run folders read again"), "{}", srv.printed());
     // A broken edit: the last good site stays up.
     fs::write(&manifest, "{ broken").unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -64,6 +64,11 @@ impl SiteModel {
 pub struct PreparedRun(RunView);
 
 impl PreparedRun {
+    /// A view analyzed before, to be analyzed again with other runs (its slugs are set anew).
+    pub fn from_view(view: RunView) -> PreparedRun {
+        PreparedRun(view)
+    }
+
     pub fn cells(&self) -> usize {
         self.0.prefill.len() + self.0.decode.len()
     }

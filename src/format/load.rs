@@ -98,6 +98,9 @@ impl Problems {
     }
 }
 
+/// One run folder read: the run (id and what it was reduced to), and what it skipped.
+type LoadedFolder<R> = (Result<(String, R)>, Vec<Skipped>);
+
 /// Loads `root` (a data folder with `runs/` and optionally `pages/`).
 pub fn load_data_dir(root: &Path) -> Result<DataSet> {
     load_data_dir_with(root, |run| run)
@@ -127,7 +130,7 @@ pub fn load_data_dir_with<R: Send>(root: &Path, reduce: impl Fn(LoadedRun) -> R 
             }
         }
     }
-    let loaded: Vec<(Result<(String, R)>, Vec<Skipped>)> = folders
+    let loaded: Vec<LoadedFolder<R>> = folders
         .par_iter()
         .map(|(path, name)| {
             let mut skipped = Vec::new();
@@ -167,7 +170,7 @@ pub fn load_data_dir_with<R: Send>(root: &Path, reduce: impl Fn(LoadedRun) -> R 
     if fs::symlink_metadata(&compare_path).is_ok() {
         match read_versioned::<CompareFile>(&compare_path) {
             Ok(file) => {
-                check_comparisons(&file, &run_ids, &compare_path, &runs_dir, &mut problems);
+                check_comparisons(&file.comparisons, &run_ids, &compare_path, &runs_dir, &mut problems);
                 comparisons = file.comparisons;
             }
             Err(e) => problems.push(e),
@@ -177,8 +180,22 @@ pub fn load_data_dir_with<R: Send>(root: &Path, reduce: impl Fn(LoadedRun) -> R 
     Ok(DataSet { root: root.to_path_buf(), runs, run_ids, pages, comparisons, skipped })
 }
 
-fn check_comparisons(file: &CompareFile, run_ids: &[String], path: &Path, runs_dir: &Path, problems: &mut Problems) {
-    for (i, c) in file.comparisons.iter().enumerate() {
+/// That every comparison of `compare.json` names two different runs of `run_ids` (for a
+/// data set whose runs changed since it was loaded).
+pub fn check_comparison_runs(comparisons: &[ComparisonSpec], run_ids: &[String], data_dir: &Path) -> Result<()> {
+    let mut problems = Problems::default();
+    check_comparisons(comparisons, run_ids, &data_dir.join(COMPARE_FILE), &data_dir.join(RUNS_DIR), &mut problems);
+    problems.into_result(data_dir)
+}
+
+fn check_comparisons(
+    comparisons: &[ComparisonSpec],
+    run_ids: &[String],
+    path: &Path,
+    runs_dir: &Path,
+    problems: &mut Problems,
+) {
+    for (i, c) in comparisons.iter().enumerate() {
         for id in [&c.a, &c.b] {
             if !run_ids.contains(id) {
                 problems.push(anyhow!(

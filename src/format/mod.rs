@@ -10,7 +10,10 @@ pub mod model;
 pub mod settings;
 pub mod writer;
 
-pub use load::{load_data_dir, load_data_dir_with, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun, PageSource, Skipped};
+pub use load::{
+    check_comparison_runs, load_data_dir, load_data_dir_with, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun,
+    PageSource, Skipped,
+};
 pub use model::*;
 pub use settings::SiteSettings;
 

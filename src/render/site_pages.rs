@@ -92,18 +92,30 @@ impl SitePages<'_> {
 
     /// Run pages in parallel batches, written in run order (output is the same at any
     /// thread count). A run whose inputs hash as in the previous build keeps its files.
-    fn render_runs(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<BTreeMap<String, u64>> {
+    fn render_runs(
+        &self,
+        cx: &PageContext,
+        sink: &mut dyn Sink,
+        stats: &mut RenderStats,
+    ) -> Result<BTreeMap<String, u64>> {
         let site = self.site;
         let ranks = run_page::Ranks::of(site);
-        let hashes: Vec<u64> =
-            (0..site.runs.len()).into_par_iter().map(|i| run_page::input_hash(cx, &site.runs[i], i, &ranks, self.template_hash)).collect();
+        let hashes: Vec<u64> = (0..site.runs.len())
+            .into_par_iter()
+            .map(|i| run_page::input_hash(cx, &site.runs[i], i, &ranks, self.template_hash))
+            .collect();
         for start in (0..site.runs.len()).step_by(RUN_BATCH) {
             let end = (start + RUN_BATCH).min(site.runs.len());
             let mut todo = Vec::new();
-            for i in start..end {
-                let run = &site.runs[i];
-                if self.previous_runs.get(&run.id) == Some(&hashes[i]) && reuse_all(sink, &run_page::files(run))? {
-                    stats.add(&RenderStats { pages: 1, run_pages: 1, files: 3, reused_run_pages: 1, ..Default::default() });
+            for (i, (run, hash)) in site.runs.iter().zip(&hashes).enumerate().take(end).skip(start) {
+                if self.previous_runs.get(&run.id) == Some(hash) && reuse_all(sink, &run_page::files(run))? {
+                    stats.add(&RenderStats {
+                        pages: 1,
+                        run_pages: 1,
+                        files: 3,
+                        reused_run_pages: 1,
+                        ..Default::default()
+                    });
                 } else {
                     todo.push(i);
                 }

@@ -27,6 +27,9 @@ use files::{content_type, resolve, Resolved};
 
 const RELOAD_SCRIPT: &str = "<script>(()=>{let v=null;setInterval(async()=>{try{const r=await fetch('/__build',{cache:'no-store'});const t=await r.text();if(v!==null&&t!==v)location.reload();v=t}catch(e){}},1000)})()</script>";
 
+/// How long events keep coming after the first one of a change (a save is several).
+const SETTLE: Duration = Duration::from_millis(30);
+
 pub struct ServeOptions {
     pub config: SiteConfig,
     pub bind: std::net::IpAddr,
@@ -36,9 +39,25 @@ pub struct ServeOptions {
     pub poll: Duration,
 }
 
-fn build(config: &SiteConfig) -> Result<String> {
-    let report = Site::load(config.clone())?.build()?;
-    Ok(format_steps(&report.steps))
+/// The site being served and how to bring it up to date.
+struct Builder {
+    config: SiteConfig,
+    /// The last site loaded; `None` after a failed load (the next change loads it whole).
+    site: Option<Site>,
+}
+
+impl Builder {
+    /// Loads what `change` asks for (only the changed runs where it can) and writes the
+    /// pages that differ into the output folder.
+    fn rebuild(&mut self, change: watch::Change) -> Result<String> {
+        let site = match (self.site.take(), change) {
+            (Some(site), watch::Change::Runs(ids)) => site.reload_runs(&ids)?,
+            _ => Site::load(self.config.clone())?,
+        };
+        let report = site.build_in_place()?;
+        self.site = Some(site);
+        Ok(format_steps(&report.steps))
+    }
 }
 
 struct Shared {
@@ -55,20 +74,14 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
     result
 }
 
-fn watched_dirs(config: &SiteConfig) -> Vec<std::path::PathBuf> {
-    [Some(config.data_dir.clone()), config.templates_dir.clone(), config.static_dir.clone()]
-        .into_iter()
-        .flatten()
-        .collect()
-}
-
 /// What the watcher ignores: the output folder and its build's staging folders and lock,
 /// which a build writes (an output folder inside the data folder must not rebuild forever).
 fn ignored_outputs(config: &SiteConfig) -> watch::Ignore {
     let siblings = crate::write::Siblings::of(&config.out_dir);
     let lock_name = siblings.lock().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let cache_name = siblings.build_cache().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut prefixes = siblings.folder_prefixes().to_vec();
-    prefixes.push(lock_name);
+    prefixes.extend([lock_name, cache_name]);
     watch::Ignore {
         dirs: vec![watch::absolute(&config.out_dir)],
         parent: siblings.parent.canonicalize().unwrap_or(siblings.parent),
@@ -77,14 +90,11 @@ fn ignored_outputs(config: &SiteConfig) -> watch::Ignore {
 }
 
 async fn serve_async(opts: ServeOptions) -> Result<()> {
-    // The inputs as they are before the first build: an edit made during the build, or
-    // between the build and the watcher's start, still triggers a rebuild.
-    let ignore = ignored_outputs(&opts.config);
-    let initial = {
-        let dirs = watched_dirs(&opts.config);
-        watch::fingerprint(&dirs.iter().map(|d| d.as_path()).collect::<Vec<_>>(), &ignore)
-    };
-    match build(&opts.config) {
+    // Watching starts before the first build: an edit made during it still rebuilds.
+    let inputs = watch::Inputs::of(&opts.config, ignored_outputs(&opts.config));
+    let changes = watch::Changes::start(inputs, opts.poll)?;
+    let mut builder = Builder { config: opts.config.clone(), site: None };
+    match builder.rebuild(watch::Change::Everything) {
         Ok(steps) => println!("Built {}\n{steps}", opts.config.out_dir.display()),
         Err(e) => {
             // Nothing good to serve yet unless an earlier build of ours is there: a folder
@@ -115,25 +125,17 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
         live_reload: opts.live_reload,
     });
 
-    // Watcher: rebuild on change, on a thread of its own (the build is synchronous; the
-    // process does not wait for this thread when it exits).
-    let config = opts.config.clone();
-    let (watch_shared, poll) = (shared.clone(), opts.poll);
+    // Rebuild on change, on a thread of its own (the build is synchronous; the process
+    // does not wait for this thread when it exits).
+    println!("Watching for changes ({})", changes.kind);
+    let watch_shared = shared.clone();
     std::thread::spawn(move || {
-        let dirs = watched_dirs(&config);
-        let refs = || dirs.iter().map(|d| d.as_path()).collect::<Vec<_>>();
-        let mut last = initial;
-        loop {
-            std::thread::sleep(poll);
-            let now = watch::fingerprint(&refs(), &ignore);
-            if now == last {
-                continue;
-            }
-            last = now;
-            match build(&config) {
+        while let Some(change) = changes.next(SETTLE) {
+            let t = std::time::Instant::now();
+            match builder.rebuild(change) {
                 Ok(steps) => {
                     watch_shared.build_id.fetch_add(1, Ordering::SeqCst);
-                    println!("Rebuilt after a change\n{steps}");
+                    println!("Rebuilt after a change in {:.1} ms\n{steps}", t.elapsed().as_secs_f64() * 1000.0);
                 }
                 Err(e) => eprintln!("error: rebuild failed, still serving the last good site: {e:#}"),
             }

@@ -5,6 +5,7 @@
 
 pub mod assets;
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -25,10 +26,6 @@ pub trait Sink {
     }
 }
 
-/// What a build remembers in its output for the next one: the inputs' fingerprint and the
-/// input hash of each run's pages.
-pub const BUILD_CACHE: &str = ".speed-matrix-build";
-
 /// Files kept in memory, in the order written: a page rendered on another thread, before it
 /// goes to the real sink.
 #[derive(Debug, Default)]
@@ -46,6 +43,93 @@ impl Sink for MemorySink {
 impl MemorySink {
     pub fn drain_into(self, sink: &mut dyn Sink) -> Result<()> {
         self.files.into_iter().try_for_each(|(path, bytes)| sink.put(&path, &bytes))
+    }
+}
+
+/// A build's destination (a staging folder, or the output folder in place).
+pub trait Output {
+    fn sink(&mut self) -> &mut dyn Sink;
+}
+
+impl Output for Staging {
+    fn sink(&mut self) -> &mut dyn Sink {
+        self
+    }
+}
+
+/// The output folder written in place (`site serve`): a file whose bytes did not change is
+/// not touched, a changed one is replaced atomically, and `finish` removes the files this
+/// build did not write.
+pub struct InPlace {
+    out: PathBuf,
+    written: HashSet<String>,
+    changed: usize,
+    bytes: u64,
+    _lock: Lock,
+}
+
+impl InPlace {
+    pub fn new(out: &Path) -> Result<InPlace> {
+        check_replaceable(out)?;
+        fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        let siblings = Siblings::of(out);
+        let lock = Lock::try_acquire(&siblings.lock(), &format!("{}", out.display()))?;
+        if !out.join(MARKER).is_file() {
+            fs::write(out.join(MARKER), "built by site build; replaced whole on every build\n")?;
+        }
+        Ok(InPlace { out: out.to_path_buf(), written: HashSet::new(), changed: 0, bytes: 0, _lock: lock })
+    }
+
+    /// Removes what this build did not write; returns (files changed, their bytes, removed).
+    pub fn finish(self) -> Result<(usize, u64, usize)> {
+        let mut removed = 0;
+        for entry in walkdir::WalkDir::new(&self.out).min_depth(1).contents_first(true) {
+            let entry = entry.with_context(|| format!("reading {}", self.out.display()))?;
+            let rel = entry.path().strip_prefix(&self.out).expect("walkdir yields children");
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if entry.file_type().is_dir() {
+                // Only empty folders go; a folder with kept files stays.
+                let _ = fs::remove_dir(entry.path());
+            } else if rel != MARKER && !self.written.contains(&rel) {
+                fs::remove_file(entry.path()).with_context(|| format!("removing {}", entry.path().display()))?;
+                removed += 1;
+            }
+        }
+        Ok((self.changed, self.bytes, removed))
+    }
+}
+
+impl Sink for InPlace {
+    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()> {
+        let path = self.out.join(safe_relative(rel_path)?);
+        self.written.insert(rel_path.to_string());
+        if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
+            && fs::read(&path).is_ok_and(|old| old == bytes)
+        {
+            return Ok(());
+        }
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        fsutil::replace_file(&path, bytes)?;
+        self.changed += 1;
+        self.bytes += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn reuse(&mut self, rel_path: &str) -> Result<bool> {
+        let path = self.out.join(safe_relative(rel_path)?);
+        let there = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        if there {
+            self.written.insert(rel_path.to_string());
+        }
+        Ok(there)
+    }
+}
+
+impl Output for InPlace {
+    fn sink(&mut self) -> &mut dyn Sink {
+        self
     }
 }
 
@@ -80,13 +164,6 @@ impl Staging {
         fs::write(temp.join(MARKER), "built by site build; replaced whole on every build\n")?;
         let previous = out.join(MARKER).is_file().then(|| out.to_path_buf());
         Ok(Staging { out: out.to_path_buf(), temp: Some(temp), previous, files: 0, bytes: 0, _lock: lock })
-    }
-
-    /// A file of the previous build's output (e.g. its build cache), if there is one.
-    pub fn previous_file(&self, rel_path: &str) -> Option<Vec<u8>> {
-        let path = self.previous.as_ref()?.join(safe_relative(rel_path).ok()?);
-        fs::symlink_metadata(&path).ok().filter(|m| m.is_file())?;
-        fs::read(path).ok()
     }
 
     pub fn path(&self) -> &Path {
@@ -128,6 +205,12 @@ impl Siblings {
 
     pub fn lock(&self) -> PathBuf {
         self.parent.join(format!(".{}.lock", self.name))
+    }
+
+    /// What a build remembers for the next one (the inputs' fingerprint, each run page's
+    /// input hash): beside the output, so the published folder holds only the site.
+    pub fn build_cache(&self) -> PathBuf {
+        self.parent.join(format!(".{}.build", self.name))
     }
 
     fn staging_label(&self) -> String {
