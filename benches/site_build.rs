@@ -1,7 +1,9 @@
-//! `cargo bench --bench site_build`: times `site build` on N synthetic runs of the seeds'
-//! size (6 contexts x 8 concurrency levels + 7 prefill cells) for N = 10, 100, 1,000 and
-//! prints run pages per second and peak memory. Each N runs in a child process of its own
-//! so its peak resident memory (VmHWM) is its own. Set SITE_BENCH_NS=10,100 to choose N.
+//! `cargo bench --bench site_build`: for N = 100, 1,000 and 10,000 runs (4 in 5 synthetic
+//! seed-sized imported runs, 6 contexts x 8 concurrency levels + 7 prefill cells; 1 in 5 a
+//! copy of a shipped measured run with its raw records), times a cold `site build` (run
+//! pages per second, peak memory), a build with no change, a build after one cell changed,
+//! and `site serve`'s rebuild after one cell changed. Each N runs in a child process of its
+//! own so its peak resident memory (VmHWM) is its own. SITE_BENCH_NS=100,1000 chooses N.
 
 use std::fs;
 use std::path::Path;
@@ -10,7 +12,9 @@ use std::time::Instant;
 
 use speed_matrix::format::json::to_pretty;
 use speed_matrix::format::*;
-use speed_matrix::site::{Site, SiteConfig};
+use std::collections::BTreeSet;
+
+use speed_matrix::site::{format_steps, input_fingerprint, up_to_date, Site, SiteConfig};
 
 const CONTEXTS: [u32; 6] = [8192, 16384, 32768, 65536, 131072, 257024];
 const CONCURRENCY: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
@@ -167,7 +171,8 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// The child: build one generated data folder, print `pages seconds peak_kib`.
+/// The child: build one generated data folder; print one line of figures:
+/// `run_pages files cold_s peak_kib nochange_s onechange_s serve_ms`.
 fn one(dir: &Path) {
     let config = SiteConfig {
         data_dir: dir.join("data"),
@@ -176,11 +181,64 @@ fn one(dir: &Path) {
         static_dir: None,
         settings_file: None,
     };
+    // Cold: no output yet.
     let t = Instant::now();
-    let report = Site::load(config).unwrap().build().unwrap();
-    let secs = t.elapsed().as_secs_f64();
-    eprintln!("{}", speed_matrix::site::format_steps(&report.steps));
-    println!("{} {} {} {}", report.stats.run_pages, report.files, secs, peak_rss_kib());
+    let fingerprint = input_fingerprint(&config);
+    let mut site = Site::load(config.clone()).unwrap();
+    site.fingerprint = Some(fingerprint);
+    let report = site.build().unwrap();
+    let cold = t.elapsed().as_secs_f64();
+    eprintln!("cold build\n{}", format_steps(&report.steps));
+    let peak = peak_rss_kib();
+    // No change: what `site build` does first.
+    let t = Instant::now();
+    assert!(up_to_date(&config, input_fingerprint(&config)), "an unchanged site is not up to date");
+    let nochange = t.elapsed().as_secs_f64();
+    // One cell of one run changes: a full `site build`, keeping the other run pages.
+    let (run, cell) = changed_cell(dir);
+    edit(&cell, 1);
+    let t = Instant::now();
+    let mut site = Site::load(config.clone()).unwrap();
+    site.fingerprint = Some(input_fingerprint(&config));
+    let report = site.build().unwrap();
+    let onechange = t.elapsed().as_secs_f64();
+    eprintln!("one cell changed\n{}", format_steps(&report.steps));
+    // `site serve`: the site stays loaded; the changed run is read again and the output
+    // rewritten in place (after the watcher's 30 ms settle, not counted here).
+    site.build_in_place().unwrap();
+    edit(&cell, 2);
+    let t = Instant::now();
+    let site = site.reload_runs(&BTreeSet::from([run])).unwrap();
+    let report = site.build_in_place().unwrap();
+    let serve_ms = t.elapsed().as_secs_f64() * 1000.0;
+    eprintln!("serve, one cell changed\n{}", format_steps(&report.steps));
+    println!("{} {} {cold} {peak} {nochange} {onechange} {serve_ms}", report.stats.run_pages, report.files);
+}
+
+/// A decode cell of the first imported run, to edit.
+fn changed_cell(dir: &Path) -> (String, std::path::PathBuf) {
+    let runs = dir.join("data/runs");
+    let mut ids: Vec<String> = fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|id| id.starts_with("run-"))
+        .collect();
+    ids.sort();
+    let cells = runs.join(&ids[0]).join("cells");
+    let mut names: Vec<String> =
+        fs::read_dir(&cells).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    let name = names.iter().find(|n| n.starts_with("decode-")).unwrap();
+    (ids[0].clone(), cells.join(name))
+}
+
+/// Changes a cell's figures (its first "ttft_ms" value gets `n` ms more).
+fn edit(cell: &Path, n: u32) {
+    let text = fs::read_to_string(cell).unwrap();
+    let at = text.find("\"ttft_ms\": ").unwrap() + "\"ttft_ms\": ".len();
+    let end = at + text[at..].find([',', '\n']).unwrap();
+    let value: f64 = text[at..end].trim().parse().unwrap();
+    fs::write(cell, format!("{}{}{}", &text[..at], value + n as f64, &text[end..])).unwrap();
 }
 
 fn main() {
@@ -195,14 +253,17 @@ fn main() {
         return;
     }
     let ns: Vec<usize> = std::env::var("SITE_BENCH_NS")
-        .unwrap_or_else(|_| "10,100,1000".into())
+        .unwrap_or_else(|_| "100,1000,10000".into())
         .split(',')
         .map(|s| s.trim().parse().expect("SITE_BENCH_NS: numbers"))
         .collect();
-    println!("site build on N synthetic runs (55 cells each), one thread");
     println!(
-        "{:>6} {:>8} {:>10} {:>12} {:>16} {:>12}",
-        "N", "files", "build s", "run pages/s", "ms per run page", "peak MiB"
+        "site build on N runs (4 in 5 seed-sized imported, 1 in 5 measured with raw records), {} threads",
+        rayon::current_num_threads()
+    );
+    println!(
+        "{:>6} {:>8} {:>9} {:>12} {:>9} {:>14} {:>15} {:>12}",
+        "N", "files", "build s", "run pages/s", "peak MiB", "no change s", "one change s", "serve ms"
     );
     for n in ns {
         let dir = tempfile::tempdir().unwrap();
@@ -213,17 +274,18 @@ fn main() {
             eprintln!("{}", String::from_utf8_lossy(&out.stderr));
         }
         let line = String::from_utf8_lossy(&out.stdout);
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let (pages, files, secs, kib): (f64, u64, f64, f64) =
-            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap());
+        let f: Vec<f64> = line.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        let (pages, files, secs, kib, nochange, onechange, serve_ms) = (f[0], f[1], f[2], f[3], f[4], f[5], f[6]);
         println!(
-            "{:>6} {:>8} {:>10.3} {:>12.0} {:>16.3} {:>12.1}",
+            "{:>6} {:>8} {:>9.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0}",
             n,
             files,
             secs,
             pages / secs,
-            secs * 1000.0 / pages,
-            kib / 1024.0
+            kib / 1024.0,
+            nochange,
+            onechange,
+            serve_ms
         );
     }
 }

@@ -68,8 +68,8 @@ pub struct Site {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct BuildCache {
     fingerprint: Option<String>,
-    /// Run id -> input hash of its pages, in hex.
-    run_pages: BTreeMap<String, String>,
+    /// Cached folder (`runs/<id>`, `compare/<slug>`) -> input hash of its files, in hex.
+    pages: BTreeMap<String, String>,
 }
 
 impl BuildCache {
@@ -95,8 +95,8 @@ impl BuildCache {
         }
     }
 
-    fn run_hashes(&self) -> BTreeMap<String, u64> {
-        self.run_pages.iter().filter_map(|(id, h)| Some((id.clone(), u64::from_str_radix(h, 16).ok()?))).collect()
+    fn hashes(&self) -> BTreeMap<String, u64> {
+        self.pages.iter().filter_map(|(id, h)| Some((id.clone(), u64::from_str_radix(h, 16).ok()?))).collect()
     }
 }
 
@@ -232,20 +232,20 @@ impl Site {
         let env = templates::environment(config.templates_dir.as_deref(), &self.settings)?;
         let template_hash = templates::source_hash(config.templates_dir.as_deref())?;
         let previous = BuildCache::read(&config.out_dir);
-        let previous_runs = previous.run_hashes();
+        let previous = previous.hashes();
         let pages = SitePages {
             site: &self.model,
             template_hash,
-            previous_runs: &previous_runs,
+            previous: &previous,
             settings: &self.settings,
             comparisons: &self.comparisons,
             pages: &self.data.pages,
             env: &env,
         };
-        let (stats, run_hashes) = pages.render_all(out.sink())?;
+        let (stats, hashes) = pages.render_all(out.sink())?;
         let cache = BuildCache {
             fingerprint: self.fingerprint.map(|f| format!("{f:016x}")),
-            run_pages: run_hashes.into_iter().map(|(id, h)| (id, format!("{h:016x}"))).collect(),
+            pages: hashes.into_iter().map(|(key, h)| (key, format!("{h:016x}"))).collect(),
         };
         let n_assets = assets::write_assets(config.static_dir.as_deref(), out.sink())?;
         let mut steps = self.steps.clone();

@@ -43,7 +43,12 @@ pub struct SiteModel {
 
 impl SiteModel {
     pub fn run(&self, id: &str) -> Option<&RunView> {
-        self.runs.iter().find(|r| r.id == id)
+        self.run_index(id).map(|i| &self.runs[i])
+    }
+
+    /// The index of run `id` in `runs` (sorted by id).
+    pub fn run_index(&self, id: &str) -> Option<usize> {
+        self.runs.binary_search_by(|r| r.id.as_str().cmp(id)).ok()
     }
 
     pub fn leaderboard(&self, key: BoardKey) -> Option<&Leaderboard> {

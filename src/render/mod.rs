@@ -2,6 +2,7 @@
 //! Formats figures; never computes one. One module per page kind, `common` for what they
 //! share.
 
+pub mod cached;
 pub mod charts;
 pub mod common;
 pub mod compare_page;

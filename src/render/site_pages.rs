@@ -11,6 +11,7 @@ use minijinja::context;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::cached::{render_cached, Unit};
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::feeds::PageRecorder;
 use super::series_page::series_title;
@@ -18,32 +19,25 @@ use super::{feeds, group_page, leaderboard_page, listing, markdown, pareto_page,
 use crate::analysis::series::Trend;
 use crate::analysis::{Comparison, GroupKind, SiteModel, ACTIVE_MISMATCH_TOLERANCE};
 use crate::format::{PageSource, SiteSettings};
+use crate::units::Fnv;
 use crate::write::{MemorySink, Sink};
-
-/// Keeps every one of `files` from the previous build, or none is counted as kept (the
-/// caller renders them all again, replacing any kept).
-fn reuse_all(sink: &mut dyn Sink, files: &[String]) -> Result<bool> {
-    for f in files {
-        if !sink.reuse(f)? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// Run pages rendered at once before they are written (bounds memory at any site size).
-const RUN_BATCH: usize = 256;
 
 pub struct SitePages<'a> {
     pub site: &'a SiteModel,
     /// `templates::source_hash` of the templates in `env`.
     pub template_hash: u64,
-    /// Run id -> input hash of the run pages the previous build wrote (see `run_page::input_hash`).
-    pub previous_runs: &'a BTreeMap<String, u64>,
+    /// Folder -> input hash of the cached folders the previous build wrote (see `cached`).
+    pub previous: &'a BTreeMap<String, u64>,
     pub settings: &'a SiteSettings,
     pub comparisons: &'a [Comparison],
     pub pages: &'a [PageSource],
     pub env: &'a minijinja::Environment<'static>,
+}
+
+/// The run pages' input hashes, by run index and by folder.
+struct Rendered {
+    hashes: Vec<u64>,
+    by_folder: BTreeMap<String, u64>,
 }
 
 /// A series as the index lists it.
@@ -56,12 +50,14 @@ struct SeriesLink<'a> {
 }
 
 impl SitePages<'_> {
-    /// Renders every page; returns what was rendered and the input hash of each run's pages.
+    /// Renders every page; returns what was rendered and the input hash of each cached
+    /// folder (see `cached`).
     pub fn render_all(&self, sink: &mut dyn Sink) -> Result<(RenderStats, BTreeMap<String, u64>)> {
         let mut stats = RenderStats::default();
         let cx = PageContext::new(self.env, self.pages, &self.site.runs, self.comparisons);
         let mut rec = PageRecorder { inner: sink, pages: Vec::new() };
-        let run_hashes = self.render_runs(&cx, &mut rec, &mut stats)?;
+        let runs = self.render_runs(&cx, &mut rec, &mut stats)?;
+        let mut hashes = runs.by_folder;
         for kind in GroupKind::ALL {
             for g in self.site.groups(kind) {
                 group_page::render(&cx, self.site, kind, g, &mut rec, &mut stats)
@@ -69,74 +65,117 @@ impl SitePages<'_> {
             }
         }
         leaderboard_page::render_all(&cx, self.site, &mut rec, &mut stats).context("rendering the leaderboards")?;
-        for view in &self.site.paretos {
-            pareto_page::render(&cx, self.site, view, &mut rec, &mut stats).context("rendering a throughput view")?;
-        }
-        for s in &self.site.series {
-            series_page::render(&cx, self.site, s, &mut rec, &mut stats)
-                .with_context(|| format!("rendering series {}", s.slug))?;
-        }
-        let extra = series_page::step_comparisons(self.site, self.comparisons);
-        for cmp in self.comparisons.iter().chain(extra) {
-            series_page::render_comparison(&cx, self.site, cmp, &mut rec, &mut stats)
-                .with_context(|| format!("rendering comparison {}", cmp.slug))?;
-        }
+        hashes.extend(self.render_views(&cx, &runs.hashes, &mut rec, &mut stats)?);
+        hashes.extend(self.render_comparisons(&cx, &runs.hashes, &mut rec, &mut stats)?);
         self.render_index(&cx, &mut rec, &mut stats)?;
         self.render_text_pages(&cx, &mut rec, &mut stats)?;
         let PageRecorder { inner: sink, pages } = rec;
         if let Some(base) = &self.settings.base_url {
             feeds::render(&cx, base, &self.site.runs, &pages, sink, &mut stats)?;
         }
-        Ok((stats, run_hashes))
+        Ok((stats, hashes))
     }
 
-    /// Run pages in parallel batches, written in run order (output is the same at any
-    /// thread count). A run whose inputs hash as in the previous build keeps its files.
-    fn render_runs(
-        &self,
-        cx: &PageContext,
-        sink: &mut dyn Sink,
-        stats: &mut RenderStats,
-    ) -> Result<BTreeMap<String, u64>> {
+    /// Run pages, in parallel, kept where their inputs did not change; returns each run's
+    /// input hash by its folder.
+    fn render_runs(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<Rendered> {
         let site = self.site;
         let ranks = run_page::Ranks::of(site);
         let hashes: Vec<u64> = (0..site.runs.len())
             .into_par_iter()
             .map(|i| run_page::input_hash(cx, &site.runs[i], i, &ranks, self.template_hash))
             .collect();
-        for start in (0..site.runs.len()).step_by(RUN_BATCH) {
-            let end = (start + RUN_BATCH).min(site.runs.len());
-            let mut todo = Vec::new();
-            for (i, (run, hash)) in site.runs.iter().zip(&hashes).enumerate().take(end).skip(start) {
-                if self.previous_runs.get(&run.id) == Some(hash) && reuse_all(sink, &run_page::files(run))? {
-                    stats.add(&RenderStats {
-                        pages: 1,
-                        run_pages: 1,
-                        files: 3,
-                        reused_run_pages: 1,
-                        ..Default::default()
-                    });
-                } else {
-                    todo.push(i);
+        let kept = RenderStats { pages: 1, run_pages: 1, files: 3, reused_run_pages: 1, ..Default::default() };
+        let units: Vec<Unit> = site
+            .runs
+            .iter()
+            .zip(&hashes)
+            .map(|(r, &hash)| Unit { key: format!("runs/{}", r.id), files: run_page::files(r).to_vec(), hash, kept })
+            .collect();
+        let render = |i: usize, mem: &mut MemorySink, st: &mut RenderStats| {
+            let run = &site.runs[i];
+            run_page::render(cx, run, Some(i), &ranks, mem, st).with_context(|| format!("rendering run {}", run.id))
+        };
+        let by_folder = render_cached(&units, self.previous, render, sink, stats)?;
+        Ok(Rendered { hashes, by_folder })
+    }
+
+    /// The throughput views (one per model) and the trend series, in parallel, kept where
+    /// neither the view nor its runs' pages changed.
+    fn render_views(
+        &self,
+        cx: &PageContext,
+        run_hashes: &[u64],
+        sink: &mut dyn Sink,
+        stats: &mut RenderStats,
+    ) -> Result<BTreeMap<String, u64>> {
+        let site = self.site;
+        let unit = |dir: String, view: serde_json::Result<Vec<u8>>, runs: &[usize]| {
+            let mut h = Fnv::default();
+            h.piece(&view.unwrap_or_default());
+            for &i in runs {
+                h.piece(&run_hashes[i].to_le_bytes());
+            }
+            h.piece(&self.template_hash.to_le_bytes());
+            let files = vec![format!("{dir}/index.html")];
+            Unit { key: dir, files, hash: h.finish(), kept: RenderStats { pages: 1, files: 1, ..Default::default() } }
+        };
+        let paretos: Vec<Unit> = site
+            .paretos
+            .iter()
+            .map(|v| {
+                unit(format!("pareto/{}", site.models[v.model].slug), serde_json::to_vec(v), &site.models[v.model].runs)
+            })
+            .collect();
+        let render = |i: usize, mem: &mut MemorySink, st: &mut RenderStats| {
+            pareto_page::render(cx, site, &site.paretos[i], mem, st).context("rendering a throughput view")
+        };
+        let mut hashes = render_cached(&paretos, self.previous, render, sink, stats)?;
+        let series: Vec<Unit> =
+            site.series.iter().map(|s| unit(format!("series/{}", s.slug), serde_json::to_vec(s), &s.runs)).collect();
+        let render = |i: usize, mem: &mut MemorySink, st: &mut RenderStats| {
+            let s = &site.series[i];
+            series_page::render(cx, site, s, mem, st).with_context(|| format!("rendering series {}", s.slug))
+        };
+        hashes.extend(render_cached(&series, self.previous, render, sink, stats)?);
+        Ok(hashes)
+    }
+
+    /// The listed comparisons and those the series flag, in parallel, kept where neither
+    /// the comparison nor its runs' pages changed.
+    fn render_comparisons(
+        &self,
+        cx: &PageContext,
+        run_hashes: &[u64],
+        sink: &mut dyn Sink,
+        stats: &mut RenderStats,
+    ) -> Result<BTreeMap<String, u64>> {
+        let site = self.site;
+        let extra = series_page::step_comparisons(site, self.comparisons);
+        let all: Vec<&Comparison> = self.comparisons.iter().chain(extra).collect();
+        let index = |id: &str| site.run_index(id).expect("comparisons are of the site's runs");
+        let units: Vec<Unit> = all
+            .iter()
+            .map(|c| {
+                let mut h = Fnv::default();
+                h.piece(&serde_json::to_vec(c).unwrap_or_default());
+                h.piece(&run_hashes[index(&c.a_id)].to_le_bytes()).piece(&run_hashes[index(&c.b_id)].to_le_bytes());
+                h.piece(&self.template_hash.to_le_bytes());
+                let dir = format!("compare/{}", c.slug);
+                let files = vec![format!("{dir}/index.html"), format!("{dir}/comparison.csv")];
+                Unit {
+                    key: dir,
+                    files,
+                    hash: h.finish(),
+                    kept: RenderStats { pages: 1, files: 2, ..Default::default() },
                 }
-            }
-            let rendered: Vec<Result<(MemorySink, RenderStats)>> = todo
-                .into_par_iter()
-                .map(|i| {
-                    let run = &site.runs[i];
-                    let (mut mem, mut st) = (MemorySink::default(), RenderStats::default());
-                    run_page::render(cx, run, Some(i), &ranks, &mut mem, &mut st)
-                        .with_context(|| format!("rendering run {}", run.id))?;
-                    Ok((mem, st))
-                })
-                .collect();
-            for r in rendered {
-                let (mem, st) = r?;
-                mem.drain_into(sink)?;
-                stats.add(&st);
-            }
-        }
-        Ok(site.runs.iter().map(|r| r.id.clone()).zip(hashes).collect())
+            })
+            .collect();
+        let render = |i: usize, mem: &mut MemorySink, st: &mut RenderStats| {
+            series_page::render_comparison(cx, site, all[i], mem, st)
+                .with_context(|| format!("rendering comparison {}", all[i].slug))
+        };
+        render_cached(&units, self.previous, render, sink, stats)
     }
 
     fn render_index(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
