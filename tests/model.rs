@@ -160,7 +160,7 @@ fn a_run_view_holds_its_grid_tallies_and_headline() {
     let base = site.model.run("base").unwrap();
     assert_eq!(base.heatmap.columns, [1, 2, 4]);
     let grid: Vec<Vec<Option<Status>>> =
-        base.heatmap.rows.iter().map(|r| r.cells.iter().map(|c| c.as_ref().map(|c| c.status)).collect()).collect();
+        base.heatmap.rows.iter().map(|r| base.row_cells(r).map(|c| c.map(|c| c.status)).collect()).collect();
     use Status::*;
     assert_eq!(
         grid,

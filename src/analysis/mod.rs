@@ -80,7 +80,9 @@ impl PreparedRun {
 }
 
 pub fn prepare(run: &LoadedRun) -> PreparedRun {
-    PreparedRun(normalize_run(run, RunSlugs::plain(&run.manifest)))
+    let mut view = normalize_run(run, RunSlugs::plain(&run.manifest));
+    view.view_hash = crate::units::fnv1a(&serde_json::to_vec(&view).unwrap_or_default());
+    PreparedRun(view)
 }
 
 /// Every run with its figures, grouped by model, hardware and engine, ranked, and followed

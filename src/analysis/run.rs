@@ -36,6 +36,10 @@ pub struct RunView {
     pub headline: Headline,
     pub notes_markdown: Option<String>,
     pub counts: StatusCounts,
+    /// A hash of this view as normalized (before the site sets its slugs): what its pages
+    /// are made from, for the build cache. Computed once, when the run is loaded.
+    #[serde(skip)]
+    pub view_hash: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -65,8 +69,9 @@ pub struct Heatmap {
 #[derive(Debug, Clone, Serialize)]
 pub struct HeatRow {
     pub context: u32,
-    /// One per column; `None` where the run has no cell (not measured).
-    pub cells: Vec<Option<CellView>>,
+    /// One per column: the cell's index in `RunView::decode`, `None` where the run has no
+    /// cell (not measured).
+    pub cells: Vec<Option<usize>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -164,6 +169,11 @@ impl RunView {
             .collect()
     }
 
+    /// The cells of a heatmap row, by column.
+    pub fn row_cells<'a>(&'a self, row: &'a HeatRow) -> impl Iterator<Item = Option<&'a CellView>> + 'a {
+        row.cells.iter().map(|i| i.map(|i| &self.decode[i]))
+    }
+
     pub fn decode_cell(&self, context: u32, concurrency: u32) -> Option<&CellView> {
         self.decode.iter().find(|d| d.context == context && d.concurrency == concurrency)
     }
@@ -211,6 +221,7 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
         headline,
         notes_markdown: run.notes_markdown.clone(),
         counts,
+        view_hash: 0,
     }
 }
 
@@ -291,7 +302,7 @@ fn heatmap(contexts: &[u32], concurrency: &[u32], decode: &[CellView]) -> Heatma
             context: ctx,
             cells: columns
                 .iter()
-                .map(|&c| decode.iter().find(|d| d.context == ctx && d.concurrency == c).cloned())
+                .map(|&c| decode.iter().position(|d| d.context == ctx && d.concurrency == c))
                 .collect(),
         })
         .collect();

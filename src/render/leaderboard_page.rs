@@ -4,13 +4,14 @@
 
 use anyhow::Result;
 use minijinja::context;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
 use crate::units::numbers::{self, context_label, context_slug};
-use crate::write::Sink;
+use crate::write::{MemorySink, Sink};
 
 /// Ranked rows a board's page shows; the rest are in its CSV.
 pub const BOARD_ROWS: usize = 100;
@@ -70,8 +71,20 @@ fn engine_text(run: &RunView) -> String {
 }
 
 pub fn render_all(cx: &PageContext, site: &SiteModel, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
-    for board in &site.leaderboards {
-        render_board(cx, site, board, sink, stats)?;
+    // Boards are independent: rendered on every core, written in board order.
+    let rendered: Vec<Result<(MemorySink, RenderStats)>> = site
+        .leaderboards
+        .par_iter()
+        .map(|board| {
+            let (mut mem, mut st) = (MemorySink::default(), RenderStats::default());
+            render_board(cx, site, board, &mut mem, &mut st)?;
+            Ok((mem, st))
+        })
+        .collect();
+    for r in rendered {
+        let (mem, st) = r?;
+        mem.drain_into(sink)?;
+        stats.add(&st);
     }
     let links: Vec<BoardLink> = site
         .leaderboards

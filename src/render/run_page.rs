@@ -34,6 +34,13 @@ impl Ranks {
     }
 }
 
+/// A heatmap row as the template reads it: the cells themselves.
+#[derive(Debug, Serialize)]
+struct HeatRowView<'a> {
+    context: u32,
+    cells: Vec<Option<&'a CellView>>,
+}
+
 /// A cell's link to its leaderboard, with the run's place there when it is ranked.
 #[derive(Debug, Serialize)]
 struct BoardLink {
@@ -53,12 +60,14 @@ pub fn files(run: &RunView) -> [String; 3] {
     ["index.html", "cells.csv", "cells.json"].map(|f| format!("runs/{}/{f}", run.id))
 }
 
-/// A hash of everything a run's files are made from: the run's view, its places on the
+/// A hash of everything a run's files are made from: the run's view (`view_hash`, and the
+/// slugs set after it), its places on the
 /// leaderboards, its title, comparisons and the navigation, and the templates. Equal
 /// hashes mean byte-identical files, so a rebuild can keep the previous ones.
 pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, ranks: &Ranks, template_hash: u64) -> u64 {
     let mut h = Fnv::default();
-    h.piece(&serde_json::to_vec(run).unwrap_or_default());
+    h.piece(&run.view_hash.to_le_bytes());
+    h.piece(&serde_json::to_vec(&run.slugs).unwrap_or_default());
     for (key, rank, of) in ranks.by_run.get(index).into_iter().flatten() {
         h.piece(format!("{key:?} {rank} {of}").as_bytes());
     }
@@ -86,11 +95,15 @@ pub fn render(
     let notes_html = run.notes_markdown.as_deref().map(markdown::to_html);
     let details: Vec<String> = run.decode.iter().map(downloads::cell_detail).collect();
     let comparisons: Vec<_> = cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id).collect();
-    let heat_links: Vec<Vec<Option<BoardLink>>> = run
+    let heat_rows: Vec<HeatRowView> = run
         .heatmap
         .rows
         .iter()
-        .map(|row| row.cells.iter().map(|c| c.as_ref().map(|c| board_link(ranks, index, c))).collect())
+        .map(|row| HeatRowView { context: row.context, cells: run.row_cells(row).collect() })
+        .collect();
+    let heat_links: Vec<Vec<Option<BoardLink>>> = heat_rows
+        .iter()
+        .map(|row| row.cells.iter().map(|c| c.map(|c| board_link(ranks, index, c))).collect())
         .collect();
     let prefill_links: Vec<BoardLink> = run.prefill.iter().map(|c| board_link(ranks, index, c)).collect();
     let html = cx.env.get_template("run.html")?.render(context! {
@@ -103,6 +116,7 @@ pub fn render(
         notes_html => ser(notes_html),
         decode_details => ser(details),
         comparisons => ser(comparisons),
+        heat_rows => ser(heat_rows),
         heat_links => ser(heat_links),
         prefill_links => ser(prefill_links),
     })?;
@@ -146,9 +160,8 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
         .rows
         .iter()
         .filter_map(|row| {
-            let mut pts: Vec<(f64, f64, u32)> = row
-                .cells
-                .iter()
+            let mut pts: Vec<(f64, f64, u32)> = run
+                .row_cells(row)
                 .flatten()
                 .filter(|c| c.status == Status::Valid)
                 .filter_map(|c| Some((c.figures.per_request_tps?, c.figures.total_tps?, c.concurrency)))
