@@ -313,6 +313,58 @@ fn push_linked(marks: &mut String, open: &str, p: &ScatterPoint) {
     }
 }
 
+/// A small trend line (no axes: the page prints the numbers beside it), one point per
+/// value, gaps where a value is missing; each point titled with its label and value. Far
+/// lighter than a full chart, for a table of many. Empty with fewer than two values.
+pub fn sparkline(values: &[Option<f64>], labels: &[String], value_text: fn(f64) -> String) -> String {
+    use std::fmt::Write as _;
+    let present: Vec<f64> = values.iter().flatten().copied().filter(|v| v.is_finite()).collect();
+    if present.len() < 2 {
+        return String::new();
+    }
+    let (w, h, pad) = (240.0, 48.0, 5.0);
+    let max = present.iter().copied().fold(f64::MIN, f64::max);
+    let min = present.iter().copied().fold(f64::MAX, f64::min).min(max - 1e-9);
+    let x = |i: usize| pad + (w - 2.0 * pad) * i as f64 / (values.len().max(2) - 1) as f64;
+    let y = |v: f64| pad + (h - 2.0 * pad) * (1.0 - (v - min) / (max - min));
+    let mut svg = format!(
+        "<svg class=\"chart spark\" role=\"img\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" preserveAspectRatio=\"xMidYMid meet\">"
+    );
+    // One polyline per run of consecutive values.
+    let mut line = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        match v.filter(|v| v.is_finite()) {
+            Some(v) => line.push(format!("{:.1},{:.1}", x(i), y(v))),
+            None => flush_line(&mut svg, &mut line),
+        }
+    }
+    flush_line(&mut svg, &mut line);
+    for (i, v) in values.iter().enumerate() {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            let label = labels.get(i).map(String::as_str).unwrap_or("");
+            let title = xml_escape(&format!("{label}: {}", value_text(v))).into_owned();
+            let _ = write!(
+                svg,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"currentColor\"><title>{title}</title></circle>",
+                x(i),
+                y(v)
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+fn flush_line(svg: &mut String, line: &mut Vec<String>) {
+    if line.len() > 1 {
+        svg.push_str(&format!(
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"/>",
+            line.join(" ")
+        ));
+    }
+    line.clear();
+}
+
 /// The name of a whole x position; ticks between positions stay blank.
 fn name_at(names: &[String], x: f64) -> String {
     let i = x.round();

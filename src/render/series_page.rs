@@ -7,14 +7,14 @@ use anyhow::Result;
 use minijinja::context;
 use serde::Serialize;
 
-use super::charts::{line_chart, ChartSpec, Series, XAxis};
+use super::charts::{line_chart, sparkline, ChartSpec, Series, XAxis};
 use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::compare_page;
 use super::pareto_page::config_name;
 use crate::analysis::series::{KeyFigure, Trend};
 use crate::analysis::{Comparison, RunView, SeriesView, SiteModel};
 use crate::format::Status;
-use crate::units::numbers::context_label;
+use crate::units::numbers::{self, context_label};
 use crate::write::Sink;
 
 /// Runs a per-cell chart follows (the latest ones); the table keeps them all.
@@ -183,7 +183,7 @@ fn cell_rows(runs: &[&RunView], versions: &[String]) -> Vec<CellRow> {
                 .collect();
             let label = format!("{} × {c}", context_label(ctx));
             CellRow {
-                chart: trend_chart(&format!("total tok/s at {label}"), &versions[skip..], &values[skip..]),
+                chart: sparkline(&values[skip..], &versions[skip..], |v| format!("{} tok/s", numbers::decimal1(v))),
                 first: values.iter().flatten().next().copied(),
                 last: values.iter().flatten().last().copied(),
                 measured: values.iter().flatten().count(),
