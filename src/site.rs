@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{self, Comparison, PreparedRun, SiteModel};
+use crate::analysis::{self, Comparison, PreparedRun, RunView, SiteModel};
 use crate::format::{self, DataSet, SiteSettings};
 use crate::render::{templates, RenderStats, SitePages};
 use crate::units::Fnv;
@@ -233,8 +233,11 @@ impl Site {
         let template_hash = templates::source_hash(config.templates_dir.as_deref())?;
         let previous = BuildCache::read(&config.out_dir);
         let previous = previous.hashes();
+        let runs_dir = config.data_dir.join(format::RUNS_DIR);
+        let raw_run = |run: &RunView| format::load_run_dir(&runs_dir.join(&run.id));
         let pages = SitePages {
             site: &self.model,
+            raw_run: &raw_run,
             template_hash,
             previous: &previous,
             settings: &self.settings,

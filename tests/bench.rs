@@ -304,7 +304,7 @@ fn a_looping_output_makes_a_looped_cell() {
     assert_ok(&site_in(ws.path(), &["build"]));
     let page = fs::read_to_string(ws.path().join("public/runs/loop/index.html")).unwrap();
     assert!(page.contains(
-        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"../../leaderboards/2k-x2/index.html#run-loop\">Looped</a></td>"
+        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"cells/decode-2k-x2/index.html\">Looped</a></td>"
     ));
 }
 

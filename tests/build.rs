@@ -94,9 +94,9 @@ fn shipped_seed_runs_carry_every_published_figure() {
         assert!(page.contains(&format!("<h1>{title}</h1>")), "{run_id}: title {title:?}");
         let launch = seed.lines().skip_while(|l| *l != "Launch command").nth(1).unwrap();
         assert!(text.contains(launch), "{run_id}: launch command differs");
-        // Over capacity cells are styled as such and link to their leaderboard.
+        // Over capacity cells are styled as such and link to their cell page.
         let over = page
-            .matches("<td class=\"cell over-capacity\" data-status=\"over_capacity\"><a href=\"../../leaderboards/")
+            .matches("<td class=\"cell over-capacity\" data-status=\"over_capacity\"><a href=\"cells/decode-")
             .count();
         assert_eq!(over, page.matches("data-status=\"over_capacity\"").count(), "{run_id}");
         // The prefill curve and throughput vs interactivity: a point per valid cell.
@@ -106,11 +106,9 @@ fn shipped_seed_runs_carry_every_published_figure() {
         assert_eq!(chart_points(&page), expected, "{run_id}: chart points");
     }
     let vllm = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[0].1));
-    let looped = format!(
-        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"../../leaderboards/64k-x4/index.html#run-{}\">Looped</a></td>",
-        SEED_RUNS[0].1
-    );
-    assert_eq!(vllm.matches(&looped).count(), 1);
+    let looped =
+        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"cells/decode-64k-x4/index.html\">Looped</a></td>";
+    assert_eq!(vllm.matches(looped).count(), 1);
     assert_eq!(vllm.matches("data-status=\"over_capacity\"").count(), 15);
     // Seed 2's cells whose active requests stray from their column are flagged.
     let sglang = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[1].1));

@@ -249,3 +249,27 @@ fn measured_cells_take_their_figures_from_the_records() {
     let expected = f.output_tokens.unwrap() as f64 / f.measured_s.unwrap();
     assert!((f.total_tps.unwrap() - expected).abs() < 1e-9, "{f:?}");
 }
+
+#[test]
+fn a_measured_cells_evidence_comes_from_its_records() {
+    use speed_matrix::analysis::evidence::evidence;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid/measured/data/runs/tiny-vllm-l4");
+    let run = speed_matrix::format::load_run_dir(&dir).unwrap();
+    let cell = run.cells.iter().map(|c| &c.cell).find(|c| c.context == 8192 && c.concurrency == 2).unwrap();
+    let e = evidence(cell).unwrap();
+    // Both requests were sent at 0 s; the window is 10-40 s.
+    assert_eq!(e.window, Some((10.0, 40.0)));
+    assert_eq!(e.lanes.len(), 2);
+    // One-second bins: request 1 spreads 3,000 tokens over 10-40 s (100 a second), request 2
+    // 1,500 over 10-39.9 s (50.17 a second); the last bin has 0.9 s of request 2.
+    assert_eq!(e.throughput.len(), 30);
+    let tps: Vec<String> = e.throughput.iter().map(|b| format!("{:.3}", b.tps)).collect();
+    assert_eq!((tps[0].as_str(), tps[28].as_str(), tps[29].as_str()), ("150.167", "150.167", "145.151"));
+    let tokens: f64 = e.throughput.iter().map(|b| b.tokens).sum();
+    assert!((tokens - 4500.0).abs() < 1e-6, "{tokens}");
+    // TTFT 50 and 100 ms: linear-rank percentiles.
+    let d = e.ttft_ms.unwrap();
+    let got = [d.p50, d.p90, d.p99, d.max].map(|v| format!("{v:.1}"));
+    assert_eq!(got, ["75.0", "95.0", "99.5", "100.0"]);
+    assert_eq!(e.gauge.len(), 2);
+}

@@ -190,3 +190,31 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
     assert_eq!(rebuilt, fresh, "a rebuild that kept pages differs from a fresh build");
     assert!(ws.read("public/runs/d-vllm-0.11.0/index.html").contains("#5 of 6</a>"));
 }
+
+#[test]
+fn every_cell_has_a_page_linked_from_the_heatmap_and_the_table() {
+    let ws = Workspace::from_fixture("valid/measured");
+    assert_ok(&ws.site(&["build"]));
+    let run = ws.read("public/runs/tiny-vllm-l4/index.html");
+    let cells = fs::read_dir(ws.path().join("data/runs/tiny-vllm-l4/cells")).unwrap().count();
+    let pages = fs::read_dir(ws.path().join("public/runs/tiny-vllm-l4/cells")).unwrap().count();
+    assert_eq!(pages, cells);
+    // Heatmap and table both link the 8K x 2 cell.
+    assert!(run.contains("<a class=\"tps\" href=\"cells/decode-8k-x2/index.html\">150.0</a>"), "heatmap link");
+    assert!(run.contains("<td><a href=\"cells/decode-8k-x2/index.html\">Sustained decode</a></td>"), "table link");
+    let page = ws.read("public/runs/tiny-vllm-l4/cells/decode-8k-x2/index.html");
+    // The formula with its numbers, a lane per request, the gauge against the target.
+    assert!(page.contains("<td>4,500 tokens &#x2f; 30.000 s</td>"), "total tok/s formula");
+    assert_eq!(page.matches("<g><title>request ").count(), 2);
+    assert!(page.contains("target: 2"));
+    assert!(page.contains("<figcaption>Time to first token: 2 requests · p50 75.0 ms · p90 95.0 ms · p99 99.5 ms · max 100.0 ms</figcaption>"));
+    // Neighbours along the row and the column, and the cell's leaderboard.
+    assert!(page.contains("<a href=\"../decode-8k-x1/index.html\">Fewer requests: 8K × 1</a>"));
+    assert!(page.contains("<a href=\"../decode-16k-x2/index.html\">Longer context: 16K × 2</a>"));
+    assert!(page.contains("<a href=\"../../../../leaderboards/8k-x2/index.html\">Leaderboard 8K × 2</a>"));
+    // A looped cell shows its finding; an Over capacity cell its rule.
+    let looped = ws.read("public/runs/tiny-vllm-l4/cells/decode-16k-x1/index.html");
+    assert!(looped.contains("<h2>Looped</h2>"), "looped cell page");
+    let over = ws.read("public/runs/tiny-vllm-l4/cells/decode-16k-x2/index.html");
+    assert!(over.contains("<h2>Over capacity</h2>"), "over capacity cell page");
+}

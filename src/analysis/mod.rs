@@ -4,6 +4,7 @@
 
 pub mod command;
 pub mod compare;
+pub mod evidence;
 pub mod figures;
 pub mod group;
 pub mod leaderboard;

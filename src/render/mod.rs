@@ -3,6 +3,8 @@
 //! share.
 
 pub mod cached;
+pub mod cell_charts;
+pub mod cell_page;
 pub mod charts;
 pub mod common;
 pub mod compare_page;

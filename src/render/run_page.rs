@@ -4,6 +4,7 @@ use anyhow::Result;
 use minijinja::context;
 use serde::Serialize;
 
+use super::cell_page::cell_slug;
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::common::{put_file, put_page, root, run_title, ser, PageContext, RenderStats};
 use super::leaderboard_page::board_slug;
@@ -41,18 +42,20 @@ struct HeatRowView<'a> {
     cells: Vec<Option<&'a CellView>>,
 }
 
-/// A cell's link to its leaderboard, with the run's place there when it is ranked.
+/// Where a cell links: its own page, and its leaderboard with the run's place there when
+/// it is ranked.
 #[derive(Debug, Serialize)]
-struct BoardLink {
+struct CellLinks {
+    cell: String,
     slug: String,
     rank: Option<usize>,
     of: Option<usize>,
 }
 
-fn board_link(ranks: &Ranks, index: Option<usize>, cell: &CellView) -> BoardLink {
+fn cell_links(ranks: &Ranks, index: Option<usize>, cell: &CellView) -> CellLinks {
     let key = BoardKey::of(cell);
     let place = index.and_then(|i| ranks.rank(i, key));
-    BoardLink { slug: board_slug(key), rank: place.map(|p| p.0), of: place.map(|p| p.1) }
+    CellLinks { cell: cell_slug(cell), slug: board_slug(key), rank: place.map(|p| p.0), of: place.map(|p| p.1) }
 }
 
 /// The files a run's page writes, under `runs/<id>/`.
@@ -101,11 +104,12 @@ pub fn render(
         .iter()
         .map(|row| HeatRowView { context: row.context, cells: run.row_cells(row).collect() })
         .collect();
-    let heat_links: Vec<Vec<Option<BoardLink>>> = heat_rows
+    let heat_links: Vec<Vec<Option<CellLinks>>> = heat_rows
         .iter()
-        .map(|row| row.cells.iter().map(|c| c.map(|c| board_link(ranks, index, c))).collect())
+        .map(|row| row.cells.iter().map(|c| c.map(|c| cell_links(ranks, index, c))).collect())
         .collect();
-    let prefill_links: Vec<BoardLink> = run.prefill.iter().map(|c| board_link(ranks, index, c)).collect();
+    let prefill_links: Vec<CellLinks> = run.prefill.iter().map(|c| cell_links(ranks, index, c)).collect();
+    let decode_slugs: Vec<String> = run.decode.iter().map(cell_slug).collect();
     let html = cx.env.get_template("run.html")?.render(context! {
         root => root("../../"),
         nav_pages => ser(&cx.nav),
@@ -119,6 +123,7 @@ pub fn render(
         heat_rows => ser(heat_rows),
         heat_links => ser(heat_links),
         prefill_links => ser(prefill_links),
+        decode_slugs => ser(decode_slugs),
     })?;
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;

@@ -15,10 +15,10 @@ use super::cached::{render_cached, Unit};
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::feeds::PageRecorder;
 use super::series_page::series_title;
-use super::{feeds, group_page, leaderboard_page, listing, markdown, pareto_page, run_page, series_page};
+use super::{cell_page, feeds, group_page, leaderboard_page, listing, markdown, pareto_page, run_page, series_page};
 use crate::analysis::series::Trend;
-use crate::analysis::{Comparison, GroupKind, SiteModel, ACTIVE_MISMATCH_TOLERANCE};
-use crate::format::{PageSource, SiteSettings};
+use crate::analysis::{Comparison, GroupKind, RunView, SiteModel, ACTIVE_MISMATCH_TOLERANCE};
+use crate::format::{LoadedRun, PageSource, SiteSettings};
 use crate::units::Fnv;
 use crate::write::{MemorySink, Sink};
 
@@ -26,6 +26,9 @@ pub struct SitePages<'a> {
     pub site: &'a SiteModel,
     /// `templates::source_hash` of the templates in `env`.
     pub template_hash: u64,
+    /// The run as loaded, records and all, for its cell pages (read again when its pages are
+    /// rendered: the site does not keep every record in memory).
+    pub raw_run: &'a (dyn Fn(&RunView) -> Result<LoadedRun> + Sync),
     /// Folder -> input hash of the cached folders the previous build wrote (see `cached`).
     pub previous: &'a BTreeMap<String, u64>,
     pub settings: &'a SiteSettings,
@@ -85,16 +88,30 @@ impl SitePages<'_> {
             .into_par_iter()
             .map(|i| run_page::input_hash(cx, &site.runs[i], i, &ranks, self.template_hash))
             .collect();
-        let kept = RenderStats { pages: 1, run_pages: 1, files: 3, reused_run_pages: 1, ..Default::default() };
         let units: Vec<Unit> = site
             .runs
             .iter()
             .zip(&hashes)
-            .map(|(r, &hash)| Unit { key: format!("runs/{}", r.id), files: run_page::files(r).to_vec(), hash, kept })
+            .map(|(r, &hash)| {
+                let mut files = run_page::files(r).to_vec();
+                let cells = cell_page::files(r);
+                let kept = RenderStats {
+                    pages: 1 + cells.len(),
+                    run_pages: 1,
+                    files: 3 + cells.len(),
+                    reused_run_pages: 1,
+                    ..Default::default()
+                };
+                files.extend(cells);
+                Unit { key: format!("runs/{}", r.id), files, hash, kept }
+            })
             .collect();
         let render = |i: usize, mem: &mut MemorySink, st: &mut RenderStats| {
             let run = &site.runs[i];
-            run_page::render(cx, run, Some(i), &ranks, mem, st).with_context(|| format!("rendering run {}", run.id))
+            run_page::render(cx, run, Some(i), &ranks, mem, st).with_context(|| format!("rendering run {}", run.id))?;
+            let raw = (self.raw_run)(run)?;
+            cell_page::render_all(cx, run, &raw, mem, st)
+                .with_context(|| format!("rendering the cells of run {}", run.id))
         };
         let by_folder = render_cached(&units, self.previous, render, sink, stats)?;
         Ok(Rendered { hashes, by_folder })

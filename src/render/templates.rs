@@ -25,6 +25,7 @@ pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
     ("page.html", include_str!("../../site-templates/page.html")),
     ("404.html", include_str!("../../site-templates/404.html")),
     ("list.html", include_str!("../../site-templates/list.html")),
+    ("cell.html", include_str!("../../site-templates/cell.html")),
     ("leaderboards.html", include_str!("../../site-templates/leaderboards.html")),
     ("leaderboard.html", include_str!("../../site-templates/leaderboard.html")),
     ("pareto.html", include_str!("../../site-templates/pareto.html")),

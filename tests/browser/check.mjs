@@ -64,7 +64,7 @@ for (const c of checks) {
           const svg = page.locator(c.svg).first();
           const box = await svg.boundingBox();
           ok(box && box.width > 200 && box.height > 100, `${c.name}: SVG ${c.svg} not rendered (${JSON.stringify(box)})`);
-          const marks = await svg.locator('circle, polyline, path').count();
+          const marks = await svg.locator('circle, polyline, path, line, rect').count();
           ok(marks > 0, `${c.name}: SVG ${c.svg} has no marks`);
         }
         const hrefs = await page.$$eval('a[href]', (as) => as.map((a) => a.href));

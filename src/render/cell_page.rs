@@ -1,0 +1,331 @@
+//! A page per cell (`runs/<id>/cells/decode-8k-x64/`, `runs/<id>/cells/prefill-8k/`): the
+//! evidence behind its figures, drawn from its raw records where the run kept them; the
+//! figures as reported otherwise; what decided a Looped, Over capacity or error cell; links
+//! to the neighbouring cells and the cell's leaderboard.
+
+use anyhow::Result;
+use minijinja::context;
+use serde::Serialize;
+
+use super::cell_charts;
+use super::common::{put_page, root, ser, PageContext, RenderStats};
+use super::downloads::cell_detail;
+use super::leaderboard_page::{board_name, board_slug};
+use crate::analysis::evidence::{self, distribution, Distribution, Evidence};
+use crate::analysis::{BoardKey, CellView, FigureSource, RunView};
+use crate::format::{Cell, LoadedRun, Phase, RequestRecord, Status, TokenSource};
+use crate::units::numbers::{self, context_slug};
+use crate::write::Sink;
+
+/// The folder of a cell's page under its run's folder.
+pub fn cell_slug(c: &CellView) -> String {
+    match c.phase {
+        Phase::Decode => format!("decode-{}-x{}", context_slug(c.context), c.concurrency),
+        Phase::Prefill => format!("prefill-{}", context_slug(c.context)),
+    }
+}
+
+/// Every cell page of a run, as paths under the site.
+pub fn files(run: &RunView) -> Vec<String> {
+    run.prefill
+        .iter()
+        .chain(&run.decode)
+        .map(|c| format!("runs/{}/cells/{}/index.html", run.id, cell_slug(c)))
+        .collect()
+}
+
+/// `8K × 64` or `Prefill 8K`.
+pub fn cell_name(c: &CellView) -> String {
+    board_name(BoardKey::of(c))
+}
+
+pub fn token_source_label(s: TokenSource) -> &'static str {
+    match s {
+        TokenSource::Usage => "usage reported on every chunk",
+        TokenSource::Chunks => "one token per chunk (the server reported no usage while streaming)",
+        TokenSource::ChunksCheckedByFinalUsage => "chunk arrival times, scaled to the final usage",
+    }
+}
+
+/// A cell another page links to: its name and its folder (a cell slug, or a board slug).
+#[derive(Debug, Serialize)]
+struct Link {
+    name: String,
+    slug: String,
+}
+
+/// One figure with how it was computed and from which numbers.
+#[derive(Debug, Serialize)]
+struct Formula {
+    figure: &'static str,
+    value: String,
+    formula: &'static str,
+    inputs: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Stats {
+    name: &'static str,
+    count: usize,
+    p50: String,
+    p90: String,
+    p99: String,
+    max: String,
+    chart: String,
+}
+
+#[derive(Debug, Serialize)]
+struct PrefillRequest {
+    sent: String,
+    ttft: String,
+    reported_prompt: Option<u32>,
+    cached: Option<u64>,
+    rate: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct EvidenceView {
+    requests: usize,
+    lane_group: usize,
+    timeline: String,
+    gauge: String,
+    gauge_source: Option<String>,
+    throughput: String,
+    outcomes: Vec<(&'static str, &'static str, usize)>,
+    token_sources: Vec<(&'static str, usize)>,
+}
+
+/// Renders the page of every cell of `run`; `raw` is the run as loaded (its records).
+pub fn render_all(
+    cx: &PageContext,
+    run: &RunView,
+    raw: &LoadedRun,
+    sink: &mut dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
+    for view in run.prefill.iter().chain(&run.decode) {
+        let cell = raw
+            .cells
+            .iter()
+            .map(|c| &c.cell)
+            .find(|c| c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency);
+        render(cx, run, view, cell, sink, stats)?;
+    }
+    Ok(())
+}
+
+fn render(
+    cx: &PageContext,
+    run: &RunView,
+    view: &CellView,
+    cell: Option<&Cell>,
+    sink: &mut dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
+    let evidence = cell.and_then(evidence::evidence);
+    let (charts, ttft, tbt) = match &evidence {
+        Some(e) => evidence_view(e, view.concurrency, cell.and_then(|c| c.measurement.as_ref()?.gauge_source.clone())),
+        None => (None, reported_stats(cell, true), reported_stats(cell, false)),
+    };
+    stats.charts +=
+        charts.as_ref().map_or(0, |c| [&c.timeline, &c.gauge, &c.throughput].iter().filter(|s| !s.is_empty()).count());
+    let m = &run.manifest;
+    let html = cx.env.get_template("cell.html")?.render(context! {
+        root => root("../../../../"),
+        nav_pages => ser(&cx.nav),
+        run => ser(run),
+        run_title => super::common::run_title(run),
+        name => cell_name(view),
+        cell => ser(view),
+        measured => view.source == FigureSource::Measured,
+        bench_tool => format!("{} v{}", m.bench_tool.name, m.bench_tool.version),
+        detail => cell_detail(view),
+        formulas => ser(formulas(view, cell, evidence.as_ref())),
+        evidence => ser(charts),
+        ttft => ser(ttft),
+        tbt => ser(tbt),
+        prefill_requests => ser(prefill_requests(view, cell)),
+        requested_prompt => numbers::integer(view.context as f64),
+        neighbours => ser(neighbours(run, view)),
+        board => ser(Link { name: cell_name(view), slug: board_slug(BoardKey::of(view)) }),
+    })?;
+    put_page(sink, &format!("runs/{}/cells/{}/index.html", run.id, cell_slug(view)), &html, stats)
+}
+
+fn evidence_view(
+    e: &Evidence,
+    target: u32,
+    gauge_source: Option<String>,
+) -> (Option<EvidenceView>, Option<Stats>, Option<Stats>) {
+    use evidence::Outcome::*;
+    let o = &e.outcomes;
+    let outcomes = [(Finished, o.finished), (Cancelled, o.cancelled), (Error, o.error)]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| (cell_charts::outcome_label(k), cell_charts::outcome_colour(k), n))
+        .collect();
+    let view = EvidenceView {
+        requests: e.requests,
+        lane_group: e.lane_group,
+        timeline: cell_charts::timeline(e),
+        gauge: cell_charts::gauge(e, target),
+        gauge_source,
+        throughput: cell_charts::throughput(e),
+        outcomes,
+        token_sources: e.token_sources.iter().map(|(s, n)| (token_source_label(*s), *n)).collect(),
+    };
+    let ttft = e.ttft_ms.as_ref().map(|d| stats_of("Time to first token", d));
+    let tbt = e.tbt_ms.as_ref().map(|d| stats_of("Time between tokens", d));
+    (Some(view), ttft, tbt)
+}
+
+fn stats_of(name: &'static str, d: &Distribution) -> Stats {
+    Stats {
+        name,
+        count: d.count,
+        p50: numbers::millis1(d.p50),
+        p90: numbers::millis1(d.p90),
+        p99: numbers::millis1(d.p99),
+        max: numbers::millis1(d.max),
+        chart: cell_charts::histogram(d, &format!("{} (ms)", name.to_lowercase())),
+    }
+}
+
+/// Distributions from an imported cell's per-request samples, where the source kept them.
+fn reported_stats(cell: Option<&Cell>, ttft: bool) -> Option<Stats> {
+    let samples = &cell?.reported.as_ref()?.samples;
+    let values: Vec<f64> =
+        samples.iter().filter_map(|s| if ttft { s.ttft_s } else { s.tbt_s }).map(|v| v * 1000.0).collect();
+    let d = distribution(&values)?;
+    Some(stats_of(if ttft { "Time to first token" } else { "Time between tokens" }, &d))
+}
+
+fn formulas(view: &CellView, cell: Option<&Cell>, e: Option<&Evidence>) -> Vec<Formula> {
+    let f = &view.figures;
+    let (Some(cell), Some(e)) = (cell, e) else { return Vec::new() };
+    if view.status != Status::Valid {
+        return Vec::new();
+    }
+    let requests = cell.measurement.as_ref().map_or(&[][..], |m| &m.requests[..]);
+    let ttfts = e.ttft_ms.as_ref().map_or(0, |d| d.count);
+    let tbts = e.tbt_ms.as_ref().map_or(0, |d| d.count);
+    let or_dash = numbers::or_dash;
+    match view.phase {
+        Phase::Prefill => {
+            let r = requests.iter().find(|r| r.error.is_none());
+            let tokens = r.and_then(|r| r.prompt_tokens).or(view.prompt_tokens);
+            let ttft_s = r.and_then(|r| Some(r.first_token_s? - r.send_s));
+            vec![Formula {
+                figure: "Prompt tok/s",
+                value: or_dash(f.prompt_tps, numbers::decimal1),
+                formula: "prompt tokens / time to first token",
+                inputs: format!(
+                    "{} tokens / {}",
+                    tokens.map_or_else(|| numbers::DASH.into(), |t| numbers::integer(t as f64)),
+                    or_dash(ttft_s, |s| format!("{s:.3} s"))
+                ),
+            }]
+        }
+        Phase::Decode => vec![
+            Formula {
+                figure: "Total tok/s",
+                value: or_dash(f.total_tps, numbers::decimal1),
+                formula: "output tokens inside the window / measured seconds",
+                inputs: format!(
+                    "{} tokens / {}",
+                    numbers::integer(e.window_tokens as f64),
+                    or_dash(f.measured_s, |s| format!("{s:.3} s"))
+                ),
+            },
+            Formula {
+                figure: "Per request tok/s",
+                value: or_dash(f.per_request_tps, numbers::decimal1),
+                formula: "median over requests of 1 / time between tokens",
+                inputs: format!("{tbts} requests with two tokens or more"),
+            },
+            Formula {
+                figure: "TTFT",
+                value: or_dash(f.ttft_ms, numbers::millis),
+                formula: "median over requests of first token − send",
+                inputs: format!("{ttfts} requests with a first token"),
+            },
+            Formula {
+                figure: "Time between tokens",
+                value: or_dash(f.tbt_ms, numbers::millis1),
+                formula: "median over requests of (last token − first token) / (tokens − 1)",
+                inputs: format!("{tbts} requests"),
+            },
+            Formula {
+                figure: "Average active requests",
+                value: or_dash(f.avg_active, numbers::decimal1),
+                formula: if e.gauge.is_empty() {
+                    "requests in flight, averaged over the window (the client's count: no server gauge)"
+                } else {
+                    "mean of the server's running-requests gauge inside the window"
+                },
+                inputs: format!("{} gauge samples", e.gauge.len()),
+            },
+        ],
+    }
+}
+
+fn prefill_requests(view: &CellView, cell: Option<&Cell>) -> Vec<PrefillRequest> {
+    if view.phase != Phase::Prefill {
+        return Vec::new();
+    }
+    let requests = cell.and_then(|c| c.measurement.as_ref()).map_or(&[][..], |m| &m.requests[..]);
+    let t0 = requests.iter().map(|r| r.send_s).fold(f64::INFINITY, f64::min);
+    requests
+        .iter()
+        .map(|r: &RequestRecord| {
+            let ttft = r.first_token_s.map(|f| f - r.send_s);
+            let tokens = r.prompt_tokens.or(view.prompt_tokens);
+            PrefillRequest {
+                sent: format!("{:.2} s", r.send_s - t0),
+                ttft: numbers::or_dash(ttft.map(|t| t * 1000.0), numbers::millis),
+                reported_prompt: r.prompt_tokens,
+                cached: r.cached_prompt_tokens,
+                rate: numbers::or_dash(
+                    tokens.zip(ttft).filter(|(_, t)| *t > 0.0).map(|(n, t)| n as f64 / t),
+                    numbers::decimal1,
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Previous and next cells along the row (concurrency) and the column (context), for
+/// decode cells; along the contexts for prefill cells.
+fn neighbours(run: &RunView, view: &CellView) -> Vec<(&'static str, Link)> {
+    let link = |c: &CellView| Link { name: cell_name(c), slug: cell_slug(c) };
+    let mut out = Vec::new();
+    match view.phase {
+        Phase::Prefill => {
+            let i = run.prefill.iter().position(|c| c.context == view.context);
+            if let Some(i) = i {
+                if i > 0 {
+                    out.push(("Shorter context", link(&run.prefill[i - 1])));
+                }
+                if let Some(c) = run.prefill.get(i + 1) {
+                    out.push(("Longer context", link(c)));
+                }
+            }
+        }
+        Phase::Decode => {
+            let h = &run.heatmap;
+            let col = h.columns.iter().position(|&c| c == view.concurrency);
+            let row = h.rows.iter().position(|r| r.context == view.context);
+            if let (Some(col), Some(row)) = (col, row) {
+                let at = |r: usize, c: usize| h.rows.get(r)?.cells.get(c).copied().flatten().map(|i| &run.decode[i]);
+                let steps: [(&'static str, Option<&CellView>); 4] = [
+                    ("Fewer requests", col.checked_sub(1).and_then(|c| at(row, c))),
+                    ("More requests", at(row, col + 1)),
+                    ("Shorter context", row.checked_sub(1).and_then(|r| at(r, col))),
+                    ("Longer context", at(row + 1, col)),
+                ];
+                out.extend(steps.into_iter().filter_map(|(what, c)| c.map(|c| (what, link(c)))));
+            }
+        }
+    }
+    out
+}
