@@ -218,3 +218,27 @@ fn every_cell_has_a_page_linked_from_the_heatmap_and_the_table() {
     let over = ws.read("public/runs/tiny-vllm-l4/cells/decode-16k-x2/index.html");
     assert!(over.contains("<h2>Over capacity</h2>"), "over capacity cell page");
 }
+
+#[test]
+fn a_cell_of_thousands_of_requests_stays_small() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let path = ws.path().join("data/runs/tiny-vllm-l4/cells/decode-8192-c2.json");
+    let mut cell: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    let one = cell["measurement"]["requests"][0].clone();
+    let requests: Vec<serde_json::Value> = (0..5000)
+        .map(|i| {
+            let mut r = one.clone();
+            r["send_s"] = serde_json::json!(i as f64 * 0.008);
+            r["first_token_s"] = serde_json::json!(i as f64 * 0.008 + 0.05);
+            r
+        })
+        .collect();
+    cell["measurement"]["requests"] = serde_json::Value::Array(requests);
+    fs::write(&path, serde_json::to_string(&cell).unwrap()).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    let page = ws.read("public/runs/tiny-vllm-l4/cells/decode-8k-x2/index.html");
+    assert!(page.len() < 300_000, "{} bytes", page.len());
+    // 5,000 requests, 17 to a lane: 295 lanes.
+    assert!(page.contains("5000 requests, 17 to a lane"));
+    assert_eq!(page.matches("<g><title>requests ").count(), 295);
+}

@@ -133,7 +133,7 @@ fn render(
     let html = cx.env.get_template("cell.html")?.render(context! {
         root => root("../../../../"),
         nav_pages => ser(&cx.nav),
-        run => ser(run),
+        run_id => &run.id,
         run_title => super::common::run_title(run),
         name => cell_name(view),
         cell => ser(view),
