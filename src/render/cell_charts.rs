@@ -43,7 +43,7 @@ pub fn timeline(e: &Evidence) -> String {
     if e.lanes.is_empty() || e.span_s <= 0.0 {
         return String::new();
     }
-    let lane_h = (300.0 / e.lanes.len() as f64).clamp(2.0, 12.0);
+    let lane_h = (300.0 / e.lanes.len() as f64).clamp(2.0, 24.0);
     let top = 8.0;
     let plot_h = lane_h * e.lanes.len() as f64;
     let height = top + plot_h + 36.0;

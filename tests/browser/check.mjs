@@ -67,7 +67,8 @@ for (const c of checks) {
           const marks = await svg.locator('circle, polyline, path, line, rect').count();
           ok(marks > 0, `${c.name}: SVG ${c.svg} has no marks`);
         }
-        const hrefs = await page.$$eval('a[href]', (as) => as.map((a) => a.href));
+        // SVG links (chart points) have an SVGAnimatedString `href`: resolve the attribute.
+        const hrefs = await page.$$eval('a[href]', (as) => as.map((a) => new URL(a.getAttribute('href'), document.baseURI).href));
         for (const href of hrefs) {
           if (!href.startsWith(base) || checkedLinks.has(href)) continue;
           const r = await context.request.get(href);
