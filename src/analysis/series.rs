@@ -56,7 +56,8 @@ pub struct SeriesStep {
     pub to: usize,
     pub trend: Trend,
     pub changes: Vec<FigureChange>,
-    /// The two runs compared cell by cell; `None` when they share no cell.
+    /// The two runs compared cell by cell, for a step that is not `Unchanged`; `None` too
+    /// when they share no cell.
     pub comparison: Option<Comparison>,
 }
 
@@ -116,13 +117,11 @@ fn one_series(runs: &[RunView], model_id: String, key: ConfigKey, members: Vec<u
         .enumerate()
         .map(|(n, pair)| {
             let changes = changes(&values, n, threshold);
-            SeriesStep {
-                from: pair[0],
-                to: pair[1],
-                trend: trend(&changes),
-                changes,
-                comparison: compare(&runs[pair[0]], &runs[pair[1]], threshold).ok(),
-            }
+            let trend = trend(&changes);
+            // Only a flagged step links to its comparison: the others need none kept.
+            let comparison =
+                (trend != Trend::Unchanged).then(|| compare(&runs[pair[0]], &runs[pair[1]], threshold).ok()).flatten();
+            SeriesStep { from: pair[0], to: pair[1], trend, changes, comparison }
         })
         .collect();
     SeriesView { slug: String::new(), model_id, key, runs: members, prefill_context, values, steps }
