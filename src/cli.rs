@@ -263,8 +263,14 @@ pub struct FactsArgs {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// An llm-inference-bench `benchmark_results.json`.
-    pub file: PathBuf,
+    /// Results files or folders of one tool: llm-inference-bench `benchmark_results.json`,
+    /// `vllm bench serve --save-result` JSON files, SGLang `bench_serving` JSONL.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The files' format, instead of telling it from their content: llm-inference-bench,
+    /// vllm or sglang.
+    #[arg(long)]
+    pub format: Option<String>,
     /// Run folder name (default: from the file name).
     #[arg(long)]
     pub run_id: Option<String>,

@@ -36,11 +36,7 @@ fn both_shared_files_import_with_reconstructed_over_capacity_cells() {
     for (file, id) in [(SOUND, "sound"), (UNSOUND, "unsound")] {
         let out = import(&ws, file, id, &[]);
         assert_ok(&out);
-        assert!(
-            stdout(&out).contains("Imported 15 cells") && stdout(&out).contains("2 Over capacity reconstructed"),
-            "{}",
-            stdout(&out)
-        );
+        assert!(stdout(&out).contains("(15 cells, 2 Over capacity reconstructed"), "{}", stdout(&out));
         let n = fs::read_dir(ws.path().join(format!("data/runs/{id}/cells"))).unwrap().count();
         assert_eq!(n, 15, "3 prefill + 10 decode + 2 over capacity");
         // 8 x (1024 + max_tokens) exceeds the 8,192-token budget.
@@ -143,7 +139,7 @@ fn bad_files_fail_clearly_and_write_nothing() {
     let cases = [
         (
             write("other.json", &serde_json::json!({"schema_version": 1, "model": {}})),
-            "not an llm-inference-bench results file".to_string(),
+            "not a results file of a known format (the formats are llm-inference-bench".to_string(),
         ),
         (
             write("newer.json", &newer),
@@ -182,4 +178,118 @@ fn bad_files_fail_clearly_and_write_nothing() {
     assert_ok(&import(&ws, SOUND, "cmd", &["--launch-command", "llama-server -m x.gguf --api-key sekrit"]));
     assert!(ws.read("data/runs/cmd/run.json").contains("--api-key <redacted>"));
     assert!(!ws.read("data/runs/cmd/run.json").contains("sekrit"));
+}
+
+const CPU_FACTS: [&str; 8] = [
+    "--cpu",
+    "AMD EPYC (2 cores)",
+    "--engine",
+    "llama.cpp",
+    "--engine-version",
+    "xllamacpp 2026.10.11549",
+    "--model-id",
+    "HuggingFaceTB/SmolLM2-135M-Instruct",
+];
+
+fn import_paths(ws: &Workspace, paths: &[&str], extra: &[&str]) -> std::process::Output {
+    let paths: Vec<String> =
+        paths.iter().map(|p| fixture(&format!("peer/{p}")).to_string_lossy().into_owned()).collect();
+    let mut args: Vec<&str> = vec!["import"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend_from_slice(&CPU_FACTS);
+    args.extend_from_slice(extra);
+    ws.site(&args)
+}
+
+#[test]
+fn a_folder_of_vllm_results_becomes_one_run_with_a_cell_per_concurrency() {
+    let ws = empty_ws();
+    let out = import_paths(&ws, &["vllm-0.33.0"], &["--run-id", "vllm"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("Imported vllm bench serve unknown: 3 cells, contexts 286, concurrency 1,2,4"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("not in the files: tool version"));
+    // Figures as the tool printed them: output_throughput, median TTFT and TPOT.
+    let c1 = cell(&ws, "vllm", "decode-286-c1.json");
+    let r = &c1["reported"];
+    assert_eq!(r["total_tps"], 26.22636085222954);
+    assert_eq!(r["ttft_ms"], 1469.511958000112);
+    assert_eq!(r["tbt_ms"], 15.688216031747519);
+    assert_eq!(r["completed"], 7);
+    // Every request kept as a sample; the failed one without times, and no traceback.
+    assert_eq!(r["samples"].as_array().unwrap().len(), 8);
+    assert_eq!(r["samples"].as_array().unwrap().iter().filter(|s| s["completed"] == false).count(), 1);
+    let text = ws.read("data/runs/vllm/cells/decode-286-c1.json");
+    assert!(!text.contains("/tmp/") && !text.contains("Traceback"), "a request's error text was kept");
+    let warnings: Vec<&str> = c1["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+    assert_eq!(warnings, ["fixed_request_count", "request_errors"]);
+    let run: Value = serde_json::from_str(&ws.read("data/runs/vllm/run.json")).unwrap();
+    assert_eq!(run["settings"]["decode_test"], "fixed_count");
+    assert_eq!(run["started_at"], "2026-12-02T17:25:52", "the earliest result's date");
+    // The method notes are on the run page.
+    assert_ok(&ws.site(&["build"]));
+    let page = ws.read("public/runs/vllm/index.html");
+    assert!(page.contains("<h2>How vllm bench serve measured</h2>"));
+    assert!(text_of(&page).contains("Fixed request count"));
+}
+
+#[test]
+fn sglang_jsonl_with_infinity_imports_and_keeps_the_achieved_concurrency() {
+    let ws = empty_ws();
+    let out = import_paths(&ws, &["sglang-0.5.23/sglang-bench.jsonl"], &[]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("3 cells, contexts 256, concurrency 1,2,4"), "{}", stdout(&out));
+    let c4 = cell(&ws, "sglang-bench", "decode-256-c4.json");
+    assert_eq!(c4["reported"]["total_tps"], 24.35028045230102);
+    assert_eq!(c4["reported"]["avg_active"], 3.9977987664642645);
+    assert_eq!(c4["reported"]["ttft_ms"], 6532.8634249999595);
+    assert_eq!(c4["reported"]["samples"].as_array().unwrap().len(), 8);
+}
+
+#[test]
+fn formats_are_told_from_content_and_mixed_or_broken_input_is_refused() {
+    let ws = empty_ws();
+    // A vLLM result under another name, and --format forcing the reading.
+    let renamed = ws.path().join("results.txt");
+    fs::copy(fixture("peer/vllm-0.33.0/vllm-bench-c2.json"), &renamed).unwrap();
+    let mut args = vec!["import", renamed.to_str().unwrap(), "--run-id", "renamed"];
+    args.extend_from_slice(&CPU_FACTS);
+    assert_ok(&ws.site(&args));
+    let mut forced = args.clone();
+    forced.extend_from_slice(&["--format", "sglang", "--run-id", "forced"]);
+    let out = ws.site(&forced);
+    assert!(!out.status.success());
+    // Two tools in one import.
+    let out = import_paths(&ws, &["vllm-0.33.0", "sglang-0.5.23"], &["--run-id", "mixed"]);
+    assert!(stderr(&out).contains("import one tool's results at a time"), "{}", stderr(&out));
+    assert!(!ws.path().join("data/runs/mixed").exists());
+    // A truncated SGLang line: a syntax error with its place, nothing written.
+    let text = fs::read_to_string(fixture("peer/sglang-0.5.23/sglang-bench.jsonl")).unwrap();
+    let cut = ws.path().join("cut.jsonl");
+    let first_line_end = text.find('\n').unwrap();
+    fs::write(&cut, format!("{}\n{{\"backend\": \"x\", \"max_concurrency\": ", &text[..first_line_end])).unwrap();
+    let mut args = vec!["import", cut.to_str().unwrap(), "--run-id", "cut"];
+    args.extend_from_slice(&CPU_FACTS);
+    let out = ws.site(&args);
+    assert!(stderr(&out).contains("cut.jsonl: line 2 is not a result"), "{}", stderr(&out));
+    assert!(!ws.path().join("data/runs/cut").exists());
+    // A hostile figure.
+    let mut v: Value =
+        serde_json::from_str(&fs::read_to_string(fixture("peer/vllm-0.33.0/vllm-bench-c1.json")).unwrap()).unwrap();
+    v["output_throughput"] = (-5.0).into();
+    let bad = ws.path().join("bad.json");
+    fs::write(&bad, v.to_string()).unwrap();
+    let mut args = vec!["import", bad.to_str().unwrap(), "--run-id", "bad"];
+    args.extend_from_slice(&CPU_FACTS);
+    let out = ws.site(&args);
+    assert!(stderr(&out).contains("bad.json: output_throughput: -5.0 is not a figure"), "{}", stderr(&out));
+    let unknown = ws.site(&["import", renamed.to_str().unwrap(), "--format", "aiperf-9", "--cpu", "c"]);
+    assert!(
+        stderr(&unknown).contains("unknown format \"aiperf-9\": the formats are llm-inference-bench"),
+        "{}",
+        stderr(&unknown)
+    );
 }

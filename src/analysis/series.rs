@@ -67,6 +67,8 @@ pub struct SeriesView {
     pub slug: String,
     pub model_id: String,
     pub key: ConfigKey,
+    /// The benchmark tool: a trend compares runs measured the same way.
+    pub bench_tool: String,
     /// In release order, then by date, then id.
     pub runs: Vec<usize>,
     /// The context `KeyFigure::PrefillTps` is read at, if any run has a valid prefill.
@@ -78,17 +80,19 @@ pub struct SeriesView {
 
 /// Every series of two or more runs (one run is no trend), by model then configuration.
 pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
-    let mut by_key: BTreeMap<(String, ConfigKey), Vec<usize>> = BTreeMap::new();
+    let mut by_key: BTreeMap<(String, ConfigKey, String), Vec<usize>> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
-        by_key.entry((r.manifest.model.id.clone(), ConfigKey::of(r))).or_default().push(i);
+        let tool = r.manifest.bench_tool.name.clone();
+        by_key.entry((r.manifest.model.id.clone(), ConfigKey::of(r), tool)).or_default().push(i);
     }
     let mut used = BTreeMap::new();
     by_key
         .into_iter()
         .filter(|(_, members)| members.len() > 1)
-        .map(|((model_id, key), mut members)| {
+        .map(|((model_id, key, bench_tool), mut members)| {
             members.sort_by(|&a, &b| release_order(&runs[a], &runs[b]));
             let mut s = one_series(runs, model_id, key, members, threshold_pct);
+            s.bench_tool = bench_tool;
             s.slug = unique_slug(&mut used, &series_name(&s));
             s
         })
@@ -124,7 +128,16 @@ fn one_series(runs: &[RunView], model_id: String, key: ConfigKey, members: Vec<u
             SeriesStep { from: pair[0], to: pair[1], trend, changes, comparison }
         })
         .collect();
-    SeriesView { slug: String::new(), model_id, key, runs: members, prefill_context, values, steps }
+    SeriesView {
+        slug: String::new(),
+        model_id,
+        key,
+        bench_tool: String::new(),
+        runs: members,
+        prefill_context,
+        values,
+        steps,
+    }
 }
 
 /// `acme/Tiny-1B vllm FP8 4x H200`: what the slug is made from.

@@ -1,17 +1,26 @@
 use anyhow::Result;
 
 use crate::cli::ImportArgs;
-use speed_matrix::import::import;
+use speed_matrix::import::import_paths;
+use speed_matrix::import::sources::Format;
 
 pub fn run(a: &ImportArgs) -> Result<()> {
     let facts = a.facts.to_manifest_facts()?;
-    let s = import(&a.file, &a.data, a.run_id.as_deref(), a.force, &facts)?;
-    println!(
-        "Imported {} cells into {} ({} Over capacity reconstructed, {} with warnings). Publish with: site build",
-        s.cells,
-        s.run_dir.display(),
-        s.reconstructed_over_capacity,
-        s.warned
-    );
+    let format = a.format.as_deref().map(Format::parse).transpose()?;
+    let runs = import_paths(&a.paths, format, &a.data, a.run_id.as_deref(), a.force, &facts)?;
+    for s in &runs {
+        println!(
+            "Imported {} into {} ({} cells, {} Over capacity reconstructed, {} with warnings)",
+            s.found,
+            s.run_dir.display(),
+            s.cells,
+            s.reconstructed_over_capacity,
+            s.warned
+        );
+        if !s.not_told.is_empty() {
+            println!("  not in the files: {}", s.not_told.join(", "));
+        }
+    }
+    println!("Publish with: site build");
     Ok(())
 }

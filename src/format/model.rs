@@ -110,6 +110,9 @@ pub struct RunSettings {
 pub enum DecodeTest {
     /// Exactly C streams in flight for a fixed window.
     FixedDuration,
+    /// A fixed number of requests with at most C in flight (imported from tools that
+    /// measure so): the window includes ramp-up and tail.
+    FixedCount,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

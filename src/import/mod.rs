@@ -3,6 +3,8 @@
 //! tool's flags become our warnings.
 
 pub mod llm_inference_bench;
+pub mod serving;
+pub mod sources;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,10 @@ pub struct ImportSummary {
     pub cells: usize,
     pub reconstructed_over_capacity: usize,
     pub warned: usize,
+    /// What was found, in words: `vllm bench serve: 3 results, context 286, concurrency 1,2,4`.
+    pub found: String,
+    /// What the files do not tell (left empty or taken from flags).
+    pub not_told: Vec<&'static str>,
 }
 
 /// Reads and checks the file: that tool's format, a major version this importer knows.
@@ -365,10 +371,118 @@ pub fn import(
         writer.notes(notes)?;
     }
     let dest = writer.commit()?;
-    Ok(ImportSummary {
-        run_dir: dest,
+    Ok(summary(dest, &manifest, &cells, TOOL, vec![]))
+}
+
+fn summary(
+    run_dir: PathBuf,
+    m: &RunManifest,
+    cells: &[Cell],
+    tool: &str,
+    not_told: Vec<&'static str>,
+) -> ImportSummary {
+    let numbers = |v: &[u32]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+    ImportSummary {
+        run_dir,
         cells: cells.len(),
         reconstructed_over_capacity: cells.iter().filter(|c| c.status == Status::OverCapacity).count(),
         warned: cells.iter().filter(|c| !c.warnings.is_empty()).count(),
-    })
+        found: format!(
+            "{tool} {}: {} cells, contexts {}, concurrency {}",
+            m.bench_tool.version,
+            cells.len(),
+            numbers(&m.settings.contexts),
+            numbers(&m.settings.concurrency)
+        ),
+        not_told,
+    }
+}
+
+/// `site import PATH...`: every results file under `paths` (one format), each setting a run.
+/// Runs are named `run_id` (or after the first file), `-1`, `-2`, ... when there are several.
+pub fn import_paths(
+    paths: &[PathBuf],
+    format: Option<sources::Format>,
+    data_dir: &Path,
+    run_id: Option<&str>,
+    force: bool,
+    facts: &ManifestFacts,
+) -> Result<Vec<ImportSummary>> {
+    let found = sources::collect(paths, format)?;
+    let base = match run_id {
+        Some(id) => id.to_string(),
+        None => crate::units::slugify(
+            &found[0].path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        ),
+    };
+    let Some(tool) = found[0].format.serving() else {
+        // One llm-inference-bench file is one run.
+        let many = found.len() > 1;
+        return found
+            .iter()
+            .enumerate()
+            .map(|(i, s)| import(&s.path, data_dir, Some(&numbered(&base, i, many)), force, facts))
+            .collect();
+    };
+    let mut results = Vec::new();
+    for s in &found {
+        for (at, v) in sources::serving_results(s)? {
+            results.push((format!("{}: {at}", s.path.display()), v));
+        }
+    }
+    let groups = serving::group(tool, results);
+    let many = groups.len() > 1;
+    let mut out = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        let id = numbered(&base, i, many);
+        format::ids::check_id("run id", &id)?;
+        out.push(import_serving(tool, g, &found[0].path, data_dir, &id, force, facts)?);
+    }
+    Ok(out)
+}
+
+fn numbered(base: &str, i: usize, many: bool) -> String {
+    if many {
+        format!("{base}-{}", i + 1)
+    } else {
+        base.to_string()
+    }
+}
+
+fn import_serving(
+    tool: serving::ServingTool,
+    group: &[(String, Value)],
+    path: &Path,
+    data_dir: &Path,
+    id: &str,
+    force: bool,
+    facts: &ManifestFacts,
+) -> Result<ImportSummary> {
+    // Results carry their file in `at`, so errors name it.
+    let serving::Converted { settings, cells, model, started_at: date } = serving::convert_group(tool, group)?;
+    let found =
+        Discovered { served_model: if facts.model_id.is_none() { model } else { None }, ..Discovered::default() };
+    let bench_tool = BenchTool { name: tool.name().into(), version: "unknown".into() };
+    let mut manifest =
+        facts.manifest(found, settings, bench_tool, Origin::Imported).with_context(|| format!("{}", path.display()))?;
+    let mut not_told = vec!["tool version (the file does not record it)"];
+    match date {
+        Some(d) => manifest.started_at = Some(d),
+        None => not_told.push("date"),
+    }
+    if tool == serving::ServingTool::Vllm && manifest.engine.name.is_empty() {
+        not_told.push("engine");
+    }
+    let writer = RunWriter::stage(data_dir, id, force)?;
+    writer.manifest(&manifest)?;
+    for c in &cells {
+        writer.cell(c)?;
+    }
+    let notes = match &facts.notes_markdown {
+        Some(n) => format!("{n}\n\n{}", tool.method_notes()),
+        None => tool.method_notes().to_string(),
+    };
+    writer.notes(&notes)?;
+    let dest = writer.commit()?;
+    Ok(summary(dest, &manifest, &cells, tool.name(), not_told))
 }

@@ -137,9 +137,9 @@ pub fn render(
     put_page(sink, &format!("series/{}/index.html", s.slug), &html, stats)
 }
 
-/// `Tiny-1B on 4× H200 SXM · vllm · FP8`.
+/// `Tiny-1B on 4× H200 SXM · vllm · FP8, by site bench`.
 pub fn series_title(s: &SeriesView) -> String {
-    format!("{} on {}", crate::units::model_display_name(&s.model_id), config_name(&s.key))
+    format!("{} on {}, by {}", crate::units::model_display_name(&s.model_id), config_name(&s.key), s.bench_tool)
 }
 
 fn step_view(s: &SeriesView, k: usize) -> StepView<'_> {

@@ -1,0 +1,272 @@
+//! `vllm bench serve` (`--save-result`, with or without `--save-detailed`) and SGLang's
+//! `bench_serving` (`--output-file` JSONL, with or without `--output-details`): one result
+//! per concurrency, each a cell of a fixed-count run. Both tools write the same kind of
+//! summary (`max_concurrency`, `duration`, `output_throughput`, `{median,p90,p99}_{ttft,
+//! tpot,itl}_ms`) and the same column-wise per-request lists.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use serde_json::Value;
+
+use crate::format::{Cell, Phase, ReportedFigures, ReportedSample, Status, Warning};
+
+/// Which of the two tools wrote a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServingTool {
+    Vllm,
+    Sglang,
+}
+
+impl ServingTool {
+    pub fn name(self) -> &'static str {
+        match self {
+            ServingTool::Vllm => "vllm bench serve",
+            ServingTool::Sglang => "sglang bench_serving",
+        }
+    }
+
+    /// What the tool's figures mean, in this site's words (the run's notes).
+    pub fn method_notes(self) -> &'static str {
+        match self {
+            ServingTool::Vllm => VLLM_NOTES,
+            ServingTool::Sglang => SGLANG_NOTES,
+        }
+    }
+}
+
+const VLLM_NOTES: &str = "## How vllm bench serve measured\n\n\
+Each cell is one `vllm bench serve` result: a fixed number of requests (`num_prompts`) sent with at most `max_concurrency` in flight, \
+not a fixed window with exactly C streams. Figures are as the tool reported them:\n\n\
+- **Total tok/s** is `output_throughput`: all output tokens over the whole benchmark's duration, ramp-up and tail included.\n\
+- **TTFT** is `median_ttft_ms` (p90, p99 from `p90_ttft_ms`, `p99_ttft_ms`).\n\
+- **Time between tokens** is vLLM's TPOT, `median_tpot_ms`: (latency − TTFT) / (output tokens − 1) per request, our definition. \
+vLLM's ITL (every gap between chunks, pooled over requests) is not this figure.\n\
+- **Per request tok/s** is 1000 / median TPOT.\n\
+- The context is the requests' input length as the server counted it (`input_lens`).\n";
+
+const SGLANG_NOTES: &str = "## How SGLang bench_serving measured\n\n\
+Each cell is one `bench_serving` result: a fixed number of requests sent with at most `max_concurrency` in flight, \
+not a fixed window with exactly C streams. Figures are as the tool reported them:\n\n\
+- **Total tok/s** is `output_throughput`: all output tokens over the whole benchmark's duration, ramp-up and tail included.\n\
+- **TTFT** is `median_ttft_ms` (p90, p99 from `p90_ttft_ms`, `p99_ttft_ms`).\n\
+- **Time between tokens** is SGLang's TPOT, `median_tpot_ms`: (latency − TTFT) / (output tokens − 1) per request, our definition; \
+SGLang's ITL (gaps between chunks, pooled) is not this figure.\n\
+- **Per request tok/s** is 1000 / median TPOT.\n\
+- **Average active requests** is SGLang's `concurrency`: the mean number of requests in flight it measured, not the limit.\n\
+- The context is `random_input_len`, the client's own count of the prompt (the server counts the chat template too).\n";
+
+/// The settings that make results one matrix: results that differ in any become runs of
+/// their own.
+pub fn setting_key(tool: ServingTool, v: &Value) -> String {
+    let keys: &[&str] = match tool {
+        ServingTool::Vllm => &["model_id", "backend", "endpoint_type", "request_rate", "num_prompts"],
+        ServingTool::Sglang => &["backend", "dataset_name", "random_input_len", "random_output_len", "request_rate"],
+    };
+    keys.iter().map(|k| format!("{k}={}", v.get(*k).unwrap_or(&Value::Null))).collect::<Vec<_>>().join(" ")
+}
+
+fn num(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64).filter(|x| x.is_finite())
+}
+
+fn list(v: &Value, key: &str) -> Vec<Value> {
+    v.get(key).and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+/// The concurrency of a result: its `max_concurrency`, a positive whole number.
+/// `at` says where the result is (`file: line N: `), for errors.
+pub fn concurrency(at: &str, v: &Value) -> Result<u32> {
+    match v.get("max_concurrency").and_then(Value::as_u64) {
+        Some(c) if c > 0 && c <= u32::MAX as u64 => Ok(c as u32),
+        _ => bail!(
+            "{at}max_concurrency: expected the number of requests in flight (a result without a concurrency limit is not a cell of the matrix)"
+        ),
+    }
+}
+
+/// The input length a result measured: SGLang's requested `random_input_len`, else the
+/// median of the successful requests' `input_lens`, else `total_input_tokens / completed`.
+pub fn input_len(tool: ServingTool, v: &Value) -> Option<u32> {
+    if tool == ServingTool::Sglang {
+        if let Some(n) = v.get("random_input_len").and_then(Value::as_u64) {
+            return u32::try_from(n).ok();
+        }
+    }
+    let errors = list(v, "errors");
+    let mut lens: Vec<u64> = list(v, "input_lens")
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| errors.get(*i).and_then(Value::as_str).is_none_or(str::is_empty))
+        .filter_map(|(_, l)| l.as_u64())
+        .collect();
+    lens.sort_unstable();
+    let median = lens.get(lens.len() / 2).copied();
+    let mean = num(v, "total_input_tokens")
+        .zip(num(v, "completed"))
+        .filter(|(_, c)| *c > 0.0)
+        .map(|(t, c)| (t / c).round() as u64);
+    median.or(mean).and_then(|n| u32::try_from(n).ok()).filter(|n| *n > 0)
+}
+
+/// Per-request samples from the column-wise lists (`--save-detailed` / `--output-details`).
+fn samples(v: &Value) -> Vec<ReportedSample> {
+    let (ttfts, latencies, itls, outs, ins, errors) = (
+        list(v, "ttfts"),
+        list(v, "latencies"),
+        list(v, "itls"),
+        list(v, "output_lens"),
+        list(v, "input_lens"),
+        list(v, "errors"),
+    );
+    (0..ttfts.len())
+        .map(|i| {
+            let ok = errors.get(i).and_then(Value::as_str).is_none_or(str::is_empty);
+            let out = outs.get(i).and_then(Value::as_u64);
+            let gaps: f64 =
+                itls.get(i).and_then(Value::as_array).map_or(0.0, |g| g.iter().filter_map(Value::as_f64).sum());
+            ReportedSample {
+                ttft_s: ttfts.get(i).and_then(Value::as_f64).filter(|_| ok),
+                latency_s: latencies.get(i).and_then(Value::as_f64).filter(|_| ok),
+                tbt_s: out.filter(|n| ok && *n > 1).map(|n| gaps / (n - 1) as f64),
+                input_tokens: ins.get(i).and_then(Value::as_u64),
+                output_tokens: out,
+                completed: Some(ok),
+            }
+        })
+        .collect()
+}
+
+/// One result as a decode cell at `context`.
+pub fn cell(tool: ServingTool, v: &Value, context: u32, concurrency: u32) -> Cell {
+    let failed = list(v, "errors").iter().filter(|e| e.as_str().is_some_and(|s| !s.is_empty())).count();
+    let failed = failed.max(v.get("failed").and_then(Value::as_u64).unwrap_or(0) as usize);
+    let mut warnings = vec![Warning {
+        code: "fixed_request_count".into(),
+        message: format!(
+            "{} sent {} requests, at most {concurrency} at once: its total tok/s spans the whole run, ramp-up and tail included",
+            tool.name(),
+            v.get("completed").and_then(Value::as_u64).unwrap_or(0) as usize + failed
+        ),
+    }];
+    if failed > 0 {
+        warnings
+            .push(Warning { code: "request_errors".into(), message: format!("{failed} requests failed in this cell") });
+    }
+    let tpot = num(v, "median_tpot_ms");
+    let reported = ReportedFigures {
+        total_tps: num(v, "output_throughput"),
+        per_request_tps: tpot.filter(|t| *t > 0.0).map(|t| 1000.0 / t),
+        ttft_ms: num(v, "median_ttft_ms"),
+        ttft_p90_ms: num(v, "p90_ttft_ms"),
+        ttft_p99_ms: num(v, "p99_ttft_ms"),
+        tbt_ms: tpot,
+        tbt_p90_ms: num(v, "p90_tpot_ms"),
+        tbt_p99_ms: num(v, "p99_tpot_ms"),
+        avg_active: if tool == ServingTool::Sglang { num(v, "concurrency") } else { None },
+        completed: v.get("completed").and_then(Value::as_u64),
+        output_tokens: v.get("total_output_tokens").and_then(Value::as_u64),
+        measured_s: num(v, "duration"),
+        token_source: Some(format!("{} output_throughput", tool.name())),
+        samples: samples(v),
+        ..Default::default()
+    };
+    Cell {
+        prompt_tokens: Some(context),
+        warnings,
+        reported: Some(reported),
+        ..Cell::new(Phase::Decode, context, concurrency, Status::Valid)
+    }
+}
+
+/// Each present figure must be finite and not negative; names the field.
+pub fn check(at: &str, v: &Value) -> Result<()> {
+    let Some(obj) = v.as_object() else { bail!("{at}expected a JSON object") };
+    for (k, x) in obj {
+        let figure = k.ends_with("_ms") || k.ends_with("throughput") || k == "duration";
+        if figure && !x.is_null() {
+            match x.as_f64() {
+                Some(f) if f >= 0.0 && f.is_finite() => {}
+                _ => bail!("{at}{k}: {x} is not a figure (a number of 0 or more)"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Results grouped by their settings, in file order.
+pub fn group(tool: ServingTool, results: Vec<(String, Value)>) -> Vec<Vec<(String, Value)>> {
+    let mut groups: BTreeMap<String, (usize, Vec<(String, Value)>)> = BTreeMap::new();
+    for (i, (at, v)) in results.into_iter().enumerate() {
+        groups.entry(setting_key(tool, &v)).or_insert_with(|| (i, Vec::new())).1.push((at, v));
+    }
+    let mut out: Vec<(usize, Vec<(String, Value)>)> = groups.into_values().collect();
+    out.sort_by_key(|(first, _)| *first);
+    out.into_iter().map(|(_, g)| g).collect()
+}
+
+/// One setting's results as a run: its settings and cells, the model the file names, and
+/// when it started.
+pub struct Converted {
+    pub settings: crate::format::RunSettings,
+    pub cells: Vec<Cell>,
+    pub model: Option<String>,
+    pub started_at: Option<String>,
+}
+
+/// A group of results (one setting) as a run's manifest settings and cells.
+pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Converted> {
+    use crate::format::{DecodeTest, PrefillMode, RunSettings};
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut context = None;
+    for (at, v) in group {
+        check(at, v)?;
+        let c = concurrency(at, v)?;
+        let ctx = input_len(tool, v).ok_or_else(|| {
+            anyhow::anyhow!("{at}no input length (random_input_len, input_lens or total_input_tokens)")
+        })?;
+        let ctx = *context.get_or_insert(ctx);
+        if cells.iter().any(|x| x.concurrency == c) {
+            bail!("{at}max_concurrency {c} appears twice in one setting: a cell is imported once");
+        }
+        cells.push(cell(tool, v, ctx, c));
+    }
+    let first = &group[0].1;
+    let max_output = match tool {
+        ServingTool::Sglang => first.get("random_output_len").and_then(Value::as_u64),
+        ServingTool::Vllm => None,
+    }
+    .or_else(|| group.iter().flat_map(|(_, v)| list(v, "output_lens")).filter_map(|x| x.as_u64()).max())
+    .unwrap_or(0);
+    let mut concurrency: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
+    concurrency.sort_unstable();
+    let duration = group.iter().filter_map(|(_, v)| num(v, "duration")).fold(0.0, f64::max);
+    let settings = RunSettings {
+        contexts: vec![context.unwrap_or(0)],
+        concurrency,
+        prefill_contexts: vec![],
+        duration_s: if duration > 0.0 { duration } else { 1.0 },
+        max_output_tokens: u32::try_from(max_output).unwrap_or(u32::MAX),
+        decode_test: DecodeTest::FixedCount,
+        prefill_mode: PrefillMode::Standalone,
+        api: None,
+        kv_budget_tokens: None,
+        kv_budget_source: None,
+    };
+    let model = match tool {
+        ServingTool::Vllm => first.get("model_id").and_then(Value::as_str).map(str::to_string),
+        ServingTool::Sglang => None,
+    };
+    // The run started with its earliest result.
+    let date = group.iter().filter_map(|(_, v)| v.get("date").and_then(Value::as_str).and_then(vllm_date)).min();
+    Ok(Converted { settings, cells, model, started_at: date })
+}
+
+/// vLLM's `20261202-172552` as `2026-12-02T17:25:52` (the file gives no time zone).
+fn vllm_date(s: &str) -> Option<String> {
+    let (d, t) = s.split_once('-')?;
+    if d.len() != 8 || t.len() != 6 || !(d.chars().chain(t.chars()).all(|c| c.is_ascii_digit())) {
+        return None;
+    }
+    Some(format!("{}-{}-{}T{}:{}:{}", &d[..4], &d[4..6], &d[6..], &t[..2], &t[2..4], &t[4..]))
+}

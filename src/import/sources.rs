@@ -1,0 +1,169 @@
+//! What `site import PATH...` was given: files and folders, each file's format told from its
+//! content (not its name), and the results they hold.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use walkdir::WalkDir;
+
+use super::serving::ServingTool;
+use crate::format::json;
+use crate::fsutil;
+
+/// The formats `site import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    LlmInferenceBench,
+    Vllm,
+    Sglang,
+}
+
+impl Format {
+    pub const ALL: [Format; 3] = [Format::LlmInferenceBench, Format::Vllm, Format::Sglang];
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::LlmInferenceBench => "llm-inference-bench",
+            Format::Vllm => "vllm",
+            Format::Sglang => "sglang",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Format::LlmInferenceBench => "llm-inference-bench benchmark_results.json",
+            Format::Vllm => "vllm bench serve --save-result JSON",
+            Format::Sglang => "SGLang bench_serving --output-file JSONL",
+        }
+    }
+
+    pub fn known() -> String {
+        Format::ALL.iter().map(|f| format!("{} ({})", f.name(), f.describe())).collect::<Vec<_>>().join(", ")
+    }
+
+    pub fn parse(name: &str) -> Result<Format> {
+        match Format::ALL.into_iter().find(|f| f.name() == name) {
+            Some(f) => Ok(f),
+            None => bail!("unknown format {name:?}: the formats are {}", Format::known()),
+        }
+    }
+
+    pub fn serving(self) -> Option<ServingTool> {
+        match self {
+            Format::Vllm => Some(ServingTool::Vllm),
+            Format::Sglang => Some(ServingTool::Sglang),
+            Format::LlmInferenceBench => None,
+        }
+    }
+}
+
+/// A file's format from its first JSON value (a JSONL file's first line).
+pub fn detect(text: &str) -> Option<Format> {
+    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let whole: Option<Value> = serde_json::from_str(text).ok();
+    let line: Option<Value> = serde_json::from_str(&json::python_floats_as_null(first_line)).ok();
+    let has = |v: &Value, keys: &[&str]| keys.iter().all(|k| v.get(*k).is_some());
+    if let Some(v) = &whole {
+        if v.pointer("/metadata/version").is_some() && v.get("results").is_some() {
+            return Some(Format::LlmInferenceBench);
+        }
+        if has(v, &["max_concurrency", "output_throughput", "endpoint_type", "model_id"]) {
+            return Some(Format::Vllm);
+        }
+    }
+    match &line {
+        Some(v) if has(v, &["max_concurrency", "output_throughput", "backend", "dataset_name"]) => Some(Format::Sglang),
+        _ => None,
+    }
+}
+
+/// A file given or found, with its text.
+pub struct Source {
+    pub path: PathBuf,
+    pub text: String,
+    pub format: Format,
+}
+
+/// Files larger than this are not results files.
+const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// Every results file under `paths`: a file given by name must be one (`format` forced, or
+/// detected); in a folder, files of no known format are passed over. All must be of one
+/// format.
+pub fn collect(paths: &[PathBuf], format: Option<Format>) -> Result<Vec<Source>> {
+    let mut sources = Vec::new();
+    for p in paths {
+        let meta = fs::symlink_metadata(p).with_context(|| format!("reading {}", p.display()))?;
+        if meta.is_dir() {
+            for e in WalkDir::new(p).max_depth(4).sort_by_file_name() {
+                let e = e.with_context(|| format!("reading {}", p.display()))?;
+                if e.file_type().is_file() {
+                    if let Some(s) = read(e.path(), format, false)? {
+                        sources.push(s);
+                    }
+                }
+            }
+        } else if let Some(s) = read(p, format, true)? {
+            sources.push(s);
+        }
+    }
+    if sources.is_empty() {
+        bail!("no results file of a known format in {} (the formats are {})", list(paths), Format::known());
+    }
+    if let Some(other) = sources.iter().find(|s| s.format != sources[0].format) {
+        bail!(
+            "{} is {} but {} is {}: import one tool's results at a time",
+            sources[0].path.display(),
+            sources[0].format.name(),
+            other.path.display(),
+            other.format.name()
+        );
+    }
+    Ok(sources)
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn read(path: &Path, format: Option<Format>, named: bool) -> Result<Option<Source>> {
+    let text = match fsutil::read_data_file(path, MAX_FILE_BYTES) {
+        Ok(t) => t,
+        Err(_) if !named => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match format.or_else(|| detect(&text)) {
+        Some(format) => Ok(Some(Source { path: path.to_path_buf(), text, format })),
+        None if named => {
+            // Not even JSON: say where, as for data files.
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            if serde_json::from_str::<Value>(&json::python_floats_as_null(first)).is_err() {
+                json::parse::<Value>(path, &text)?;
+            }
+            bail!("{}: not a results file of a known format (the formats are {})", path.display(), Format::known())
+        }
+        None => Ok(None),
+    }
+}
+
+/// The results in a serving tool's file, each with where it is (`line N: `, or nothing for a
+/// one-result file).
+pub fn serving_results(s: &Source) -> Result<Vec<(String, Value)>> {
+    match s.format {
+        Format::Sglang => s
+            .text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                let v: Value = json::parse_python(&s.path, l)
+                    .map_err(|e| e.context(format!("{}: line {} is not a result", s.path.display(), i + 1)))?;
+                Ok((format!("line {}: ", i + 1), v))
+            })
+            .collect(),
+        _ => Ok(vec![(String::new(), json::parse(&s.path, &s.text)?)]),
+    }
+}
