@@ -293,3 +293,27 @@ fn formats_are_told_from_content_and_mixed_or_broken_input_is_refused() {
         stderr(&unknown)
     );
 }
+
+#[test]
+fn a_guidellm_file_becomes_one_run_with_a_cell_per_stream_count() {
+    let ws = empty_ws();
+    let out = import_paths(&ws, &["guidellm-0.8.1"], &["--run-id", "g"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("Imported guidellm 0.8.1: 3 cells, contexts 256, concurrency 1,2,4"),
+        "{}",
+        stdout(&out)
+    );
+    let c1 = cell(&ws, "g", "decode-256-c1.json");
+    let r = &c1["reported"];
+    // The run's rate (the series mean), median TTFT, guidellm's ITL as time between tokens.
+    assert_eq!(r["total_tps"], 14.951677502218836);
+    assert_eq!(r["ttft_ms"], 1725.8083820343018);
+    assert_eq!(r["tbt_ms"], 21.741848143320237);
+    assert_eq!(r["avg_active"], 0.9982304180705366);
+    assert_eq!(r["samples"].as_array().unwrap().len(), 8);
+    let run: Value = serde_json::from_str(&ws.read("data/runs/g/run.json")).unwrap();
+    assert_eq!(run["bench_tool"]["version"], "0.8.1");
+    assert_eq!(run["settings"]["max_output_tokens"], 64);
+    assert!(ws.read("data/runs/g/notes.md").starts_with("## How guidellm measured"));
+}

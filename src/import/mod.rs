@@ -2,6 +2,7 @@
 //! as reported (`origin: imported`), cells the tool leaves out are reconstructed, and the
 //! tool's flags become our warnings.
 
+pub mod guidellm;
 pub mod llm_inference_bench;
 pub mod serving;
 pub mod sources;
@@ -415,9 +416,31 @@ pub fn import_paths(
             &found[0].path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
         ),
     };
+    let many = found.len() > 1;
+    if found[0].format == sources::Format::Guidellm {
+        // One guidellm file is one run.
+        return found
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let at = format!("{}: ", s.path.display());
+                let (converted, version) = guidellm::convert(&format::json::parse(&s.path, &s.text)?, &at)?;
+                let tool = BenchTool { name: guidellm::TOOL.into(), version };
+                write_imported(
+                    converted,
+                    tool,
+                    guidellm::NOTES,
+                    &s.path,
+                    data_dir,
+                    &numbered(&base, i, many),
+                    force,
+                    facts,
+                )
+            })
+            .collect();
+    }
     let Some(tool) = found[0].format.serving() else {
         // One llm-inference-bench file is one run.
-        let many = found.len() > 1;
         return found
             .iter()
             .enumerate()
@@ -436,7 +459,19 @@ pub fn import_paths(
     for (i, g) in groups.iter().enumerate() {
         let id = numbered(&base, i, many);
         format::ids::check_id("run id", &id)?;
-        out.push(import_serving(tool, g, &found[0].path, data_dir, &id, force, facts)?);
+        // Results carry their file in `at`, so errors name it.
+        let converted = serving::convert_group(tool, g)?;
+        let bench_tool = BenchTool { name: tool.name().into(), version: "unknown".into() };
+        out.push(write_imported(
+            converted,
+            bench_tool,
+            tool.method_notes(),
+            &found[0].path,
+            data_dir,
+            &id,
+            force,
+            facts,
+        )?);
     }
     Ok(out)
 }
@@ -449,29 +484,33 @@ fn numbered(base: &str, i: usize, many: bool) -> String {
     }
 }
 
-fn import_serving(
-    tool: serving::ServingTool,
-    group: &[(String, Value)],
+/// A converted import as a run folder: the manifest from the file's facts and the flags,
+/// the cells, the tool's method notes (after the user's own notes).
+#[allow(clippy::too_many_arguments)]
+fn write_imported(
+    converted: serving::Converted,
+    bench_tool: BenchTool,
+    method_notes: &str,
     path: &Path,
     data_dir: &Path,
     id: &str,
     force: bool,
     facts: &ManifestFacts,
 ) -> Result<ImportSummary> {
-    // Results carry their file in `at`, so errors name it.
-    let serving::Converted { settings, cells, model, started_at: date } = serving::convert_group(tool, group)?;
+    format::ids::check_id("run id", id)?;
+    let serving::Converted { settings, cells, model, started_at } = converted;
     let found =
         Discovered { served_model: if facts.model_id.is_none() { model } else { None }, ..Discovered::default() };
-    let bench_tool = BenchTool { name: tool.name().into(), version: "unknown".into() };
+    let tool_name = bench_tool.name.clone();
+    let mut not_told = Vec::new();
+    if bench_tool.version == "unknown" {
+        not_told.push("tool version (the file does not record it)");
+    }
     let mut manifest =
         facts.manifest(found, settings, bench_tool, Origin::Imported).with_context(|| format!("{}", path.display()))?;
-    let mut not_told = vec!["tool version (the file does not record it)"];
-    match date {
+    match started_at {
         Some(d) => manifest.started_at = Some(d),
         None => not_told.push("date"),
-    }
-    if tool == serving::ServingTool::Vllm && manifest.engine.name.is_empty() {
-        not_told.push("engine");
     }
     let writer = RunWriter::stage(data_dir, id, force)?;
     writer.manifest(&manifest)?;
@@ -479,10 +518,10 @@ fn import_serving(
         writer.cell(c)?;
     }
     let notes = match &facts.notes_markdown {
-        Some(n) => format!("{n}\n\n{}", tool.method_notes()),
-        None => tool.method_notes().to_string(),
+        Some(n) => format!("{n}\n\n{method_notes}"),
+        None => method_notes.to_string(),
     };
     writer.notes(&notes)?;
     let dest = writer.commit()?;
-    Ok(summary(dest, &manifest, &cells, tool.name(), not_told))
+    Ok(summary(dest, &manifest, &cells, &tool_name, not_told))
 }

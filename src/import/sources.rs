@@ -18,10 +18,11 @@ pub enum Format {
     LlmInferenceBench,
     Vllm,
     Sglang,
+    Guidellm,
 }
 
 impl Format {
-    pub const ALL: [Format; 3] = [Format::LlmInferenceBench, Format::Vllm, Format::Sglang];
+    pub const ALL: [Format; 4] = [Format::LlmInferenceBench, Format::Vllm, Format::Sglang, Format::Guidellm];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
@@ -29,6 +30,7 @@ impl Format {
             Format::LlmInferenceBench => "llm-inference-bench",
             Format::Vllm => "vllm",
             Format::Sglang => "sglang",
+            Format::Guidellm => "guidellm",
         }
     }
 
@@ -37,6 +39,7 @@ impl Format {
             Format::LlmInferenceBench => "llm-inference-bench benchmark_results.json",
             Format::Vllm => "vllm bench serve --save-result JSON",
             Format::Sglang => "SGLang bench_serving --output-file JSONL",
+            Format::Guidellm => "guidellm benchmarks.json",
         }
     }
 
@@ -55,7 +58,7 @@ impl Format {
         match self {
             Format::Vllm => Some(ServingTool::Vllm),
             Format::Sglang => Some(ServingTool::Sglang),
-            Format::LlmInferenceBench => None,
+            Format::LlmInferenceBench | Format::Guidellm => None,
         }
     }
 }
@@ -72,6 +75,9 @@ pub fn detect(text: &str) -> Option<Format> {
         }
         if has(v, &["max_concurrency", "output_throughput", "endpoint_type", "model_id"]) {
             return Some(Format::Vllm);
+        }
+        if v.pointer("/metadata/guidellm_version").is_some() && v.get("benchmarks").is_some() {
+            return Some(Format::Guidellm);
         }
     }
     match &line {

@@ -1,0 +1,133 @@
+//! guidellm 0.8 `benchmarks.json`: one file, one benchmark per concurrency
+//! (`config.strategy.streams`), each a cell of a fixed-count run.
+
+use anyhow::{bail, Result};
+use serde_json::Value;
+
+use super::serving::Converted;
+use crate::format::{
+    Cell, DecodeTest, Phase, PrefillMode, ReportedFigures, ReportedSample, RunSettings, Status, Warning,
+};
+
+pub const TOOL: &str = "guidellm";
+
+pub const NOTES: &str = "## How guidellm measured\n\n\
+Each cell is one guidellm benchmark of the `concurrent` profile: a fixed number of requests with `streams` in flight, \
+not a fixed window. Figures are as guidellm reported them:\n\n\
+- **Total tok/s** is `output_tokens_per_second.successful.mean`, the run's rate (guidellm's median of that series is not meaningful).\n\
+- **TTFT** is `time_to_first_token_ms.successful.median` (p90, p99 from its percentiles).\n\
+- **Time between tokens** is guidellm's `inter_token_latency_ms`: (latency − TTFT) / (output − 1), our definition. \
+guidellm's `time_per_output_token_ms` is latency / output tokens, TTFT included, and is not used.\n\
+- **Per request tok/s** is 1000 / median inter-token latency.\n\
+- **Average active requests** is `request_concurrency.successful.mean`.\n\
+- The context is the prompt length asked of the synthetic data (`config.spec.data[0].prompt_tokens`); the server counted the chat template too.\n";
+
+fn stat(v: &Value, metric: &str, path: &str) -> Option<f64> {
+    v.pointer(&format!("/metrics/{metric}/successful{path}"))
+        .and_then(Value::as_f64)
+        .filter(|x| x.is_finite() && *x >= 0.0)
+}
+
+fn samples(b: &Value) -> Vec<ReportedSample> {
+    let ok = b.pointer("/requests/successful").and_then(Value::as_array).cloned().unwrap_or_default();
+    let failed = b.pointer("/requests/errored").and_then(Value::as_array).cloned().unwrap_or_default();
+    let f = |r: &Value, k: &str| r.get(k).and_then(Value::as_f64);
+    let one = |r: &Value, completed: bool| ReportedSample {
+        ttft_s: f(r, "time_to_first_token_ms").map(|v| v / 1000.0),
+        latency_s: f(r, "request_latency"),
+        tbt_s: f(r, "inter_token_latency_ms").map(|v| v / 1000.0),
+        input_tokens: r.get("prompt_tokens").and_then(Value::as_u64),
+        output_tokens: r.get("output_tokens").and_then(Value::as_u64),
+        completed: Some(completed),
+    };
+    ok.iter().map(|r| one(r, true)).chain(failed.iter().map(|r| one(r, false))).collect()
+}
+
+fn cell(b: &Value, context: u32, concurrency: u32) -> Cell {
+    let errored = b.pointer("/metrics/request_totals/errored").and_then(Value::as_u64).unwrap_or(0);
+    let sent = b.pointer("/metrics/request_totals/total").and_then(Value::as_u64).unwrap_or(0);
+    let mut warnings = vec![Warning {
+        code: "fixed_request_count".into(),
+        message: format!(
+            "{TOOL} sent {sent} requests, at most {concurrency} at once: its total tok/s spans the whole run, ramp-up and tail included"
+        ),
+    }];
+    if errored > 0 {
+        warnings.push(Warning {
+            code: "request_errors".into(),
+            message: format!("{errored} requests failed in this cell"),
+        });
+    }
+    let itl = stat(b, "inter_token_latency_ms", "/median");
+    let reported = ReportedFigures {
+        total_tps: stat(b, "output_tokens_per_second", "/mean"),
+        per_request_tps: itl.filter(|t| *t > 0.0).map(|t| 1000.0 / t),
+        ttft_ms: stat(b, "time_to_first_token_ms", "/median"),
+        ttft_p90_ms: stat(b, "time_to_first_token_ms", "/percentiles/p90"),
+        ttft_p99_ms: stat(b, "time_to_first_token_ms", "/percentiles/p99"),
+        tbt_ms: itl,
+        tbt_p90_ms: stat(b, "inter_token_latency_ms", "/percentiles/p90"),
+        tbt_p99_ms: stat(b, "inter_token_latency_ms", "/percentiles/p99"),
+        avg_active: stat(b, "request_concurrency", "/mean"),
+        completed: b.pointer("/metrics/request_totals/successful").and_then(Value::as_u64),
+        output_tokens: stat(b, "output_token_count", "/total_sum").map(|t| t.round() as u64),
+        measured_s: b.get("duration").and_then(Value::as_f64).filter(|d| d.is_finite() && *d >= 0.0),
+        token_source: Some(format!("{TOOL} output_tokens_per_second")),
+        samples: samples(b),
+        ..Default::default()
+    };
+    Cell {
+        prompt_tokens: Some(context),
+        warnings,
+        reported: Some(reported),
+        ..Cell::new(Phase::Decode, context, concurrency, Status::Valid)
+    }
+}
+
+/// The file's benchmarks as one run (`at` names the file in errors).
+pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
+    let version = v.pointer("/metadata/guidellm_version").and_then(Value::as_str).unwrap_or("unknown").to_string();
+    let data = v.pointer("/config/spec/data/0");
+    let context = data.and_then(|d| d.get("prompt_tokens")).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+    let Some(context) = context.filter(|c| *c > 0) else {
+        bail!("{at}config.spec.data[0].prompt_tokens: expected the prompt length of the synthetic data")
+    };
+    let max_output = data.and_then(|d| d.get("output_tokens")).and_then(Value::as_u64).unwrap_or(0);
+    let Some(benchmarks) = v.get("benchmarks").and_then(Value::as_array).filter(|b| !b.is_empty()) else {
+        bail!("{at}benchmarks: expected at least one benchmark")
+    };
+    let mut cells: Vec<Cell> = Vec::new();
+    for (i, b) in benchmarks.iter().enumerate() {
+        let streams = b.pointer("/config/strategy/streams").or_else(|| b.pointer("/config/strategy/max_concurrency"));
+        let Some(c) = streams.and_then(Value::as_u64).and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0) else {
+            bail!("{at}benchmarks[{i}].config.strategy.streams: expected the concurrency (only the concurrent profile is a cell of the matrix)")
+        };
+        if cells.iter().any(|x| x.concurrency == c) {
+            bail!("{at}benchmarks[{i}]: concurrency {c} appears twice: a cell is imported once");
+        }
+        cells.push(cell(b, context, c));
+    }
+    let mut concurrency: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
+    concurrency.sort_unstable();
+    let duration = benchmarks.iter().filter_map(|b| b.get("duration").and_then(Value::as_f64)).fold(0.0, f64::max);
+    let started =
+        benchmarks.iter().filter_map(|b| b.get("start_time").and_then(Value::as_f64)).fold(f64::INFINITY, f64::min);
+    let started_at = jiff::Timestamp::from_second(started.floor() as i64)
+        .ok()
+        .filter(|_| started.is_finite())
+        .map(|t| t.to_string());
+    let settings = RunSettings {
+        contexts: vec![context],
+        concurrency,
+        prefill_contexts: vec![],
+        duration_s: if duration > 0.0 { duration } else { 1.0 },
+        max_output_tokens: u32::try_from(max_output).unwrap_or(u32::MAX),
+        decode_test: DecodeTest::FixedCount,
+        prefill_mode: PrefillMode::Standalone,
+        api: None,
+        kv_budget_tokens: None,
+        kv_budget_source: None,
+    };
+    let model = v.pointer("/config/spec/backend/model").and_then(Value::as_str).map(str::to_string);
+    Ok((Converted { settings, cells, model, started_at }, version))
+}
