@@ -317,3 +317,27 @@ fn a_guidellm_file_becomes_one_run_with_a_cell_per_stream_count() {
     assert_eq!(run["settings"]["max_output_tokens"], 64);
     assert!(ws.read("data/runs/g/notes.md").starts_with("## How guidellm measured"));
 }
+
+#[test]
+fn aiperf_profiles_and_sweeps_become_runs_with_their_request_records() {
+    let ws = empty_ws();
+    let out = import_paths(&ws, &["aiperf-0.13.0/single-c2"], &["--run-id", "single"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("Imported AIPerf 0.13.0: 1 cells, contexts 256, concurrency 2"), "{}", stdout(&out));
+    let c = cell(&ws, "single", "decode-256-c2.json");
+    let r = &c["reported"];
+    assert_eq!(r["total_tps"], 11.039734582107792);
+    assert_eq!(r["ttft_ms"], 6005.9408425);
+    assert_eq!(r["tbt_ms"], 116.07044415873014);
+    // The profiling phase's 12 requests; the warm-up's are left out.
+    assert_eq!(r["samples"].as_array().unwrap().len(), 12);
+    // A sweep folder: one cell per combination; the copies under phases/ and the aggregates
+    // are not read twice.
+    let out = import_paths(&ws, &["aiperf-0.13.0/sweep-c124"], &["--run-id", "sweep"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("3 cells, contexts 256, concurrency 1,2,4"), "{}", stdout(&out));
+    let c4 = cell(&ws, "sweep", "decode-256-c4.json");
+    let codes: Vec<&str> = c4["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["fixed_request_count", "request_errors"]);
+    assert_eq!(c4["reported"]["completed"], 7);
+}

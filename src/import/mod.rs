@@ -2,6 +2,7 @@
 //! as reported (`origin: imported`), cells the tool leaves out are reconstructed, and the
 //! tool's flags become our warnings.
 
+pub mod aiperf;
 pub mod guidellm;
 pub mod llm_inference_bench;
 pub mod serving;
@@ -439,6 +440,9 @@ pub fn import_paths(
             })
             .collect();
     }
+    if found[0].format == sources::Format::Aiperf {
+        return import_aiperf(&found, &base, data_dir, force, facts);
+    }
     let Some(tool) = found[0].format.serving() else {
         // One llm-inference-bench file is one run.
         return found
@@ -482,6 +486,47 @@ fn numbered(base: &str, i: usize, many: bool) -> String {
     } else {
         base.to_string()
     }
+}
+
+/// AIPerf profiles (with the request records beside each), grouped by setting into runs.
+fn import_aiperf(
+    found: &[sources::Source],
+    base: &str,
+    data_dir: &Path,
+    force: bool,
+    facts: &ManifestFacts,
+) -> Result<Vec<ImportSummary>> {
+    let mut groups: Vec<(String, Vec<(String, Value, Option<String>)>)> = Vec::new();
+    for s in found {
+        let v: Value = format::json::parse(&s.path, &s.text)?;
+        let records = s.path.with_file_name("profile_export.jsonl");
+        let jsonl = records.is_file().then(|| crate::fsutil::read_data_file(&records, 256 << 20)).transpose()?;
+        let key = aiperf::setting_key(&v);
+        let entry = (format!("{}: ", s.path.display()), v, jsonl);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(entry),
+            None => groups.push((key, vec![entry])),
+        }
+    }
+    let many = groups.len() > 1;
+    groups
+        .iter()
+        .enumerate()
+        .map(|(i, (_, g))| {
+            let (converted, version) = aiperf::convert(g)?;
+            let tool = BenchTool { name: aiperf::TOOL.into(), version };
+            write_imported(
+                converted,
+                tool,
+                aiperf::NOTES,
+                &found[0].path,
+                data_dir,
+                &numbered(base, i, many),
+                force,
+                facts,
+            )
+        })
+        .collect()
 }
 
 /// A converted import as a run folder: the manifest from the file's facts and the flags,

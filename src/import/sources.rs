@@ -19,10 +19,12 @@ pub enum Format {
     Vllm,
     Sglang,
     Guidellm,
+    Aiperf,
 }
 
 impl Format {
-    pub const ALL: [Format; 4] = [Format::LlmInferenceBench, Format::Vllm, Format::Sglang, Format::Guidellm];
+    pub const ALL: [Format; 5] =
+        [Format::LlmInferenceBench, Format::Vllm, Format::Sglang, Format::Guidellm, Format::Aiperf];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
@@ -31,6 +33,7 @@ impl Format {
             Format::Vllm => "vllm",
             Format::Sglang => "sglang",
             Format::Guidellm => "guidellm",
+            Format::Aiperf => "aiperf",
         }
     }
 
@@ -40,6 +43,7 @@ impl Format {
             Format::Vllm => "vllm bench serve --save-result JSON",
             Format::Sglang => "SGLang bench_serving --output-file JSONL",
             Format::Guidellm => "guidellm benchmarks.json",
+            Format::Aiperf => "AIPerf profile_export_aiperf.json, a profile or a sweep folder",
         }
     }
 
@@ -58,7 +62,7 @@ impl Format {
         match self {
             Format::Vllm => Some(ServingTool::Vllm),
             Format::Sglang => Some(ServingTool::Sglang),
-            Format::LlmInferenceBench | Format::Guidellm => None,
+            Format::LlmInferenceBench | Format::Guidellm | Format::Aiperf => None,
         }
     }
 }
@@ -78,6 +82,9 @@ pub fn detect(text: &str) -> Option<Format> {
         }
         if v.pointer("/metadata/guidellm_version").is_some() && v.get("benchmarks").is_some() {
             return Some(Format::Guidellm);
+        }
+        if has(v, &["aiperf_version", "input_config", "output_token_throughput"]) {
+            return Some(Format::Aiperf);
         }
     }
     match &line {
@@ -106,7 +113,8 @@ pub fn collect(paths: &[PathBuf], format: Option<Format>) -> Result<Vec<Source>>
         if meta.is_dir() {
             for e in WalkDir::new(p).max_depth(4).sort_by_file_name() {
                 let e = e.with_context(|| format!("reading {}", p.display()))?;
-                if e.file_type().is_file() {
+                // AIPerf keeps a copy of each profile under `phases/`: read the profile once.
+                if e.file_type().is_file() && super::aiperf::is_profile(e.path().strip_prefix(p).unwrap_or(e.path())) {
                     if let Some(s) = read(e.path(), format, false)? {
                         sources.push(s);
                     }

@@ -1,0 +1,165 @@
+//! NVIDIA AIPerf 0.13 (export schema 1.x): a profile directory (`profile_export_aiperf.json`,
+//! with `profile_export.jsonl` beside it) or a sweep directory (one such folder per
+//! combination, `concurrency_4/` ...). Each profile is a cell; profiles of one setting (model,
+//! input and output lengths) form a run.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use serde_json::Value;
+
+use super::serving::Converted;
+use crate::format::{
+    Cell, DecodeTest, Phase, PrefillMode, ReportedFigures, ReportedSample, RunSettings, Status, Warning,
+};
+
+pub const TOOL: &str = "AIPerf";
+
+pub const NOTES: &str = "## How AIPerf measured\n\n\
+Each cell is one AIPerf profile with a `concurrency` phase: a fixed number of requests with at most that many in flight, \
+not a fixed window. Figures are as AIPerf reported them:\n\n\
+- **Total tok/s** is `output_token_throughput.avg`: output tokens over the profiling phase's duration.\n\
+- **TTFT** is `time_to_first_token.p50` (p90, p99 from the same block).\n\
+- **Time between tokens** is AIPerf's `inter_token_latency`: (latency − TTFT) / (output − 1) per request, our definition \
+(vLLM calls it TPOT); AIPerf's `inter_chunk_latency` is the raw gap between chunks and is not used.\n\
+- **Per request tok/s** is `output_token_throughput_per_user.p50`.\n\
+- **Average active requests** is `effective_concurrency.avg`, time-weighted over the phase.\n\
+- The context is the input length asked of the synthetic data (`input_config.datasets[0].prompts.isl.mean`).\n\
+- A warm-up phase, when there was one, is left out; its prompts come from the same data, so the first profiling requests can be prompt-cache hits.\n";
+
+/// Whether the file at `path` is a profile this importer reads (the copies AIPerf keeps under
+/// `phases/` are the same figures again).
+pub fn is_profile(path: &Path) -> bool {
+    !path.components().any(|c| c.as_os_str() == "phases")
+}
+
+fn metric(v: &Value, name: &str, stat: &str) -> Option<f64> {
+    v.get(name)?.get(stat)?.as_f64().filter(|x| x.is_finite() && *x >= 0.0)
+}
+
+/// The profiling phase's concurrency.
+fn concurrency(v: &Value, at: &str) -> Result<u32> {
+    let phases = v.pointer("/input_config/phases").and_then(Value::as_array).cloned().unwrap_or_default();
+    let profiling = phases.iter().find(|p| p.get("name").and_then(Value::as_str) == Some("profiling"));
+    match profiling
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("concurrency"))
+        .and_then(|p| p.get("concurrency"))
+    {
+        Some(c) => match c.as_u64().and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0) {
+            Some(c) => Ok(c),
+            None => bail!("{at}input_config.phases[profiling].concurrency: {c} is not a concurrency"),
+        },
+        None => bail!(
+            "{at}input_config.phases: no profiling phase of type concurrency (only those are cells of the matrix)"
+        ),
+    }
+}
+
+/// The setting a profile belongs to: model, input and output lengths.
+pub fn setting_key(v: &Value) -> String {
+    let p = |ptr: &str| v.pointer(ptr).cloned().unwrap_or(Value::Null);
+    format!(
+        "{} {} {}",
+        p("/input_config/endpoint/model_names"),
+        p("/input_config/datasets/0/prompts/isl/mean"),
+        p("/input_config/datasets/0/prompts/osl/mean")
+    )
+}
+
+/// Per-request samples of the profiling phase, from `profile_export.jsonl` beside the file.
+pub fn samples(jsonl: Option<&str>) -> Vec<ReportedSample> {
+    let Some(text) = jsonl else { return vec![] };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r.pointer("/metadata/benchmark_phase").and_then(Value::as_str) == Some("profiling"))
+        .map(|r| {
+            let m = |k: &str| r.pointer(&format!("/metrics/{k}/value")).and_then(Value::as_f64);
+            let ok = r.get("error").is_none_or(Value::is_null);
+            ReportedSample {
+                ttft_s: m("time_to_first_token").map(|v| v / 1000.0),
+                latency_s: m("request_latency").map(|v| v / 1000.0),
+                tbt_s: m("inter_token_latency").map(|v| v / 1000.0),
+                input_tokens: m("input_sequence_length").map(|v| v as u64),
+                output_tokens: m("output_sequence_length").map(|v| v as u64),
+                completed: Some(ok),
+            }
+        })
+        .collect()
+}
+
+fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
+    let errors = metric(v, "error_request_count", "avg").unwrap_or(0.0) as u64;
+    let requests = metric(v, "request_count", "avg").unwrap_or(0.0) as u64 + errors;
+    let mut warnings = vec![Warning {
+        code: "fixed_request_count".into(),
+        message: format!(
+            "{TOOL} sent {requests} requests, at most {c} at once: its total tok/s spans the whole phase, ramp-up and tail included"
+        ),
+    }];
+    if errors > 0 {
+        warnings
+            .push(Warning { code: "request_errors".into(), message: format!("{errors} requests failed in this cell") });
+    }
+    let reported = ReportedFigures {
+        total_tps: metric(v, "output_token_throughput", "avg"),
+        per_request_tps: metric(v, "output_token_throughput_per_user", "p50"),
+        ttft_ms: metric(v, "time_to_first_token", "p50"),
+        ttft_p90_ms: metric(v, "time_to_first_token", "p90"),
+        ttft_p99_ms: metric(v, "time_to_first_token", "p99"),
+        tbt_ms: metric(v, "inter_token_latency", "p50"),
+        tbt_p90_ms: metric(v, "inter_token_latency", "p90"),
+        tbt_p99_ms: metric(v, "inter_token_latency", "p99"),
+        avg_active: metric(v, "effective_concurrency", "avg"),
+        completed: metric(v, "request_count", "avg").map(|n| n as u64),
+        output_tokens: metric(v, "total_output_tokens", "avg").map(|n| n as u64),
+        measured_s: metric(v, "benchmark_duration", "avg"),
+        token_source: Some(format!("{TOOL} output_token_throughput")),
+        samples,
+        ..Default::default()
+    };
+    Cell {
+        prompt_tokens: Some(context),
+        warnings,
+        reported: Some(reported),
+        ..Cell::new(Phase::Decode, context, c, Status::Valid)
+    }
+}
+
+/// One setting's profiles (each with where it is and its request records) as a run; returns
+/// the tool version too.
+pub fn convert(group: &[(String, Value, Option<String>)]) -> Result<(Converted, String)> {
+    let mut cells: Vec<Cell> = Vec::new();
+    let first = &group[0].1;
+    let isl = first.pointer("/input_config/datasets/0/prompts/isl/mean").and_then(Value::as_f64);
+    let Some(context) = isl.filter(|x| *x >= 1.0 && *x <= u32::MAX as f64).map(|x| x.round() as u32) else {
+        bail!("{}input_config.datasets[0].prompts.isl.mean: expected the input length asked for", group[0].0)
+    };
+    for (at, v, jsonl) in group {
+        let c = concurrency(v, at)?;
+        if cells.iter().any(|x| x.concurrency == c) {
+            bail!("{at}concurrency {c} appears twice in one setting: a cell is imported once");
+        }
+        cells.push(cell(v, context, c, samples(jsonl.as_deref())));
+    }
+    let mut concurrency: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
+    concurrency.sort_unstable();
+    let osl = first.pointer("/input_config/datasets/0/prompts/osl/mean").and_then(Value::as_f64).unwrap_or(0.0);
+    let duration = group.iter().filter_map(|(_, v, _)| metric(v, "benchmark_duration", "avg")).fold(0.0, f64::max);
+    let started_at =
+        group.iter().filter_map(|(_, v, _)| v.get("start_time").and_then(Value::as_str)).min().map(str::to_string);
+    let settings = RunSettings {
+        contexts: vec![context],
+        concurrency,
+        prefill_contexts: vec![],
+        duration_s: if duration > 0.0 { duration } else { 1.0 },
+        max_output_tokens: osl.round().clamp(0.0, u32::MAX as f64) as u32,
+        decode_test: DecodeTest::FixedCount,
+        prefill_mode: PrefillMode::Standalone,
+        api: None,
+        kv_budget_tokens: None,
+        kv_budget_source: None,
+    };
+    let model = first.pointer("/input_config/endpoint/model_names/0").and_then(Value::as_str).map(str::to_string);
+    let version = first.get("aiperf_version").and_then(Value::as_str).unwrap_or("unknown").to_string();
+    Ok((Converted { settings, cells, model, started_at }, version))
+}
