@@ -27,6 +27,9 @@ not a fixed window. Figures are as AIPerf reported them:\n\n\
 - The context is the input length asked of the synthetic data (`input_config.datasets[0].prompts.isl.mean`).\n\
 - A warm-up phase, when there was one, is left out; its prompts come from the same data, so the first profiling requests can be prompt-cache hits.\n";
 
+/// A profile: where it is (`file: `), its summary, and its request records if beside it.
+pub type Profile = (String, Value, Option<String>);
+
 /// Whether the file at `path` is a profile this importer reads (the copies AIPerf keeps under
 /// `phases/` are the same figures again).
 pub fn is_profile(path: &Path) -> bool {
@@ -127,7 +130,7 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
 
 /// One setting's profiles (each with where it is and its request records) as a run; returns
 /// the tool version too.
-pub fn convert(group: &[(String, Value, Option<String>)]) -> Result<(Converted, String)> {
+pub fn convert(group: &[Profile]) -> Result<(Converted, String)> {
     let mut cells: Vec<Cell> = Vec::new();
     let first = &group[0].1;
     let isl = first.pointer("/input_config/datasets/0/prompts/isl/mean").and_then(Value::as_f64);

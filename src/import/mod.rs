@@ -496,7 +496,7 @@ fn import_aiperf(
     force: bool,
     facts: &ManifestFacts,
 ) -> Result<Vec<ImportSummary>> {
-    let mut groups: Vec<(String, Vec<(String, Value, Option<String>)>)> = Vec::new();
+    let mut groups: Vec<(String, Vec<aiperf::Profile>)> = Vec::new();
     for s in found {
         let v: Value = format::json::parse(&s.path, &s.text)?;
         let records = s.path.with_file_name("profile_export.jsonl");
