@@ -341,3 +341,20 @@ fn aiperf_profiles_and_sweeps_become_runs_with_their_request_records() {
     assert_eq!(codes, ["fixed_request_count", "request_errors"]);
     assert_eq!(c4["reported"]["completed"], 7);
 }
+
+#[test]
+fn an_inference_perf_report_becomes_one_run_with_a_cell_per_stage() {
+    let ws = empty_ws();
+    let out = import_paths(&ws, &["inference-perf-0.7.0"], &["--run-id", "ip"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("3 cells, contexts 256, concurrency 1,2,4"), "{}", stdout(&out));
+    let c1 = cell(&ws, "ip", "decode-256-c1.json");
+    let r = &c1["reported"];
+    assert_eq!(r["total_tps"], 10.272531567024107);
+    assert_eq!(r["measured_s"], 49.54961653600003);
+    // Seconds become milliseconds; the stage's 8 requests are its samples.
+    assert_eq!(r["ttft_ms"], 2762.615434000054);
+    assert_eq!(r["samples"].as_array().unwrap().len(), 8);
+    let c4 = cell(&ws, "ip", "decode-256-c4.json");
+    assert_eq!(c4["reported"]["samples"].as_array().unwrap().len(), 8);
+}

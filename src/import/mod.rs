@@ -4,6 +4,7 @@
 
 pub mod aiperf;
 pub mod guidellm;
+pub mod inference_perf;
 pub mod llm_inference_bench;
 pub mod serving;
 pub mod sources;
@@ -443,6 +444,9 @@ pub fn import_paths(
     if found[0].format == sources::Format::Aiperf {
         return import_aiperf(&found, &base, data_dir, force, facts);
     }
+    if found[0].format == sources::Format::InferencePerf {
+        return import_inference_perf(&found, &base, data_dir, force, facts).map(|s| vec![s]);
+    }
     let Some(tool) = found[0].format.serving() else {
         // One llm-inference-bench file is one run.
         return found
@@ -486,6 +490,35 @@ fn numbered(base: &str, i: usize, many: bool) -> String {
     } else {
         base.to_string()
     }
+}
+
+/// inference-perf stages (one report folder: its stages in stage order) as one run.
+fn import_inference_perf(
+    found: &[sources::Source],
+    base: &str,
+    data_dir: &Path,
+    force: bool,
+    facts: &ManifestFacts,
+) -> Result<ImportSummary> {
+    let stage_number = |p: &Path| {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        name.trim_start_matches("stage_").split('_').next().and_then(|n| n.parse::<u32>().ok()).unwrap_or(u32::MAX)
+    };
+    let mut ordered: Vec<&sources::Source> = found.iter().collect();
+    ordered.sort_by_key(|s| (s.path.parent().map(Path::to_path_buf), stage_number(&s.path)));
+    let mut stages = Vec::new();
+    for s in &ordered {
+        stages.push((format!("{}: ", s.path.display()), format::json::parse::<Value>(&s.path, &s.text)?));
+    }
+    let records_path = ordered[0].path.with_file_name("per_request_lifecycle_metrics.json");
+    let records: Vec<Value> = if records_path.is_file() {
+        format::json::parse(&records_path, &crate::fsutil::read_data_file(&records_path, 256 << 20)?)?
+    } else {
+        Vec::new()
+    };
+    let converted = inference_perf::convert(&stages, &records)?;
+    let tool = BenchTool { name: inference_perf::TOOL.into(), version: "unknown".into() };
+    write_imported(converted, tool, inference_perf::NOTES, &ordered[0].path, data_dir, base, force, facts)
 }
 
 /// AIPerf profiles (with the request records beside each), grouped by setting into runs.

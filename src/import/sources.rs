@@ -20,11 +20,18 @@ pub enum Format {
     Sglang,
     Guidellm,
     Aiperf,
+    InferencePerf,
 }
 
 impl Format {
-    pub const ALL: [Format; 5] =
-        [Format::LlmInferenceBench, Format::Vllm, Format::Sglang, Format::Guidellm, Format::Aiperf];
+    pub const ALL: [Format; 6] = [
+        Format::LlmInferenceBench,
+        Format::Vllm,
+        Format::Sglang,
+        Format::Guidellm,
+        Format::Aiperf,
+        Format::InferencePerf,
+    ];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
@@ -34,6 +41,7 @@ impl Format {
             Format::Sglang => "sglang",
             Format::Guidellm => "guidellm",
             Format::Aiperf => "aiperf",
+            Format::InferencePerf => "inference-perf",
         }
     }
 
@@ -44,6 +52,7 @@ impl Format {
             Format::Sglang => "SGLang bench_serving --output-file JSONL",
             Format::Guidellm => "guidellm benchmarks.json",
             Format::Aiperf => "AIPerf profile_export_aiperf.json, a profile or a sweep folder",
+            Format::InferencePerf => "inference-perf stage_N_lifecycle_metrics.json, a report folder",
         }
     }
 
@@ -62,7 +71,7 @@ impl Format {
         match self {
             Format::Vllm => Some(ServingTool::Vllm),
             Format::Sglang => Some(ServingTool::Sglang),
-            Format::LlmInferenceBench | Format::Guidellm | Format::Aiperf => None,
+            Format::LlmInferenceBench | Format::Guidellm | Format::Aiperf | Format::InferencePerf => None,
         }
     }
 }
@@ -85,6 +94,12 @@ pub fn detect(text: &str) -> Option<Format> {
         }
         if has(v, &["aiperf_version", "input_config", "output_token_throughput"]) {
             return Some(Format::Aiperf);
+        }
+        // A stage report (the summary of all stages has no concurrency and is not a cell).
+        if has(v, &["benchmark_time_seconds", "successes", "failures"])
+            && v.pointer("/load_summary/concurrency").is_some()
+        {
+            return Some(Format::InferencePerf);
         }
     }
     match &line {

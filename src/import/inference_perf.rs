@@ -1,0 +1,141 @@
+//! inference-perf (kubernetes-sigs) 0.7 report folders: one `stage_N_lifecycle_metrics.json`
+//! per stage (`load_summary.concurrency`), each a cell of a fixed-count run, with the stage's
+//! requests in `per_request_lifecycle_metrics.json` (in stage order, no stage number).
+
+use anyhow::{bail, Result};
+use serde_json::Value;
+
+use super::serving::Converted;
+use crate::format::{
+    Cell, DecodeTest, Phase, PrefillMode, ReportedFigures, ReportedSample, RunSettings, Status, Warning,
+};
+
+pub const TOOL: &str = "inference-perf";
+
+pub const NOTES: &str = "## How inference-perf measured\n\n\
+Each cell is one inference-perf stage of the `concurrent` load: a fixed number of requests with `concurrency_level` in flight, \
+not a fixed window. Figures are as inference-perf reported them (its times are in seconds):\n\n\
+- **Total tok/s** is `successes.throughput.output_tokens_per_sec`.\n\
+- **TTFT** is `successes.latency.time_to_first_token.median` (p90, p99 from the same block).\n\
+- **Time between tokens** is `time_per_output_token`: (last token − first token) / (output − 1), our definition; \
+its `inter_token_latency` is every chunk gap pooled and `normalized_time_per_output_token` is latency / output tokens: neither is used.\n\
+- **Per request tok/s** is 1 / median time per output token.\n\
+- The context is `successes.prompt_tokens.mean`, inference-perf's own count of the prompt.\n";
+
+fn dist(v: &Value, ptr: &str, stat: &str) -> Option<f64> {
+    v.pointer(&format!("{ptr}/{stat}")).and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0)
+}
+
+/// Samples of one stage from its block of per-request records.
+pub fn samples(records: &[Value]) -> Vec<ReportedSample> {
+    records
+        .iter()
+        .map(|r| {
+            let start = r.get("start_time").and_then(Value::as_f64);
+            let end = r.get("end_time").and_then(Value::as_f64);
+            let m = r.pointer("/info/response_metrics");
+            let first =
+                m.and_then(|m| m.get("output_token_times")).and_then(Value::as_array).and_then(|t| t.first()?.as_f64());
+            let out = m.and_then(|m| m.get("output_tokens")).and_then(Value::as_u64);
+            let last =
+                m.and_then(|m| m.get("output_token_times")).and_then(Value::as_array).and_then(|t| t.last()?.as_f64());
+            ReportedSample {
+                ttft_s: first.zip(start).map(|(f, s)| f - s).filter(|t| *t >= 0.0),
+                latency_s: end.zip(start).map(|(e, s)| e - s).filter(|t| *t >= 0.0),
+                tbt_s: first.zip(last).zip(out).filter(|(_, n)| *n > 1).map(|((f, l), n)| (l - f) / (n - 1) as f64),
+                input_tokens: r.pointer("/info/input_tokens").and_then(Value::as_u64),
+                output_tokens: out,
+                completed: Some(r.get("error").is_none_or(Value::is_null)),
+            }
+        })
+        .collect()
+}
+
+fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
+    let ok = v.pointer("/successes/count").and_then(Value::as_u64).unwrap_or(0);
+    let failed = v.pointer("/failures/count").and_then(Value::as_u64).unwrap_or(0);
+    let mut warnings = vec![Warning {
+        code: "fixed_request_count".into(),
+        message: format!(
+            "{TOOL} sent {} requests, at most {c} at once: its total tok/s spans the whole stage, ramp-up and tail included",
+            ok + failed
+        ),
+    }];
+    if failed > 0 {
+        warnings
+            .push(Warning { code: "request_errors".into(), message: format!("{failed} requests failed in this cell") });
+    }
+    let ms = |x: Option<f64>| x.map(|s| s * 1000.0);
+    let tpot = dist(v, "/successes/latency/time_per_output_token", "median");
+    let reported = ReportedFigures {
+        total_tps: dist(v, "/successes/throughput", "output_tokens_per_sec"),
+        per_request_tps: tpot.filter(|t| *t > 0.0).map(|t| 1.0 / t),
+        ttft_ms: ms(dist(v, "/successes/latency/time_to_first_token", "median")),
+        ttft_p90_ms: ms(dist(v, "/successes/latency/time_to_first_token", "p90")),
+        ttft_p99_ms: ms(dist(v, "/successes/latency/time_to_first_token", "p99")),
+        tbt_ms: ms(tpot),
+        tbt_p90_ms: ms(dist(v, "/successes/latency/time_per_output_token", "p90")),
+        tbt_p99_ms: ms(dist(v, "/successes/latency/time_per_output_token", "p99")),
+        completed: Some(ok),
+        output_tokens: dist(v, "/successes/output_tokens", "total").map(|t| t.round() as u64),
+        measured_s: v.get("benchmark_time_seconds").and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0),
+        token_source: Some(format!("{TOOL} output_tokens_per_sec")),
+        samples,
+        ..Default::default()
+    };
+    Cell {
+        prompt_tokens: Some(context),
+        warnings,
+        reported: Some(reported),
+        ..Cell::new(Phase::Decode, context, c, Status::Valid)
+    }
+}
+
+/// The stages (each with where it is), in stage order, and the report's per-request records.
+pub fn convert(stages: &[(String, Value)], records: &[Value]) -> Result<Converted> {
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut next_record = 0;
+    let mut context = None;
+    for (at, v) in stages {
+        let Some(c) = v
+            .pointer("/load_summary/concurrency")
+            .and_then(Value::as_u64)
+            .and_then(|c| u32::try_from(c).ok())
+            .filter(|c| *c > 0)
+        else {
+            bail!("{at}load_summary.concurrency: expected the stage's concurrency level")
+        };
+        let mean = dist(v, "/successes/prompt_tokens", "mean").filter(|m| *m >= 1.0 && *m <= u32::MAX as f64);
+        let Some(ctx) = mean.map(|m| m.round() as u32) else {
+            bail!("{at}successes.prompt_tokens.mean: expected the prompt length")
+        };
+        let ctx = *context.get_or_insert(ctx);
+        if cells.iter().any(|x| x.concurrency == c) {
+            bail!("{at}concurrency {c} appears twice: a cell is imported once");
+        }
+        // Records come in stage order, one block per stage.
+        let n = (v.pointer("/successes/count").and_then(Value::as_u64).unwrap_or(0)
+            + v.pointer("/failures/count").and_then(Value::as_u64).unwrap_or(0)) as usize;
+        let block = records.get(next_record..next_record + n).unwrap_or(&[]);
+        next_record += n;
+        cells.push(cell(v, ctx, c, samples(block)));
+    }
+    let mut concurrency: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
+    concurrency.sort_unstable();
+    let max_output = stages.iter().filter_map(|(_, v)| dist(v, "/successes/output_tokens", "max")).fold(0.0, f64::max);
+    let duration =
+        stages.iter().filter_map(|(_, v)| v.get("benchmark_time_seconds").and_then(Value::as_f64)).fold(0.0, f64::max);
+    let settings = RunSettings {
+        contexts: vec![context.unwrap_or(0)],
+        concurrency,
+        prefill_contexts: vec![],
+        duration_s: if duration > 0.0 { duration } else { 1.0 },
+        max_output_tokens: max_output.round().clamp(0.0, u32::MAX as f64) as u32,
+        decode_test: DecodeTest::FixedCount,
+        prefill_mode: PrefillMode::Standalone,
+        api: None,
+        kv_budget_tokens: None,
+        kv_budget_source: None,
+    };
+    Ok(Converted { settings, cells, model: None, started_at: None })
+}
