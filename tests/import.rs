@@ -358,3 +358,40 @@ fn an_inference_perf_report_becomes_one_run_with_a_cell_per_stage() {
     let c4 = cell(&ws, "ip", "decode-256-c4.json");
     assert_eq!(c4["reported"]["samples"].as_array().unwrap().len(), 8);
 }
+
+#[test]
+fn failed_cells_of_every_version_become_error_cells_and_request_count_runs_say_so() {
+    let ws = empty_ws();
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(fixture(&format!("peer/{SOUND}"))).unwrap()).unwrap();
+    v["metadata"]["version"] = "0.7.1".into();
+    v["metadata"]["decode_mode"] = "request-count".into();
+    // 0.7: a failure reason and a negative marker; 0.4: all zeros.
+    v["results"][0]["aggregate_tps"] = (-1.0).into();
+    v["results"][0]["failure_reason"] = "server returned 500 for https://user:hunter2@gw.example/v1".into();
+    v["results"][1]["aggregate_tps"] = 0.0.into();
+    v["results"][1]["client_output_tokens"] = 0.into();
+    v["results"][1]["completed_request_count"] = 0.into();
+    v["results"][1]["num_errors"] = 3.into();
+    v["results"][2].as_object_mut().unwrap().remove("measurement_seconds");
+    v["results"][2]["measurement_wall_seconds"] = 4.25.into();
+    let f = ws.path().join("v07.json");
+    fs::write(&f, serde_json::to_string(&v).unwrap()).unwrap();
+    let mut args = vec!["import", f.to_str().unwrap(), "--run-id", "v07"];
+    args.extend_from_slice(&FACTS);
+    assert_ok(&ws.site(&args));
+    let name =
+        |i: usize| format!("decode-{}-c{}.json", v["results"][i]["context_tokens"], v["results"][i]["concurrency"]);
+    let failed = cell(&ws, "v07", &name(0));
+    assert_eq!(failed["status"], "error");
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("server returned 500 for https://") && !message.contains("hunter2"), "{message}");
+    let zeros = cell(&ws, "v07", &name(1));
+    assert_eq!(zeros["status"], "error");
+    assert_eq!(
+        zeros["error"]["message"],
+        "llm-inference-bench measured nothing: no output tokens and no completed request (3 errors)"
+    );
+    assert_eq!(cell(&ws, "v07", &name(2))["reported"]["measured_s"], 4.25);
+    let run: Value = serde_json::from_str(&ws.read("data/runs/v07/run.json")).unwrap();
+    assert_eq!(run["settings"]["decode_test"], "fixed_count");
+}

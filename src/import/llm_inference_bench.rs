@@ -37,6 +37,9 @@ pub struct Metadata {
     pub context_lengths: Vec<u32>,
     #[serde(default)]
     pub loop_detection: Option<serde_json::Value>,
+    /// `request-count` in versions that can send a fixed number of requests per cell.
+    #[serde(default)]
+    pub decode_mode: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -60,6 +63,12 @@ pub struct DecodeResult {
     pub aggregate_source: Option<String>,
     #[serde(default)]
     pub measurement_seconds: Option<f64>,
+    /// Newer versions: the window's wall-clock length.
+    #[serde(default)]
+    pub measurement_wall_seconds: Option<f64>,
+    /// Newer versions: why the cell failed (a failed cell also has a negative aggregate_tps).
+    #[serde(default)]
+    pub failure_reason: Option<String>,
     #[serde(default)]
     pub client_output_tokens: Option<u64>,
     #[serde(default)]

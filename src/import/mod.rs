@@ -92,7 +92,40 @@ fn usage_was_end_only(r: &DecodeResult, file: &ResultsFile) -> Option<String> {
     ))
 }
 
+/// A tool's error text without credentials: URL passwords and bearer tokens go.
+fn scrubbed(message: &str) -> String {
+    let words: Vec<String> = message.split(' ').map(|w| crate::redact::redact_urls(w).into_owned()).collect();
+    crate::redact::scrub_bearer(&words.join(" "))
+}
+
+/// Why a result is an error cell, if it is one: a `failure_reason` or a negative
+/// `aggregate_tps` (newer versions), or a 0.4 cell written as all zeros with its requests
+/// failed (an error, not a valid zero).
+fn failure(r: &DecodeResult) -> Option<String> {
+    if let Some(reason) = r.failure_reason.as_deref().filter(|s| !s.trim().is_empty()) {
+        return Some(reason.to_string());
+    }
+    match r.aggregate_tps {
+        Some(t) if t < 0.0 => Some(format!("{TOOL} marked the cell failed (aggregate_tps {t})")),
+        Some(t)
+            if t == 0.0 && r.client_output_tokens.unwrap_or(0) == 0 && r.completed_request_count.unwrap_or(0) == 0 =>
+        {
+            Some(format!(
+                "{TOOL} measured nothing: no output tokens and no completed request ({} errors)",
+                r.num_errors.unwrap_or(0)
+            ))
+        }
+        _ => None,
+    }
+}
+
 fn decode_cell(r: &DecodeResult, file: &ResultsFile) -> Cell {
+    if let Some(message) = failure(r) {
+        return Cell {
+            error: Some(format::CellError { message: scrubbed(&message), http_status: None, cause: None }),
+            ..Cell::new(Phase::Decode, r.context_tokens, r.concurrency, Status::Error)
+        };
+    }
     let md = &file.metadata;
     let mut warnings = Vec::new();
     if r.capacity_limited == Some(true) {
@@ -148,7 +181,7 @@ fn decode_cell(r: &DecodeResult, file: &ResultsFile) -> Cell {
         avg_active,
         completed: r.completed_request_count,
         output_tokens: r.client_output_tokens,
-        measured_s: r.measurement_seconds,
+        measured_s: r.measurement_seconds.or(r.measurement_wall_seconds),
         token_source: r.aggregate_source.clone(),
         samples,
     };
@@ -240,8 +273,9 @@ fn check_file(file: &ResultsFile, path: &Path) -> Result<()> {
                 r.concurrency
             );
         }
+        // A negative aggregate_tps is newer versions' failure marker, not a figure.
         let figures = [
-            ("aggregate_tps", r.aggregate_tps),
+            ("aggregate_tps", r.aggregate_tps.filter(|t| *t >= 0.0 || !t.is_finite())),
             ("measurement_seconds", r.measurement_seconds),
             ("ttft_p50", r.ttft_p50),
             ("ttft_p90", r.ttft_p90),
@@ -298,7 +332,7 @@ pub fn convert(path: &Path, facts: &ManifestFacts) -> Result<(RunManifest, Vec<C
     check_file(&file, path)?;
     let md = &file.metadata;
     for (i, r) in file.results.iter().enumerate() {
-        if r.aggregate_tps.is_none() && r.loop_detected != Some(true) {
+        if r.aggregate_tps.is_none() && r.loop_detected != Some(true) && failure(r).is_none() {
             bail!(
                 "{}: results[{i}] (context {} x {}) has no aggregate_tps",
                 path.display(),
@@ -335,7 +369,10 @@ pub fn convert(path: &Path, facts: &ManifestFacts) -> Result<(RunManifest, Vec<C
         prefill_contexts,
         duration_s: md.duration_per_test,
         max_output_tokens: md.max_tokens,
-        decode_test: DecodeTest::FixedDuration,
+        decode_test: match md.decode_mode.as_deref() {
+            Some("request-count") => DecodeTest::FixedCount,
+            _ => DecodeTest::FixedDuration,
+        },
         prefill_mode: match md.prefill_mode.as_deref() {
             Some("integrated_decode_scout") | None => PrefillMode::DecodeWarmup,
             Some(_) => PrefillMode::Standalone,
