@@ -20,7 +20,7 @@ fn a_leaderboard_ranks_every_run_and_the_run_page_links_to_its_place() {
     let board = ws.read("public/leaderboards/8k-x4/index.html");
     let rows = table_rows(&board, "<table class=\"board sortable\"");
     let places: Vec<(String, String)> =
-        rows.iter().skip(1).map(|r| (text_of(&r[0]).trim().to_string(), text_of(&r[4]).trim().to_string())).collect();
+        rows.iter().skip(1).map(|r| (text_of(&r[0]).trim().to_string(), text_of(&r[5]).trim().to_string())).collect();
     let want = [("1", "480.0"), ("1", "480.0"), ("3", "470.0"), ("4", "400.0"), ("4", "400.0"), ("6", "300.0")];
     assert_eq!(places, want.map(|(a, b)| (a.to_string(), b.to_string())));
     // The looped cell is listed apart, not ranked.
@@ -241,4 +241,14 @@ fn a_cell_of_thousands_of_requests_stays_small() {
     // 5,000 requests, 17 to a lane: 295 lanes.
     assert!(page.contains("5000 requests, 17 to a lane"));
     assert_eq!(page.matches("<g><title>requests ").count(), 295);
+}
+
+#[test]
+fn a_leaderboard_says_which_tool_measured_each_run() {
+    let ws = Workspace::from_repo_data();
+    assert_ok(&ws.site(&["build"]));
+    let board = ws.read("public/leaderboards/256-x1/index.html");
+    let rows = table_rows(&board, "<table class=\"board sortable\"");
+    let tools: Vec<String> = rows.iter().skip(1).map(|r| text_of(&r[4]).trim().to_string()).collect();
+    assert_eq!(tools, ["sglang bench_serving unknown", "guidellm 0.8.1", "inference-perf unknown", "AIPerf 0.13.0"]);
 }

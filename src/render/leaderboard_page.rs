@@ -40,6 +40,8 @@ struct Row<'a> {
     device: &'a str,
     count: u32,
     engine: String,
+    /// The benchmark tool that measured it, with its version.
+    tool: String,
     score: f64,
     tps_per_device: f64,
     per_request_tps: Option<f64>,
@@ -132,6 +134,7 @@ fn render_board(
                 device: &run.manifest.hardware.device,
                 count: run.manifest.hardware.count,
                 engine: engine_text(run),
+                tool: format!("{} {}", run.manifest.bench_tool.name, run.manifest.bench_tool.version),
                 score: e.score,
                 tps_per_device: e.tps_per_device,
                 per_request_tps: e.per_request_tps,

@@ -91,8 +91,8 @@ const live = (page) => page.waitForSelector('.runs-listing.live', { timeout: 100
   await page.goto(base + '/leaderboards/8k-x4/', { waitUntil: 'load' });
   const ranks = () => page.$$eval('table.board tbody tr', (trs) => trs.map((tr) => tr.cells[0].textContent.trim()));
   eq((await ranks()).slice(0, 3), ['1', '1', '3'], 'leaderboard: ranked order');
-  await page.click('table.board th:nth-child(7) button'); // per request tok/s, ascending
-  const perRequest = await page.$$eval('table.board tbody tr', (trs) => trs.map((tr) => parseFloat(tr.cells[6].getAttribute('data-v'))));
+  await page.click('table.board th:nth-child(8) button'); // per request tok/s, ascending
+  const perRequest = await page.$$eval('table.board tbody tr', (trs) => trs.map((tr) => parseFloat(tr.cells[7].getAttribute('data-v'))));
   eq(perRequest, [...perRequest].sort((a, b) => a - b), 'leaderboard: sorted by per-request tok/s');
   eq(errors, [], 'entity and leaderboard: console errors');
   await context.close();
