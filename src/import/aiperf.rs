@@ -8,10 +8,9 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use serde_json::Value;
 
+use super::fixed_count;
 use super::serving::Converted;
-use crate::format::{
-    Cell, DecodeTest, Phase, PrefillMode, ReportedFigures, ReportedSample, RunSettings, Status, Warning,
-};
+use crate::format::{Cell, ReportedFigures, ReportedSample};
 
 pub const TOOL: &str = "AIPerf";
 
@@ -93,16 +92,7 @@ pub fn samples(jsonl: Option<&str>) -> Vec<ReportedSample> {
 fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
     let errors = metric(v, "error_request_count", "avg").unwrap_or(0.0) as u64;
     let requests = metric(v, "request_count", "avg").unwrap_or(0.0) as u64 + errors;
-    let mut warnings = vec![Warning {
-        code: "fixed_request_count".into(),
-        message: format!(
-            "{TOOL} sent {requests} requests, at most {c} at once: its total tok/s spans the whole phase, ramp-up and tail included"
-        ),
-    }];
-    if errors > 0 {
-        warnings
-            .push(Warning { code: "request_errors".into(), message: format!("{errors} requests failed in this cell") });
-    }
+    let warnings = fixed_count::warnings(TOOL, requests, c, errors);
     let reported = ReportedFigures {
         total_tps: metric(v, "output_token_throughput", "avg"),
         per_request_tps: metric(v, "output_token_throughput_per_user", "p50"),
@@ -120,12 +110,7 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
         samples,
         ..Default::default()
     };
-    Cell {
-        prompt_tokens: Some(context),
-        warnings,
-        reported: Some(reported),
-        ..Cell::new(Phase::Decode, context, c, Status::Valid)
-    }
+    fixed_count::cell(context, c, warnings, reported)
 }
 
 /// One setting's profiles (each with where it is and its request records) as a run; returns
@@ -144,24 +129,11 @@ pub fn convert(group: &[Profile]) -> Result<(Converted, String)> {
         }
         cells.push(cell(v, context, c, samples(jsonl.as_deref())));
     }
-    let mut concurrency: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
-    concurrency.sort_unstable();
     let osl = first.pointer("/input_config/datasets/0/prompts/osl/mean").and_then(Value::as_f64).unwrap_or(0.0);
     let duration = group.iter().filter_map(|(_, v, _)| metric(v, "benchmark_duration", "avg")).fold(0.0, f64::max);
     let started_at =
         group.iter().filter_map(|(_, v, _)| v.get("start_time").and_then(Value::as_str)).min().map(str::to_string);
-    let settings = RunSettings {
-        contexts: vec![context],
-        concurrency,
-        prefill_contexts: vec![],
-        duration_s: if duration > 0.0 { duration } else { 1.0 },
-        max_output_tokens: osl.round().clamp(0.0, u32::MAX as f64) as u32,
-        decode_test: DecodeTest::FixedCount,
-        prefill_mode: PrefillMode::Standalone,
-        api: None,
-        kv_budget_tokens: None,
-        kv_budget_source: None,
-    };
+    let settings = fixed_count::settings(context, &cells, duration, osl.round().max(0.0) as u64);
     let model = first.pointer("/input_config/endpoint/model_names/0").and_then(Value::as_str).map(str::to_string);
     let version = first.get("aiperf_version").and_then(Value::as_str).unwrap_or("unknown").to_string();
     Ok((Converted { settings, cells, model, started_at }, version))

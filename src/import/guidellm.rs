@@ -4,10 +4,9 @@
 use anyhow::{bail, Result};
 use serde_json::Value;
 
+use super::fixed_count;
 use super::serving::Converted;
-use crate::format::{
-    Cell, DecodeTest, Phase, PrefillMode, ReportedFigures, ReportedSample, RunSettings, Status, Warning,
-};
+use crate::format::{Cell, ReportedFigures, ReportedSample};
 
 pub const TOOL: &str = "guidellm";
 
@@ -46,18 +45,7 @@ fn samples(b: &Value) -> Vec<ReportedSample> {
 fn cell(b: &Value, context: u32, concurrency: u32) -> Cell {
     let errored = b.pointer("/metrics/request_totals/errored").and_then(Value::as_u64).unwrap_or(0);
     let sent = b.pointer("/metrics/request_totals/total").and_then(Value::as_u64).unwrap_or(0);
-    let mut warnings = vec![Warning {
-        code: "fixed_request_count".into(),
-        message: format!(
-            "{TOOL} sent {sent} requests, at most {concurrency} at once: its total tok/s spans the whole run, ramp-up and tail included"
-        ),
-    }];
-    if errored > 0 {
-        warnings.push(Warning {
-            code: "request_errors".into(),
-            message: format!("{errored} requests failed in this cell"),
-        });
-    }
+    let warnings = fixed_count::warnings(TOOL, sent, concurrency, errored);
     let itl = stat(b, "inter_token_latency_ms", "/median");
     let reported = ReportedFigures {
         total_tps: stat(b, "output_tokens_per_second", "/mean"),
@@ -76,12 +64,7 @@ fn cell(b: &Value, context: u32, concurrency: u32) -> Cell {
         samples: samples(b),
         ..Default::default()
     };
-    Cell {
-        prompt_tokens: Some(context),
-        warnings,
-        reported: Some(reported),
-        ..Cell::new(Phase::Decode, context, concurrency, Status::Valid)
-    }
+    fixed_count::cell(context, concurrency, warnings, reported)
 }
 
 /// The file's benchmarks as one run (`at` names the file in errors).
@@ -107,8 +90,6 @@ pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
         }
         cells.push(cell(b, context, c));
     }
-    let mut concurrency: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
-    concurrency.sort_unstable();
     let duration = benchmarks.iter().filter_map(|b| b.get("duration").and_then(Value::as_f64)).fold(0.0, f64::max);
     let started =
         benchmarks.iter().filter_map(|b| b.get("start_time").and_then(Value::as_f64)).fold(f64::INFINITY, f64::min);
@@ -116,18 +97,7 @@ pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
         .ok()
         .filter(|_| started.is_finite())
         .map(|t| t.to_string());
-    let settings = RunSettings {
-        contexts: vec![context],
-        concurrency,
-        prefill_contexts: vec![],
-        duration_s: if duration > 0.0 { duration } else { 1.0 },
-        max_output_tokens: u32::try_from(max_output).unwrap_or(u32::MAX),
-        decode_test: DecodeTest::FixedCount,
-        prefill_mode: PrefillMode::Standalone,
-        api: None,
-        kv_budget_tokens: None,
-        kv_budget_source: None,
-    };
+    let settings = fixed_count::settings(context, &cells, duration, max_output);
     let model = v.pointer("/config/spec/backend/model").and_then(Value::as_str).map(str::to_string);
     Ok((Converted { settings, cells, model, started_at }, version))
 }

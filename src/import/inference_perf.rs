@@ -5,10 +5,9 @@
 use anyhow::{bail, Result};
 use serde_json::Value;
 
+use super::fixed_count;
 use super::serving::Converted;
-use crate::format::{
-    Cell, DecodeTest, Phase, PrefillMode, ReportedFigures, ReportedSample, RunSettings, Status, Warning,
-};
+use crate::format::{Cell, ReportedFigures, ReportedSample};
 
 pub const TOOL: &str = "inference-perf";
 
@@ -54,17 +53,7 @@ pub fn samples(records: &[Value]) -> Vec<ReportedSample> {
 fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
     let ok = v.pointer("/successes/count").and_then(Value::as_u64).unwrap_or(0);
     let failed = v.pointer("/failures/count").and_then(Value::as_u64).unwrap_or(0);
-    let mut warnings = vec![Warning {
-        code: "fixed_request_count".into(),
-        message: format!(
-            "{TOOL} sent {} requests, at most {c} at once: its total tok/s spans the whole stage, ramp-up and tail included",
-            ok + failed
-        ),
-    }];
-    if failed > 0 {
-        warnings
-            .push(Warning { code: "request_errors".into(), message: format!("{failed} requests failed in this cell") });
-    }
+    let warnings = fixed_count::warnings(TOOL, ok + failed, c, failed);
     let ms = |x: Option<f64>| x.map(|s| s * 1000.0);
     let tpot = dist(v, "/successes/latency/time_per_output_token", "median");
     let reported = ReportedFigures {
@@ -83,12 +72,7 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
         samples,
         ..Default::default()
     };
-    Cell {
-        prompt_tokens: Some(context),
-        warnings,
-        reported: Some(reported),
-        ..Cell::new(Phase::Decode, context, c, Status::Valid)
-    }
+    fixed_count::cell(context, c, warnings, reported)
 }
 
 /// The stages (each with where it is), in stage order, and the report's per-request records.
@@ -120,22 +104,9 @@ pub fn convert(stages: &[(String, Value)], records: &[Value]) -> Result<Converte
         next_record += n;
         cells.push(cell(v, ctx, c, samples(block)));
     }
-    let mut concurrency: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
-    concurrency.sort_unstable();
     let max_output = stages.iter().filter_map(|(_, v)| dist(v, "/successes/output_tokens", "max")).fold(0.0, f64::max);
     let duration =
         stages.iter().filter_map(|(_, v)| v.get("benchmark_time_seconds").and_then(Value::as_f64)).fold(0.0, f64::max);
-    let settings = RunSettings {
-        contexts: vec![context.unwrap_or(0)],
-        concurrency,
-        prefill_contexts: vec![],
-        duration_s: if duration > 0.0 { duration } else { 1.0 },
-        max_output_tokens: max_output.round().clamp(0.0, u32::MAX as f64) as u32,
-        decode_test: DecodeTest::FixedCount,
-        prefill_mode: PrefillMode::Standalone,
-        api: None,
-        kv_budget_tokens: None,
-        kv_budget_source: None,
-    };
+    let settings = fixed_count::settings(context.unwrap_or(0), &cells, duration, max_output.round().max(0.0) as u64);
     Ok(Converted { settings, cells, model: None, started_at: None })
 }

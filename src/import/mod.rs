@@ -3,6 +3,7 @@
 //! tool's flags become our warnings.
 
 pub mod aiperf;
+pub mod fixed_count;
 pub mod guidellm;
 pub mod inference_perf;
 pub mod llm_inference_bench;

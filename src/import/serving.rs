@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use crate::format::{Cell, Phase, ReportedFigures, ReportedSample, Status, Warning};
+use super::fixed_count;
+use crate::format::{Cell, ReportedFigures, ReportedSample};
 
 /// Which of the two tools wrote a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,18 +142,12 @@ fn samples(v: &Value) -> Vec<ReportedSample> {
 pub fn cell(tool: ServingTool, v: &Value, context: u32, concurrency: u32) -> Cell {
     let failed = list(v, "errors").iter().filter(|e| e.as_str().is_some_and(|s| !s.is_empty())).count();
     let failed = failed.max(v.get("failed").and_then(Value::as_u64).unwrap_or(0) as usize);
-    let mut warnings = vec![Warning {
-        code: "fixed_request_count".into(),
-        message: format!(
-            "{} sent {} requests, at most {concurrency} at once: its total tok/s spans the whole run, ramp-up and tail included",
-            tool.name(),
-            v.get("completed").and_then(Value::as_u64).unwrap_or(0) as usize + failed
-        ),
-    }];
-    if failed > 0 {
-        warnings
-            .push(Warning { code: "request_errors".into(), message: format!("{failed} requests failed in this cell") });
-    }
+    let warnings = fixed_count::warnings(
+        tool.name(),
+        v.get("completed").and_then(Value::as_u64).unwrap_or(0) + failed as u64,
+        concurrency,
+        failed as u64,
+    );
     let tpot = num(v, "median_tpot_ms");
     let reported = ReportedFigures {
         total_tps: num(v, "output_throughput"),
@@ -171,12 +166,7 @@ pub fn cell(tool: ServingTool, v: &Value, context: u32, concurrency: u32) -> Cel
         samples: samples(v),
         ..Default::default()
     };
-    Cell {
-        prompt_tokens: Some(context),
-        warnings,
-        reported: Some(reported),
-        ..Cell::new(Phase::Decode, context, concurrency, Status::Valid)
-    }
+    fixed_count::cell(context, concurrency, warnings, reported)
 }
 
 /// Each present figure must be finite and not negative; names the field.
@@ -216,7 +206,6 @@ pub struct Converted {
 
 /// A group of results (one setting) as a run's manifest settings and cells.
 pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Converted> {
-    use crate::format::{DecodeTest, PrefillMode, RunSettings};
     let mut cells: Vec<Cell> = Vec::new();
     let mut context = None;
     for (at, v) in group {
@@ -238,21 +227,8 @@ pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Con
     }
     .or_else(|| group.iter().flat_map(|(_, v)| list(v, "output_lens")).filter_map(|x| x.as_u64()).max())
     .unwrap_or(0);
-    let mut concurrency: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
-    concurrency.sort_unstable();
     let duration = group.iter().filter_map(|(_, v)| num(v, "duration")).fold(0.0, f64::max);
-    let settings = RunSettings {
-        contexts: vec![context.unwrap_or(0)],
-        concurrency,
-        prefill_contexts: vec![],
-        duration_s: if duration > 0.0 { duration } else { 1.0 },
-        max_output_tokens: u32::try_from(max_output).unwrap_or(u32::MAX),
-        decode_test: DecodeTest::FixedCount,
-        prefill_mode: PrefillMode::Standalone,
-        api: None,
-        kv_budget_tokens: None,
-        kv_budget_source: None,
-    };
+    let settings = fixed_count::settings(context.unwrap_or(0), &cells, duration, max_output);
     let model = match tool {
         ServingTool::Vllm => first.get("model_id").and_then(Value::as_str).map(str::to_string),
         ServingTool::Sglang => None,
