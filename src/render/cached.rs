@@ -46,21 +46,32 @@ where
                 todo.push(i);
             }
         }
-        let rendered: Vec<Result<(MemorySink, RenderStats)>> = todo
-            .into_par_iter()
-            .map(|i| {
-                let (mut mem, mut st) = (MemorySink::default(), RenderStats::default());
-                render(i, &mut mem, &mut st)?;
-                Ok((mem, st))
-            })
-            .collect();
-        for r in rendered {
-            let (mem, st) = r?;
-            mem.drain_into(sink)?;
-            stats.add(&st);
-        }
+        render_parallel(&todo, |&i, mem, st| render(i, mem, st), sink, stats)?;
     }
     Ok(units.iter().map(|u| (u.key.clone(), u.hash)).collect())
+}
+
+/// Renders each of `items` on every core into memory, then writes them in order (the
+/// output is the same at any thread count).
+pub fn render_parallel<T, F>(items: &[T], render: F, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()>
+where
+    T: Sync,
+    F: Fn(&T, &mut MemorySink, &mut RenderStats) -> Result<()> + Sync,
+{
+    let rendered: Vec<Result<(MemorySink, RenderStats)>> = items
+        .par_iter()
+        .map(|item| {
+            let (mut mem, mut st) = (MemorySink::default(), RenderStats::default());
+            render(item, &mut mem, &mut st)?;
+            Ok((mem, st))
+        })
+        .collect();
+    for r in rendered {
+        let (mem, st) = r?;
+        mem.drain_into(sink)?;
+        stats.add(&st);
+    }
+    Ok(())
 }
 
 /// Keeps every one of `files` from the previous build, or reports that it could not (the

@@ -4,9 +4,9 @@
 
 use anyhow::Result;
 use minijinja::context;
-use rayon::prelude::*;
 use serde::Serialize;
 
+use super::cached::render_parallel;
 use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
@@ -74,20 +74,9 @@ fn engine_text(run: &RunView) -> String {
 
 pub fn render_all(cx: &PageContext, site: &SiteModel, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
     // Boards are independent: rendered on every core, written in board order.
-    let rendered: Vec<Result<(MemorySink, RenderStats)>> = site
-        .leaderboards
-        .par_iter()
-        .map(|board| {
-            let (mut mem, mut st) = (MemorySink::default(), RenderStats::default());
-            render_board(cx, site, board, &mut mem, &mut st)?;
-            Ok((mem, st))
-        })
-        .collect();
-    for r in rendered {
-        let (mem, st) = r?;
-        mem.drain_into(sink)?;
-        stats.add(&st);
-    }
+    let render =
+        |board: &Leaderboard, mem: &mut MemorySink, st: &mut RenderStats| render_board(cx, site, board, mem, st);
+    render_parallel(&site.leaderboards, render, sink, stats)?;
     let links: Vec<BoardLink> = site
         .leaderboards
         .iter()
