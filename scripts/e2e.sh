@@ -81,6 +81,7 @@ CHECKS=$(cat <<JSON
   {"name": "cell-e2e", "path": "/runs/e2e-llamacpp/cells/decode-512-x2/", "svg": "svg.timeline"},
   {"name": "cell-cpu", "path": "/runs/smollm2-135m-llamacpp-cpu-2-slots/cells/decode-1k-x2/", "svg": "svg.timeline"},
   {"name": "cell-seed", "path": "/runs/$VLLM_RUN/cells/decode-64k-x4/"},
+  {"name": "tools", "path": "/tools/huggingfacetb-smollm2-135m-instruct-llama-cpp-xllamacpp-2026-10-11549-1x-amd-epyc-2-cores/"},
   {"name": "leaderboards", "path": "/leaderboards/"},
   {"name": "leaderboard", "path": "/leaderboards/8k-x64/"},
   {"name": "pareto", "path": "/pareto/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},

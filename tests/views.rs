@@ -252,3 +252,30 @@ fn a_leaderboard_says_which_tool_measured_each_run() {
     let tools: Vec<String> = rows.iter().skip(1).map(|r| text_of(&r[4]).trim().to_string()).collect();
     assert_eq!(tools, ["sglang bench_serving unknown", "guidellm 0.8.1", "inference-perf unknown", "AIPerf 0.13.0"]);
 }
+
+#[test]
+fn the_tools_page_sets_each_tools_answer_side_by_side() {
+    let ws = Workspace::from_repo_data();
+    assert_ok(&ws.site(&["build"]));
+    let slug = "huggingfacetb-smollm2-135m-instruct-llama-cpp-xllamacpp-2026-10-11549-1x-amd-epyc-2-cores";
+    let page = ws.read(&format!("public/tools/{slug}/index.html"));
+    let rows = table_rows(&page, "<table class=\"tools\"");
+    let tools: Vec<String> =
+        rows[0].iter().skip(1).map(|h| text_of(h).split("fixed").next().unwrap().trim().to_string()).collect();
+    assert_eq!(
+        tools,
+        [
+            "AIPerf 0.13.0",
+            "guidellm 0.8.1",
+            "inference-perf unknown",
+            "sglang bench_serving unknown",
+            "site bench 0.1.0",
+            "vllm bench serve unknown"
+        ]
+    );
+    // One stream, 256 tokens: what each tool answered (total tok/s first).
+    let one: Vec<String> =
+        rows[1].iter().map(|c| text_of(c.split("<br>").next().unwrap()).trim().to_string()).collect();
+    assert_eq!(one, ["256", "9.3", "15.0", "10.3", "21.7", "—", "—"]);
+    assert!(ws.read("public/index.html").contains(&format!("href=\"tools/{slug}/index.html\"")));
+}

@@ -12,6 +12,7 @@ pub mod pareto;
 pub mod run;
 pub mod series;
 pub mod stats;
+pub mod tools;
 pub mod version;
 
 use serde::Serialize;
@@ -40,6 +41,8 @@ pub struct SiteModel {
     /// One per model, in `models` order.
     pub paretos: Vec<ParetoView>,
     pub series: Vec<SeriesView>,
+    /// Configurations measured by two benchmark tools or more.
+    pub tools: Vec<tools::ToolsView>,
 }
 
 impl SiteModel {
@@ -104,5 +107,6 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
     let leaderboards = leaderboard::leaderboards(&runs);
     let paretos = models.iter().enumerate().map(|(i, g)| pareto::pareto(i, &runs, &g.runs, settings)).collect();
     let series = series::series(&runs, settings.change_threshold_pct);
-    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series }
+    let tools = tools::tools(&runs);
+    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools }
 }

@@ -20,6 +20,7 @@ pub mod run_page;
 pub mod series_page;
 pub mod site_pages;
 pub mod templates;
+pub mod tools_page;
 
 pub use common::{PageContext, RenderStats};
 pub use site_pages::SitePages;

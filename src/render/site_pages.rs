@@ -15,7 +15,9 @@ use super::cached::{render_cached, Unit};
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::feeds::PageRecorder;
 use super::series_page::series_title;
-use super::{cell_page, feeds, group_page, leaderboard_page, listing, markdown, pareto_page, run_page, series_page};
+use super::{
+    cell_page, feeds, group_page, leaderboard_page, listing, markdown, pareto_page, run_page, series_page, tools_page,
+};
 use crate::analysis::series::Trend;
 use crate::analysis::{Comparison, GroupKind, RunView, SiteModel, ACTIVE_MISMATCH_TOLERANCE};
 use crate::format::{LoadedRun, PageSource, SiteSettings};
@@ -68,6 +70,9 @@ impl SitePages<'_> {
             }
         }
         leaderboard_page::render_all(&cx, self.site, &mut rec, &mut stats).context("rendering the leaderboards")?;
+        for v in &self.site.tools {
+            tools_page::render(&cx, self.site, v, &mut rec, &mut stats).context("rendering a tools page")?;
+        }
         hashes.extend(self.render_views(&cx, &runs.hashes, &mut rec, &mut stats)?);
         hashes.extend(self.render_comparisons(&cx, &runs.hashes, &mut rec, &mut stats)?);
         self.render_index(&cx, &mut rec, &mut stats)?;
@@ -211,6 +216,12 @@ impl SitePages<'_> {
                 regressions: s.steps.iter().filter(|st| matches!(st.trend, Trend::Regression | Trend::Mixed)).count(),
             })
             .collect();
+        let tools: Vec<SeriesLink> = self
+            .site
+            .tools
+            .iter()
+            .map(|v| SeriesLink { slug: &v.slug, name: tools_page::tools_title(v), runs: v.runs.len(), regressions: 0 })
+            .collect();
         let index = cx.env.get_template("index.html")?.render(context! {
             root => root(""),
             nav_pages => ser(&cx.nav),
@@ -220,6 +231,7 @@ impl SitePages<'_> {
             engines => ser(&self.site.engines),
             comparisons => ser(&cx.comparisons),
             series => ser(&series),
+            tools => ser(&tools),
         })?;
         put_page(sink, "index.html", &index, stats)
     }

@@ -30,6 +30,7 @@ pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
     ("leaderboard.html", include_str!("../../site-templates/leaderboard.html")),
     ("pareto.html", include_str!("../../site-templates/pareto.html")),
     ("series.html", include_str!("../../site-templates/series.html")),
+    ("tools.html", include_str!("../../site-templates/tools.html")),
     ("sitemap.xml", include_str!("../../site-templates/sitemap.xml")),
     ("feed.xml", include_str!("../../site-templates/feed.xml")),
 ];
