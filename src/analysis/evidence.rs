@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::figures::time_between_tokens_s;
+use super::figures::{time_between_tokens_s, ttft_s};
 use super::stats::percentile;
 use crate::format::{Cell, GaugeSample, RequestRecord, TokenSource};
 
@@ -118,12 +118,7 @@ pub fn evidence(cell: &Cell) -> Option<Evidence> {
     let (lanes, lane_group) = lanes(&requests, t0, window.map(|w| w.1));
     let span_s = lanes.iter().map(|l| l.end_s).fold(window.map_or(0.0, |w| w.1), f64::max);
     let gauge = m.gauge.iter().map(|g| GaugeSample { t_s: g.t_s - t0, ..*g }).collect();
-    let ttfts: Vec<f64> = m
-        .requests
-        .iter()
-        .filter_map(|r| r.first_token_s.map(|f| (f - r.send_s) * 1000.0))
-        .filter(|t| *t >= 0.0)
-        .collect();
+    let ttfts: Vec<f64> = m.requests.iter().filter_map(ttft_s).map(|t| t * 1000.0).collect();
     let tbts: Vec<f64> = m.requests.iter().filter_map(time_between_tokens_s).map(|t| t * 1000.0).collect();
     let mut outcomes = OutcomeCounts::default();
     for r in &m.requests {

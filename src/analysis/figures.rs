@@ -96,7 +96,8 @@ impl Figures {
     }
 }
 
-fn ttft_s(r: &RequestRecord) -> Option<f64> {
+/// First token - send, where the request had a first token.
+pub fn ttft_s(r: &RequestRecord) -> Option<f64> {
     r.first_token_s.map(|f| f - r.send_s).filter(|t| *t >= 0.0)
 }
 
