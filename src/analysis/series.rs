@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::compare::{compare, Comparison, Verdict};
+use super::compare::{compare, delta, Comparison, Verdict};
 use super::group::unique_slug;
 use super::pareto::ConfigKey;
 use super::run::RunView;
@@ -163,19 +163,8 @@ fn changes(values: &[Vec<Option<f64>>], n: usize, threshold: f64) -> Vec<FigureC
         .iter()
         .zip(values)
         .filter_map(|(&figure, row)| {
-            let (a, b) = (row[n]?, row[n + 1]?);
-            if a <= 0.0 {
-                return None;
-            }
-            let pct = (b - a) / a * 100.0;
-            let verdict = if pct.abs() < threshold {
-                Verdict::Neutral
-            } else if pct > 0.0 {
-                Verdict::Better
-            } else {
-                Verdict::Worse
-            };
-            Some(FigureChange { figure, a, b, pct, verdict })
+            let d = delta(row[n]?, row[n + 1]?, true, threshold)?;
+            Some(FigureChange { figure, a: d.a, b: d.b, pct: d.pct, verdict: d.verdict })
         })
         .collect()
 }
