@@ -21,7 +21,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Build the site, serve it on 127.0.0.1 and rebuild on changes.
     Serve(ServeArgs),
-    /// Import an llm-inference-bench results file as a run.
+    /// Import other benchmark tools' results (llm-inference-bench, vllm bench serve, SGLang
+    /// bench_serving, guidellm, AIPerf, inference-perf) as runs.
     Import(Box<ImportArgs>),
     /// Write a comparison page for two runs.
     Diff(DiffArgs),
@@ -264,11 +265,12 @@ pub struct FactsArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// Results files or folders of one tool: llm-inference-bench `benchmark_results.json`,
-    /// `vllm bench serve --save-result` JSON files, SGLang `bench_serving` JSONL.
+    /// `vllm bench serve --save-result` JSON files, SGLang `bench_serving` JSONL, guidellm
+    /// `benchmarks.json`, AIPerf profile or sweep folders, inference-perf report folders.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// The files' format, instead of telling it from their content: llm-inference-bench,
-    /// vllm or sglang.
+    /// vllm, sglang, guidellm, aiperf or inference-perf.
     #[arg(long)]
     pub format: Option<String>,
     /// Run folder name (default: from the file name).

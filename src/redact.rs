@@ -220,6 +220,29 @@ fn redact_command_at(cmd: &str, depth: u32) -> Option<String> {
 
 /// Redacts a shell command line. Unchanged (byte for byte) when it holds no secret; otherwise
 /// the words are re-quoted for the shell, so the result still reads as the same command.
+/// A served model name with the local path taken off: engines such as llama.cpp report the
+/// model file's path (`/home/user/models/x.gguf`), which names a user and a disk layout.
+/// A repository id (`org/name`, exactly one `/`, no file extension) is kept as it is.
+pub fn model_name_without_path(name: &str) -> String {
+    const MODEL_FILES: &[&str] = &[".gguf", ".bin", ".safetensors", ".pt", ".pth", ".onnx", ".ggml"];
+    let lower = name.to_ascii_lowercase();
+    let windows_drive = name.as_bytes().get(1) == Some(&b':');
+    let local = name.starts_with(['/', '~', '.', '\\'])
+        || windows_drive
+        || name.contains('\\')
+        || name.matches('/').count() > 1
+        || MODEL_FILES.iter().any(|ext| lower.ends_with(ext));
+    if !local {
+        return name.to_string();
+    }
+    let last = name.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or("");
+    if last.is_empty() || last == "." || last == ".." {
+        "local model".to_string()
+    } else {
+        last.to_string()
+    }
+}
+
 pub fn redact_command(cmd: &str) -> String {
     match redact_command_at(cmd, 0) {
         None => redact_plain(cmd),
@@ -313,6 +336,20 @@ pub fn scrub_bearer(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn model_paths_keep_only_the_file_name() {
+        assert_eq!(model_name_without_path("/home/user/models/SmolLM2-135M.Q4_1.gguf"), "SmolLM2-135M.Q4_1.gguf");
+        assert_eq!(model_name_without_path(".cache/models/x.gguf"), "x.gguf");
+        assert_eq!(model_name_without_path("C:\\Users\\me\\m.gguf"), "m.gguf");
+        assert_eq!(model_name_without_path("/models/llama-3/"), "llama-3");
+        assert_eq!(
+            model_name_without_path("HuggingFaceTB/SmolLM2-135M-Instruct"),
+            "HuggingFaceTB/SmolLM2-135M-Instruct"
+        );
+        assert_eq!(model_name_without_path("smollm2"), "smollm2");
+        assert_eq!(model_name_without_path("/"), "local model");
+    }
 
     #[test]
     fn secrets_are_redacted_and_other_words_kept() {

@@ -45,6 +45,7 @@ fn diff_colours_past_the_threshold_by_each_metrics_direction() {
     assert_ok(&out);
     assert!(stdout(&out).contains("cmp/index.html"), "{}", stdout(&out));
     let page = ws.read("cmp/index.html");
+    assert!(!page.contains("Measured differently"), "two runs of one tool and method");
     let rows = table_rows(&page, "<table class=\"heatmap compare\"");
     let cell = |r: usize, c: usize| rows[r][c].clone();
     assert!(cell(1, 1).starts_with("100.0 → 103.0 (+3.0%)"), "{}", cell(1, 1));
@@ -72,7 +73,7 @@ fn diff_colours_past_the_threshold_by_each_metrics_direction() {
     assert_eq!(f("--max-num-seqs")[3], "same");
     // Header differences are marked.
     assert!(page.contains(
-        "<tr class=\"differs\"><th scope=\"row\">GPU count</th><td>1</td><td>2 <span class=\"tag\">differs</span>"
+        "<tr class=\"differs\"><th scope=\"row\">Device count</th><td>1</td><td>2 <span class=\"tag\">differs</span>"
     ));
     // Per GPU: 400 / 1 against 360 / 2.
     let per_gpu = table_rows(&page, "<table class=\"heatmap compare per-gpu\"");

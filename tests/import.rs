@@ -395,3 +395,66 @@ fn failed_cells_of_every_version_become_error_cells_and_request_count_runs_say_s
     let run: Value = serde_json::from_str(&ws.read("data/runs/v07/run.json")).unwrap();
     assert_eq!(run["settings"]["decode_test"], "fixed_count");
 }
+
+/// The figure named `name` among a cell's tool figures.
+fn tool_figure(c: &Value, name: &str) -> Option<f64> {
+    c["reported"]["tool_figures"].as_array()?.iter().find(|f| f["name"] == name)?["value"].as_f64()
+}
+
+#[test]
+fn figures_without_a_column_of_ours_are_kept_under_the_tools_names() {
+    let ws = empty_ws();
+    assert_ok(&import_paths(&ws, &["vllm-0.33.0"], &["--run-id", "vllm"]));
+    let c1 = cell(&ws, "vllm", "decode-286-c1.json");
+    // vLLM's ITL pools chunk gaps: not our time between tokens (its TPOT is), so it stays its own.
+    assert_eq!(tool_figure(&c1, "median_itl_ms"), Some(15.828741999939666));
+    assert_eq!(tool_figure(&c1, "median_e2el_ms"), Some(2484.0412029998333));
+    assert_ne!(c1["reported"]["tbt_ms"].as_f64(), tool_figure(&c1, "median_itl_ms"));
+    assert_ok(&import_paths(&ws, &["guidellm-0.8.1/benchmarks.json"], &["--run-id", "guidellm"]));
+    let g1 = cell(&ws, "guidellm", "decode-256-c1.json");
+    assert_eq!(tool_figure(&g1, "time_per_output_token_ms.median").map(|v| (v * 10.0).round() / 10.0), Some(45.9));
+
+    // llm-inference-bench 0.7 MTP acceptance figures.
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(fixture(&format!("peer/{SOUND}"))).unwrap()).unwrap();
+    v["metadata"]["version"] = "0.7.3".into();
+    v["results"][0]["server_spec_accepted_tokens"] = 1234.into();
+    v["results"][0]["server_accept_len_effective"] = 2.75.into();
+    v["results"][0]["server_spec_pos_accept"] = serde_json::json!([0.9, 0.6, null]);
+    v["results"][0]["accept_norm_tps"] = Value::Null;
+    let f = ws.path().join("mtp.json");
+    fs::write(&f, serde_json::to_string(&v).unwrap()).unwrap();
+    let mut args = vec!["import", f.to_str().unwrap(), "--run-id", "mtp"];
+    args.extend_from_slice(&FACTS);
+    assert_ok(&ws.site(&args));
+    let name = format!("decode-{}-c{}.json", v["results"][0]["context_tokens"], v["results"][0]["concurrency"]);
+    let m = cell(&ws, "mtp", &name);
+    assert_eq!(tool_figure(&m, "server_spec_accepted_tokens"), Some(1234.0));
+    assert_eq!(tool_figure(&m, "server_accept_len_effective"), Some(2.75));
+    assert_eq!(tool_figure(&m, "server_spec_pos_accept[1]"), Some(0.6));
+    assert_eq!(tool_figure(&m, "server_spec_pos_accept[2]"), None, "a null is not a figure");
+    assert_eq!(tool_figure(&m, "accept_norm_tps"), None);
+
+    // On the cell page, under the tool's names; the mapping on the methodology page.
+    assert_ok(&ws.site(&["build"]));
+    let page = ws.read("public/runs/vllm/cells/decode-286-x1/index.html");
+    assert!(page.contains("<h2>Figures as vllm bench serve named them</h2>"), "{page}");
+    assert!(page.contains("<th scope=\"row\"><code>median_itl_ms</code></th><td class=\"num\">15.83</td><td>ms</td>"));
+    let glossary = text_of(&ws.read("public/glossary/index.html"));
+    assert!(glossary.contains("vllm bench serve → our columns"), "{glossary}");
+    assert!(glossary.contains("server_spec_accepted_tokens"));
+}
+
+#[test]
+fn a_comparison_across_tools_says_the_methods_differ() {
+    let ws = empty_ws();
+    assert_ok(&import_paths(&ws, &["guidellm-0.8.1/benchmarks.json"], &["--run-id", "guidellm"]));
+    assert_ok(&import_paths(&ws, &["sglang-0.5.23/sglang-bench.jsonl"], &["--run-id", "sglang"]));
+    let out = ws.site(&["diff", "guidellm", "sglang", "--out", "cmp"]);
+    assert_ok(&out);
+    let page = ws.read("cmp/index.html");
+    let text = text_of(&page).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("Measured differently."), "{text}");
+    assert!(page.contains("<th scope=\"row\">Figures</th><td>as guidellm reported them</td><td>as sglang bench_serving reported them <span class=\"tag\">differs</span>"), "{page}");
+    // Both tools' 256-token cells meet: guidellm 15.0 against SGLang 21.7 output tok/s at one stream.
+    assert!(text.contains("15.0 → 21.7"), "{text}");
+}

@@ -132,6 +132,17 @@ pub struct Comparison {
     pub rows: Vec<PairRow>,
     pub prefill: Vec<PrefillPair>,
     pub common_cells: usize,
+    /// The runs' figures came about differently (another tool, imported against measured,
+    /// or another decode test): a change may be the method's, not the server's.
+    pub method_differs: bool,
+}
+
+/// Whether two runs' figures were made the same way.
+pub fn same_method(a: &RunView, b: &RunView) -> bool {
+    let (ma, mb) = (&a.manifest, &b.manifest);
+    ma.origin == mb.origin
+        && ma.bench_tool.name == mb.bench_tool.name
+        && ma.settings.decode_test == mb.settings.decode_test
 }
 
 fn valid_figures(cell: Option<&CellView>) -> Option<&Figures> {
@@ -201,6 +212,7 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         rows,
         prefill,
         common_cells: common,
+        method_differs: !same_method(a, b),
     })
 }
 

@@ -55,7 +55,8 @@ impl ManifestFacts {
         bench_tool: BenchTool,
         origin: Origin,
     ) -> Result<RunManifest> {
-        let served = found.served_model;
+        // Only the file name of a local path is ever stored.
+        let served = found.served_model.as_deref().map(crate::redact::model_name_without_path);
         let id = self.model_id.clone().or_else(|| served.clone()).unwrap_or_else(|| "unknown".into());
         let served_name = served.filter(|s| *s != id);
         Ok(RunManifest {

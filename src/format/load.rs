@@ -550,6 +550,14 @@ fn validate_numbers(c: &Cell) -> Result<()> {
             ];
             check_numbers(&values, |f| format!("reported.samples[{i}].{f}"))?;
         }
+        for (i, t) in r.tool_figures.iter().enumerate() {
+            if t.name.trim().is_empty() || t.name.len() > 100 || t.unit.len() > 20 {
+                bail!("reported.tool_figures[{i}]: expected a name of 1 to 100 characters and a unit of at most 20");
+            }
+            if !t.value.is_finite() {
+                bail!("reported.tool_figures[{i}].value: expected a finite number");
+            }
+        }
     }
     if let Some(m) = &c.measurement {
         if let Some(w) = m.window {

@@ -235,6 +235,29 @@ pub struct ReportedFigures {
     /// The source's per-request samples, kept so percentiles can be shown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<ReportedSample>,
+    /// Figures the source reported that have no column of ours (their meaning differs, e.g.
+    /// vLLM's ITL pooled over chunk gaps, or MTP acceptance), under the source's own names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_figures: Vec<ToolFigure>,
+}
+
+/// One figure as another tool named and reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFigure {
+    /// The source's field name, e.g. `median_itl_ms`.
+    pub name: String,
+    pub value: f64,
+    /// e.g. `ms`, `tok/s`, `tokens`; empty when the figure is a plain count or ratio.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unit: String,
+}
+
+impl ToolFigure {
+    /// The figure when the source reported a finite number.
+    pub fn of(name: &str, value: Option<f64>, unit: &str) -> Option<ToolFigure> {
+        value.filter(|v| v.is_finite()).map(|value| ToolFigure { name: name.into(), value, unit: unit.into() })
+    }
 }
 
 /// One request as another tool reported it. Times in seconds.

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::fixed_count;
 use super::serving::Converted;
-use crate::format::{Cell, ReportedFigures, ReportedSample};
+use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 
 pub const TOOL: &str = "AIPerf";
 
@@ -89,6 +89,19 @@ pub fn samples(jsonl: Option<&str>) -> Vec<ReportedSample> {
         .collect()
 }
 
+/// AIPerf's figures that have no column of ours, under its names.
+fn tool_figures(v: &Value) -> Vec<ToolFigure> {
+    [
+        ToolFigure::of("inter_chunk_latency.p50", metric(v, "inter_chunk_latency", "p50"), "ms"),
+        ToolFigure::of("time_to_second_token.p50", metric(v, "time_to_second_token", "p50"), "ms"),
+        ToolFigure::of("request_latency.p50", metric(v, "request_latency", "p50"), "ms"),
+        ToolFigure::of("request_throughput.avg", metric(v, "request_throughput", "avg"), "req/s"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
     let errors = metric(v, "error_request_count", "avg").unwrap_or(0.0) as u64;
     let requests = metric(v, "request_count", "avg").unwrap_or(0.0) as u64 + errors;
@@ -108,6 +121,7 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
         measured_s: metric(v, "benchmark_duration", "avg"),
         token_source: Some(format!("{TOOL} output_token_throughput")),
         samples,
+        tool_figures: tool_figures(v),
         ..Default::default()
     };
     fixed_count::cell(context, c, warnings, reported)

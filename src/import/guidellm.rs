@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::fixed_count;
 use super::serving::Converted;
-use crate::format::{Cell, ReportedFigures, ReportedSample};
+use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 
 pub const TOOL: &str = "guidellm";
 
@@ -62,6 +62,14 @@ fn cell(b: &Value, context: u32, concurrency: u32) -> Cell {
         measured_s: b.get("duration").and_then(Value::as_f64).filter(|d| d.is_finite() && *d >= 0.0),
         token_source: Some(format!("{TOOL} output_tokens_per_second")),
         samples: samples(b),
+        tool_figures: [
+            ToolFigure::of("time_per_output_token_ms.median", stat(b, "time_per_output_token_ms", "/median"), "ms"),
+            ToolFigure::of("request_latency.median", stat(b, "request_latency", "/median"), "s"),
+            ToolFigure::of("requests_per_second.mean", stat(b, "requests_per_second", "/mean"), "req/s"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
         ..Default::default()
     };
     fixed_count::cell(context, concurrency, warnings, reported)

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::fixed_count;
 use super::serving::Converted;
-use crate::format::{Cell, ReportedFigures, ReportedSample};
+use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 
 pub const TOOL: &str = "inference-perf";
 
@@ -70,6 +70,23 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
         measured_s: v.get("benchmark_time_seconds").and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0),
         token_source: Some(format!("{TOOL} output_tokens_per_sec")),
         samples,
+        tool_figures: [
+            ToolFigure::of(
+                "normalized_time_per_output_token.median",
+                ms(dist(v, "/successes/latency/normalized_time_per_output_token", "median")),
+                "ms",
+            ),
+            ToolFigure::of(
+                "inter_token_latency.median",
+                ms(dist(v, "/successes/latency/inter_token_latency", "median")),
+                "ms",
+            ),
+            ToolFigure::of("request_latency.median", dist(v, "/successes/latency/request_latency", "median"), "s"),
+            ToolFigure::of("requests_per_sec", dist(v, "/successes/throughput", "requests_per_sec"), "req/s"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
         ..Default::default()
     };
     fixed_count::cell(context, c, warnings, reported)

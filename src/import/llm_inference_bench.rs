@@ -107,6 +107,63 @@ pub struct DecodeResult {
     pub loop_diagnostics: Option<serde_json::Value>,
     #[serde(default)]
     pub request_samples: Vec<RequestSample>,
+    /// Multi-token-prediction acceptance (0.6+, speculative decoding on the server) and
+    /// other figures without a column of ours, kept under their names.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The figures of a decode cell that the site keeps as the tool named them.
+#[derive(Debug, Default, Deserialize)]
+pub struct Extra {
+    #[serde(default)]
+    pub server_spec_drafts: Option<f64>,
+    #[serde(default)]
+    pub server_spec_draft_tokens: Option<f64>,
+    #[serde(default)]
+    pub server_spec_accepted_tokens: Option<f64>,
+    #[serde(default)]
+    pub server_spec_pos_accept: Option<Vec<Option<f64>>>,
+    #[serde(default)]
+    pub server_engine_steps: Option<f64>,
+    #[serde(default)]
+    pub server_steps_per_s: Option<f64>,
+    #[serde(default)]
+    pub server_accept_len_effective: Option<f64>,
+    #[serde(default)]
+    pub accept_norm_tps: Option<f64>,
+    #[serde(default)]
+    pub accept_norm_ref_len: Option<f64>,
+    #[serde(default)]
+    pub chunk_inter_token_latency_p50: Option<f64>,
+    #[serde(default)]
+    pub time_to_second_token_p50: Option<f64>,
+}
+
+impl Extra {
+    /// As the site's tool figures (times converted from seconds to ms).
+    pub fn figures(&self) -> Vec<crate::format::ToolFigure> {
+        use crate::format::ToolFigure as F;
+        let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
+        let mut out: Vec<F> = [
+            F::of("server_spec_drafts", self.server_spec_drafts, ""),
+            F::of("server_spec_draft_tokens", self.server_spec_draft_tokens, "tokens"),
+            F::of("server_spec_accepted_tokens", self.server_spec_accepted_tokens, "tokens"),
+            F::of("server_engine_steps", self.server_engine_steps, ""),
+            F::of("server_steps_per_s", self.server_steps_per_s, "steps/s"),
+            F::of("server_accept_len_effective", self.server_accept_len_effective, "tokens"),
+            F::of("accept_norm_tps", self.accept_norm_tps, "tok/s"),
+            F::of("accept_norm_ref_len", self.accept_norm_ref_len, "tokens"),
+            F::of("chunk_inter_token_latency_p50", ms(self.chunk_inter_token_latency_p50), "ms"),
+            F::of("time_to_second_token_p50", ms(self.time_to_second_token_p50), "ms"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let positions = self.server_spec_pos_accept.iter().flatten().enumerate();
+        out.extend(positions.filter_map(|(i, v)| F::of(&format!("server_spec_pos_accept[{i}]"), *v, "")));
+        out
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -185,6 +185,7 @@ fn decode_cell(r: &DecodeResult, file: &ResultsFile) -> Cell {
         measured_s: r.measurement_seconds.or(r.measurement_wall_seconds),
         token_source: r.aggregate_source.clone(),
         samples,
+        tool_figures: r.extra.figures(),
     };
     // Checked to fit by `check_file`.
     let prompt_tokens = r

@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use serde_json::Value;
 
 use super::fixed_count;
-use crate::format::{Cell, ReportedFigures, ReportedSample};
+use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 
 /// Which of the two tools wrote a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +164,18 @@ pub fn cell(tool: ServingTool, v: &Value, context: u32, concurrency: u32) -> Cel
         measured_s: num(v, "duration"),
         token_source: Some(format!("{} output_throughput", tool.name())),
         samples: samples(v),
+        tool_figures: [
+            ToolFigure::of("median_itl_ms", num(v, "median_itl_ms"), "ms"),
+            ToolFigure::of("p99_itl_ms", num(v, "p99_itl_ms"), "ms"),
+            ToolFigure::of("median_e2el_ms", num(v, "median_e2el_ms"), "ms"),
+            ToolFigure::of("median_e2e_latency_ms", num(v, "median_e2e_latency_ms"), "ms"),
+            ToolFigure::of("request_throughput", num(v, "request_throughput"), "req/s"),
+            ToolFigure::of("max_output_tokens_per_s", num(v, "max_output_tokens_per_s"), "tok/s"),
+            ToolFigure::of("accept_length", num(v, "accept_length"), "tokens"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
         ..Default::default()
     };
     fixed_count::cell(context, concurrency, warnings, reported)

@@ -145,6 +145,8 @@ fn render(
         ttft => ser(ttft),
         tbt => ser(tbt),
         prefill_requests => ser(prefill_requests(view, cell)),
+        tool_figures => ser(tool_figures(cell)),
+        tool_name => &m.bench_tool.name,
         requested_prompt => numbers::integer(view.context as f64),
         neighbours => ser(neighbours(run, view)),
         board => ser(Link { name: cell_name(view), slug: board_slug(BoardKey::of(view)) }),
@@ -189,6 +191,22 @@ fn stats_of(name: &'static str, d: &Distribution) -> Stats {
         max: numbers::millis1(d.max),
         chart: cell_charts::histogram(d, &format!("{} (ms)", name.to_lowercase())),
     }
+}
+
+/// An imported cell's figures under the source's own names.
+#[derive(Serialize)]
+struct ToolFigureRow {
+    name: String,
+    value: String,
+    unit: String,
+}
+
+fn tool_figures(cell: Option<&Cell>) -> Vec<ToolFigureRow> {
+    let Some(r) = cell.and_then(|c| c.reported.as_ref()) else { return Vec::new() };
+    r.tool_figures
+        .iter()
+        .map(|t| ToolFigureRow { name: t.name.clone(), value: numbers::general(t.value), unit: t.unit.clone() })
+        .collect()
 }
 
 /// Distributions from an imported cell's per-request samples, where the source kept them.

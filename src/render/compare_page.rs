@@ -10,7 +10,8 @@ use super::common::{root, run_label, run_title, ser, PageContext};
 use super::downloads::CsvWriter;
 use crate::analysis::compare::MetricDelta;
 use crate::analysis::{Comparison, RunView};
-use crate::units::numbers::{context_label, DASH};
+use crate::format::{DecodeTest, Origin};
+use crate::units::numbers::{context_label, seconds_setting, DASH};
 
 /// One fact of the two runs' headers, with whether it differs.
 #[derive(Debug, Clone, Serialize)]
@@ -29,6 +30,14 @@ pub fn header(a: &RunView, b: &RunView) -> Vec<HeaderRow> {
     let numbers = |v: &[u32]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
     let memory = |g: Option<f64>| g.map(|g| format!("{g} GB")).unwrap_or_else(|| DASH.into());
     let budget = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| DASH.into());
+    let figures = |r: &RunView| match r.manifest.origin {
+        Origin::Measured => "measured by this site from raw records".to_string(),
+        Origin::Imported => format!("as {} reported them", r.manifest.bench_tool.name),
+    };
+    let decode_test = |d: DecodeTest| match d {
+        DecodeTest::FixedDuration => "fixed window, exactly C requests in flight",
+        DecodeTest::FixedCount => "fixed request count, ramp-up and tail included",
+    };
     let rows: Vec<(&'static str, String, String)> = vec![
         ("Model", ma.model.id.clone(), mb.model.id.clone()),
         ("Engine", ma.engine.name.clone(), mb.engine.name.clone()),
@@ -36,12 +45,12 @@ pub fn header(a: &RunView, b: &RunView) -> Vec<HeaderRow> {
         ("Quantization", opt(&ma.engine.quantization), opt(&mb.engine.quantization)),
         ("Backend", opt(&ma.engine.backend), opt(&mb.engine.backend)),
         ("Build", opt(&ma.engine.build), opt(&mb.engine.build)),
-        ("GPU", ma.hardware.device.clone(), mb.hardware.device.clone()),
-        ("GPU count", ma.hardware.count.to_string(), mb.hardware.count.to_string()),
-        ("Memory per GPU", memory(ma.hardware.memory_gb), memory(mb.hardware.memory_gb)),
+        ("Device", ma.hardware.device.clone(), mb.hardware.device.clone()),
+        ("Device count", ma.hardware.count.to_string(), mb.hardware.count.to_string()),
+        ("Memory per device", memory(ma.hardware.memory_gb), memory(mb.hardware.memory_gb)),
         ("Contexts", contexts(&ma.settings.contexts), contexts(&mb.settings.contexts)),
         ("Concurrency", numbers(&ma.settings.concurrency), numbers(&mb.settings.concurrency)),
-        ("Time per measurement", format!("{} s", ma.settings.duration_s), format!("{} s", mb.settings.duration_s)),
+        ("Time per measurement", seconds_setting(ma.settings.duration_s), seconds_setting(mb.settings.duration_s)),
         ("Max output", ma.settings.max_output_tokens.to_string(), mb.settings.max_output_tokens.to_string()),
         ("KV budget", budget(ma.settings.kv_budget_tokens), budget(mb.settings.kv_budget_tokens)),
         (
@@ -49,6 +58,8 @@ pub fn header(a: &RunView, b: &RunView) -> Vec<HeaderRow> {
             format!("{} v{}", ma.bench_tool.name, ma.bench_tool.version),
             format!("{} v{}", mb.bench_tool.name, mb.bench_tool.version),
         ),
+        ("Figures", figures(a), figures(b)),
+        ("Decode test", decode_test(ma.settings.decode_test).into(), decode_test(mb.settings.decode_test).into()),
     ];
     rows.into_iter().map(|(label, a, b)| HeaderRow { label, differs: a != b, a, b }).collect()
 }

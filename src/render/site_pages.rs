@@ -241,6 +241,7 @@ impl SitePages<'_> {
         let glossary = cx.env.get_template("glossary.html")?.render(context! {
             root => root("../"), nav_pages => ser(&cx.nav),
             active_mismatch_pct => ACTIVE_MISMATCH_TOLERANCE * 100.0,
+            import_mappings => import_mappings(),
         })?;
         put_page(sink, "glossary/index.html", &glossary, stats)?;
         for p in self.pages {
@@ -254,4 +255,16 @@ impl SitePages<'_> {
             cx.env.get_template("404.html")?.render(context! { root => root("/"), nav_pages => ser(&cx.nav) })?;
         put_page(sink, "404.html", &not_found, stats)
     }
+}
+
+/// The per-format field mappings of `docs/import-formats.md` (its `## ... → our columns`
+/// sections, one heading level down), so the methodology page and the docs never differ.
+fn import_mappings() -> String {
+    const DOC: &str = include_str!("../../docs/import-formats.md");
+    let sections: Vec<&str> =
+        DOC.split("\n## ").skip(1).filter(|s| s.lines().next().is_some_and(|h| h.contains('→'))).collect();
+    let markdown: String = sections.iter().map(|s| format!("\n### {s}\n")).collect();
+    markdown::to_html(&markdown)
+        .replace("<table>", "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Field mapping\"><table>")
+        .replace("</table>", "</table></div>")
 }

@@ -31,6 +31,19 @@ pub fn decimal1(v: f64) -> String {
     group_thousands(&format!("{v:.1}"))
 }
 
+/// A figure of unknown scale (another tool's own): one decimal from 100, two from 1,
+/// four below; thousands grouped.
+pub fn general(v: f64) -> String {
+    let digits = if v.abs() >= 100.0 {
+        1
+    } else if v.abs() >= 1.0 {
+        2
+    } else {
+        4
+    };
+    group_thousands(&format!("{v:.digits$}"))
+}
+
 /// Whole number, thousands grouped.
 pub fn integer(v: f64) -> String {
     group_thousands(&format!("{v:.0}"))
@@ -75,13 +88,10 @@ pub fn seconds1(v: f64) -> String {
     format!("{} s", decimal1(v))
 }
 
-/// A setting in seconds: `30 s`, `2.5 s`.
+/// A setting in seconds: `30 s`, `2.5 s`, at most two decimals (`89.42 s`).
 pub fn seconds_setting(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0} s")
-    } else {
-        format!("{v} s")
-    }
+    let s = format!("{v:.2}");
+    format!("{} s", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// Context length label: multiples of 1024 as `8K`, `251K`; halves as `1.5K`; else tokens.
@@ -108,6 +118,22 @@ pub fn or_dash(v: Option<f64>, f: fn(f64) -> String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_in_seconds_drop_needless_decimals() {
+        assert_eq!(seconds_setting(30.0), "30 s");
+        assert_eq!(seconds_setting(2.5), "2.5 s");
+        assert_eq!(seconds_setting(89.41666436195374), "89.42 s");
+        assert_eq!(seconds_setting(0.0), "0 s");
+    }
+
+    #[test]
+    fn general_figures_keep_digits_by_scale() {
+        assert_eq!(general(15828.74), "15,828.7");
+        assert_eq!(general(15.8287), "15.83");
+        assert_eq!(general(0.409786), "0.4098");
+        assert_eq!(general(-2.5), "-2.50");
+    }
 
     #[test]
     fn formats_match_the_seed_pages() {
