@@ -458,3 +458,28 @@ fn a_comparison_across_tools_says_the_methods_differ() {
     // Both tools' 256-token cells meet: guidellm 15.0 against SGLang 21.7 output tok/s at one stream.
     assert!(text.contains("15.0 → 21.7"), "{text}");
 }
+
+#[test]
+fn a_vllm_append_result_file_becomes_one_run() {
+    let ws = empty_ws();
+    // `--append-result` writes each result on a line of its own.
+    let lines: Vec<String> = ["c1", "c2", "c4"]
+        .iter()
+        .map(|c| {
+            fs::read_to_string(fixture(&format!("peer/vllm-0.33.0/vllm-bench-{c}.json"))).unwrap().trim().to_string()
+        })
+        .collect();
+    let f = ws.path().join("appended.json");
+    fs::write(&f, lines.join("\n")).unwrap();
+    let mut args = vec!["import", f.to_str().unwrap(), "--run-id", "appended"];
+    args.extend_from_slice(&CPU_FACTS);
+    let out = ws.site(&args);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("3 cells, contexts 286, concurrency 1,2,4"), "{}", stdout(&out));
+    assert_eq!(cell(&ws, "appended", "decode-286-c4.json")["reported"]["total_tps"], 30.092465950607696);
+    // A broken line names its line.
+    fs::write(&f, format!("{}\n{{\"max_concurrency\": 2,", lines[0])).unwrap();
+    let out = ws.site(&args);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("appended.json: line 2 is not a result"), "{}", stderr(&out));
+}

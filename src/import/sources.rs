@@ -104,6 +104,8 @@ pub fn detect(text: &str) -> Option<Format> {
     }
     match &line {
         Some(v) if has(v, &["max_concurrency", "output_throughput", "backend", "dataset_name"]) => Some(Format::Sglang),
+        // `vllm bench serve --append-result`: one result a line.
+        Some(v) if has(v, &["max_concurrency", "output_throughput", "endpoint_type", "model_id"]) => Some(Format::Vllm),
         _ => None,
     }
 }
@@ -179,10 +181,13 @@ fn read(path: &Path, format: Option<Format>, named: bool) -> Result<Option<Sourc
 }
 
 /// The results in a serving tool's file, each with where it is (`line N: `, or nothing for a
-/// one-result file).
+/// one-result file). SGLang always writes one result a line; vLLM one result a file, or one a
+/// line with `--append-result`.
 pub fn serving_results(s: &Source) -> Result<Vec<(String, Value)>> {
+    let one_value = || serde_json::from_str::<serde::de::IgnoredAny>(&s.text).is_ok();
     match s.format {
-        Format::Sglang => s
+        Format::Vllm if one_value() => Ok(vec![(String::new(), json::parse(&s.path, &s.text)?)]),
+        Format::Sglang | Format::Vllm => s
             .text
             .lines()
             .enumerate()
