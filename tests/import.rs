@@ -483,3 +483,38 @@ fn a_vllm_append_result_file_becomes_one_run() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("appended.json: line 2 is not a result"), "{}", stderr(&out));
 }
+
+#[test]
+fn an_aiperf_export_of_earlier_releases_imports_too() {
+    let ws = empty_ws();
+    // The earlier layout: no version, the load under input_config.loadgen, the lengths under
+    // input_config.input.prompt.
+    let dir = ws.path().join("early");
+    fs::create_dir_all(&dir).unwrap();
+    let src = fixture("peer/aiperf-0.13.0/single-c2");
+    let mut v: Value =
+        serde_json::from_str(&fs::read_to_string(src.join("profile_export_aiperf.json")).unwrap()).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.remove("aiperf_version");
+    o.remove("schema_version");
+    o.insert(
+        "input_config".into(),
+        serde_json::json!({
+            "endpoint": {"model_names": ["smollm2"], "type": "chat", "streaming": true},
+            "input": {"prompt": {"input_tokens": {"mean": 256}, "output_tokens": {"mean": 64}}},
+            "loadgen": {"concurrency": 2, "request_count": 12}
+        }),
+    );
+    fs::write(dir.join("profile_export_aiperf.json"), serde_json::to_string(&v).unwrap()).unwrap();
+    fs::copy(src.join("profile_export.jsonl"), dir.join("profile_export.jsonl")).unwrap();
+    let mut args = vec!["import", dir.to_str().unwrap(), "--run-id", "early"];
+    args.extend_from_slice(&CPU_FACTS);
+    let out = ws.site(&args);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("Imported AIPerf unknown: 1 cells, contexts 256, concurrency 2"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("not in the files: tool version"), "{}", stdout(&out));
+    let c = cell(&ws, "early", "decode-256-c2.json");
+    assert_eq!(c["reported"]["total_tps"], 11.039734582107792);
+    let run: Value = serde_json::from_str(&ws.read("data/runs/early/run.json")).unwrap();
+    assert_eq!(run["settings"]["max_output_tokens"], 64);
+}

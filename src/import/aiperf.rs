@@ -1,7 +1,8 @@
 //! NVIDIA AIPerf 0.13 (export schema 1.x): a profile directory (`profile_export_aiperf.json`,
 //! with `profile_export.jsonl` beside it) or a sweep directory (one such folder per
 //! combination, `concurrency_4/` ...). Each profile is a cell; profiles of one setting (model,
-//! input and output lengths) form a run.
+//! input and output lengths) form a run. The export of earlier releases (no `aiperf_version`,
+//! the load under `input_config.loadgen`, lengths under `input_config.input.prompt`) reads too.
 
 use std::path::Path;
 
@@ -39,8 +40,34 @@ fn metric(v: &Value, name: &str, stat: &str) -> Option<f64> {
     v.get(name)?.get(stat)?.as_f64().filter(|x| x.is_finite() && *x >= 0.0)
 }
 
+/// The first of `pointers` present in `v`.
+fn first_of<'a>(v: &'a Value, pointers: &[&str]) -> Option<&'a Value> {
+    pointers.iter().find_map(|p| v.pointer(p))
+}
+
+/// The input length asked for (0.13: the dataset's ISL; earlier: the prompt's input tokens).
+const ISL: [&str; 2] = ["/input_config/datasets/0/prompts/isl/mean", "/input_config/input/prompt/input_tokens/mean"];
+const OSL: [&str; 2] = ["/input_config/datasets/0/prompts/osl/mean", "/input_config/input/prompt/output_tokens/mean"];
+
+/// Whether `v` is a profile summary: 0.13 names its version; earlier exports have the load
+/// generator's settings instead.
+pub fn is_summary(v: &Value) -> bool {
+    let has = |k: &str| v.get(k).is_some();
+    has("input_config")
+        && has("output_token_throughput")
+        && (has("aiperf_version") || v.pointer("/input_config/loadgen").is_some())
+}
+
 /// The profiling phase's concurrency.
 fn concurrency(v: &Value, at: &str) -> Result<u32> {
+    if v.get("aiperf_version").is_none() {
+        if let Some(c) = v.pointer("/input_config/loadgen/concurrency") {
+            return match c.as_u64().and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0) {
+                Some(c) => Ok(c),
+                None => bail!("{at}input_config.loadgen.concurrency: {c} is not a concurrency"),
+            };
+        }
+    }
     let phases = v.pointer("/input_config/phases").and_then(Value::as_array).cloned().unwrap_or_default();
     let profiling = phases.iter().find(|p| p.get("name").and_then(Value::as_str) == Some("profiling"));
     match profiling
@@ -63,8 +90,8 @@ pub fn setting_key(v: &Value) -> String {
     format!(
         "{} {} {}",
         p("/input_config/endpoint/model_names"),
-        p("/input_config/datasets/0/prompts/isl/mean"),
-        p("/input_config/datasets/0/prompts/osl/mean")
+        first_of(v, &ISL).cloned().unwrap_or(Value::Null),
+        first_of(v, &OSL).cloned().unwrap_or(Value::Null)
     )
 }
 
@@ -132,9 +159,12 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
 pub fn convert(group: &[Profile]) -> Result<(Converted, String)> {
     let mut cells: Vec<Cell> = Vec::new();
     let first = &group[0].1;
-    let isl = first.pointer("/input_config/datasets/0/prompts/isl/mean").and_then(Value::as_f64);
+    let isl = first_of(first, &ISL).and_then(Value::as_f64);
     let Some(context) = isl.filter(|x| *x >= 1.0 && *x <= u32::MAX as f64).map(|x| x.round() as u32) else {
-        bail!("{}input_config.datasets[0].prompts.isl.mean: expected the input length asked for", group[0].0)
+        bail!(
+            "{}input_config.datasets[0].prompts.isl.mean (earlier releases: input_config.input.prompt.input_tokens.mean): expected the input length asked for",
+            group[0].0
+        )
     };
     for (at, v, jsonl) in group {
         let c = concurrency(v, at)?;
@@ -143,7 +173,7 @@ pub fn convert(group: &[Profile]) -> Result<(Converted, String)> {
         }
         cells.push(cell(v, context, c, samples(jsonl.as_deref())));
     }
-    let osl = first.pointer("/input_config/datasets/0/prompts/osl/mean").and_then(Value::as_f64).unwrap_or(0.0);
+    let osl = first_of(first, &OSL).and_then(Value::as_f64).unwrap_or(0.0);
     let duration = group.iter().filter_map(|(_, v, _)| metric(v, "benchmark_duration", "avg")).fold(0.0, f64::max);
     let started_at =
         group.iter().filter_map(|(_, v, _)| v.get("start_time").and_then(Value::as_str)).min().map(str::to_string);

@@ -92,7 +92,7 @@ pub fn detect(text: &str) -> Option<Format> {
         if v.pointer("/metadata/guidellm_version").is_some() && v.get("benchmarks").is_some() {
             return Some(Format::Guidellm);
         }
-        if has(v, &["aiperf_version", "input_config", "output_token_throughput"]) {
+        if super::aiperf::is_summary(v) {
             return Some(Format::Aiperf);
         }
         // A stage report (the summary of all stages has no concurrency and is not a cell).
