@@ -122,6 +122,13 @@ fn figures_match_the_simulators_ground_truth() {
         within(f["avg_active"].as_f64().unwrap(), c as f64, 0.01, &format!("{ctx} x {c} active"));
         within(f["measured_s"].as_f64().unwrap(), 1.5, 0.02, "measured for");
         assert_eq!(find(&cells, "decode", ctx, c)["status"], "valid");
+        // The server's own count over the window agrees with ours to 0.5%.
+        let server = f["server_total_tps"].as_f64().unwrap_or_else(|| panic!("{ctx} x {c}: no server count"));
+        within(f["total_tps"].as_f64().unwrap(), server, 0.005, &format!("{ctx} x {c} ours against the server's"));
+        let cpu = f["client_cpu_cores"].as_f64().unwrap();
+        assert!(cpu > 0.0 && cpu < 0.5, "{ctx} x {c}: client used {cpu} cores");
+        let codes = find(&cells, "decode", ctx, c)["warnings"].to_string();
+        assert!(!codes.contains("server_disagrees") && !codes.contains("client_busy"), "{codes}");
     }
     // 8K x 4 needs 4 x (8192 + 512) = 34,816 tokens of a 20,000 budget.
     let oc = &find(&cells, "decode", 8192, 4)["over_capacity"];
@@ -584,4 +591,43 @@ fn bad_endpoints_and_missing_facts_fail_clearly() {
         .output()
         .unwrap();
     assert!(stderr(&out).contains("say what the server runs on"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_server_that_over_reports_is_flagged_and_llama_cpp_timings_are_set_beside_ours() {
+    let _cpu = shared();
+    // The counter over-reports by 10%: every measured cell says client and server disagree.
+    let skewed = SimEngine::start(&["--counter-skew", "1.1", "--step-ms-base", "8"]);
+    let ws = tempfile::tempdir().unwrap();
+    assert_ok(&bench(ws.path(), &skewed.url, &["--contexts", "1k", "--concurrency", "1,4", "--run-id", "skewed"]));
+    let cells = figures(ws.path(), "skewed");
+    for c in [1u64, 4] {
+        let cell = find(&cells, "decode", 1024, c);
+        let f = &cell["figures"];
+        let gap = f["total_tps"].as_f64().unwrap() / f["server_total_tps"].as_f64().unwrap() - 1.0;
+        assert!((gap + 0.0909).abs() < 0.01, "1K x {c}: ours against the server's {:.2}%", gap * 100.0);
+        let codes: Vec<&str> =
+            cell["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+        assert_eq!(codes, ["server_disagrees"], "1K x {c}");
+    }
+    let page = fs::read_to_string(ws.path().join("public/runs/skewed/index.html")).unwrap();
+    assert!(page.contains("<h2>Client against server</h2>"));
+    assert!(text_of(&page).contains("client and server disagree: total tok/s against the server's token counter"));
+    let cell_page = fs::read_to_string(ws.path().join("public/runs/skewed/cells/decode-1k-x4/index.html")).unwrap();
+    assert!(cell_page.contains("<th scope=\"row\">Server tok&#x2f;s</th>"), "{cell_page}");
+
+    // llama.cpp counts tokens only when a request ends: its per-request timings are the check.
+    let llama = SimEngine::start(&["--flavor", "llamacpp", "--slots", "4", "--step-ms-base", "8"]);
+    let ws = tempfile::tempdir().unwrap();
+    assert_ok(&bench(
+        ws.path(),
+        &llama.url,
+        &["--contexts", "1k", "--concurrency", "2", "--max-output", "16", "--run-id", "llama"],
+    ));
+    let cells = figures(ws.path(), "llama");
+    let f = &find(&cells, "decode", 1024, 2)["figures"];
+    assert!(f["server_total_tps"].is_null(), "llama.cpp has no counter to read mid-window");
+    let (ours, server) =
+        (f["finished_per_request_tps"].as_f64().unwrap(), f["server_per_request_tps"].as_f64().unwrap());
+    within(ours, server, 0.02, "finished requests: ours against llama.cpp's timings");
 }

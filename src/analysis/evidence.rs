@@ -269,6 +269,7 @@ mod tests {
             cached_prompt_tokens: None,
             finish_reason: finished.then(|| "length".to_string()),
             error: None,
+            server_decode_tps: None,
         }
     }
 
@@ -310,6 +311,8 @@ mod tests {
             requests: rs,
             gauge: vec![],
             gauge_source: None,
+            server_tokens: None,
+            client_cpu_s: None,
         };
         let cell = Cell { measurement: Some(m), ..Cell::new(Phase::Decode, 1024, 4, Status::Valid) };
         let e = evidence(&cell).unwrap();
@@ -325,7 +328,7 @@ mod tests {
         assert_eq!(e.window_tokens, 120);
         // 1,000 requests, more than 300 lanes: 4 share a lane, 250 lanes.
         let many: Vec<RequestRecord> = (0..1000).map(|i| request(i as f64 * 0.01, 1.0, 2.0, 3, 0, true)).collect();
-        let m = Measurement { window: None, requests: many, gauge: vec![], gauge_source: None };
+        let m = Measurement::of_requests(None, many);
         let e = evidence(&Cell { measurement: Some(m), ..Cell::new(Phase::Decode, 1024, 4, Status::Valid) }).unwrap();
         assert_eq!((e.lane_group, e.lanes.len(), e.lanes.last().unwrap().requests), (4, 250, 4));
     }

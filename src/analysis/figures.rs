@@ -28,6 +28,36 @@ pub struct Figures {
     pub output_tokens: Option<u64>,
     /// Window start to the last token inside the window.
     pub measured_s: Option<f64>,
+    /// The server's own output tok/s over the window: its generated-tokens counter's growth
+    /// between reads at the window's edges, over the time between the reads.
+    pub server_total_tps: Option<f64>,
+    /// Median over requests finished in the cell of the server's own decode rate (llama.cpp
+    /// reports one per request when it ends).
+    pub server_per_request_tps: Option<f64>,
+    /// Median of our per-request rate over those same finished requests.
+    pub finished_per_request_tps: Option<f64>,
+    /// Cores the load generator used inside the window: its CPU seconds / window seconds.
+    pub client_cpu_cores: Option<f64>,
+}
+
+/// Where our figure and the server's own were set side by side.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CrossCheckBasis {
+    /// Total tok/s over the window against the server's token counter.
+    WindowCounter,
+    /// Per-request tok/s of finished requests against the server's per-request timings.
+    FinishedRequests,
+}
+
+/// Our figure against the server's own.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CrossCheck {
+    pub basis: CrossCheckBasis,
+    pub ours: f64,
+    pub server: f64,
+    /// (ours - server) / server x 100.
+    pub gap_pct: f64,
 }
 
 /// One figure's value, as downloads print it.
@@ -40,7 +70,7 @@ pub enum FigureValue {
 impl Figures {
     /// Every figure with its column name, in column order. Downloads take their figure
     /// columns from here, so a new figure needs no change there.
-    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 13] {
+    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 16] {
         let r = |v: Option<f64>| v.map(FigureValue::Rate);
         let n = |v: Option<u64>| v.map(FigureValue::Count);
         [
@@ -57,6 +87,9 @@ impl Figures {
             ("completed", n(self.completed)),
             ("output_tokens", n(self.output_tokens)),
             ("measured_s", r(self.measured_s)),
+            ("server_total_tps", r(self.server_total_tps)),
+            ("server_per_request_tps", r(self.server_per_request_tps)),
+            ("client_cpu_cores", r(self.client_cpu_cores)),
         ]
     }
 
@@ -79,6 +112,7 @@ impl Figures {
             completed: r.completed,
             output_tokens: r.output_tokens,
             measured_s: r.measured_s,
+            ..Figures::default()
         }
     }
 
@@ -88,6 +122,16 @@ impl Figures {
             Phase::Prefill => prefill_figures(prompt_tokens, &m.requests),
             Phase::Decode => decode_figures(m),
         }
+    }
+
+    /// Our figure against the server's own count, where the server keeps one: the window's
+    /// total against its token counter, else finished requests against their timings.
+    pub fn cross_check(&self) -> Option<CrossCheck> {
+        let (basis, ours, server) = match (self.total_tps, self.server_total_tps) {
+            (Some(o), Some(s)) => (CrossCheckBasis::WindowCounter, o, s),
+            _ => (CrossCheckBasis::FinishedRequests, self.finished_per_request_tps?, self.server_per_request_tps?),
+        };
+        (server > 0.0).then(|| CrossCheck { basis, ours, server, gap_pct: (ours - server) / server * 100.0 })
     }
 
     /// A looped cell's figures are discarded; only the counts stay, as the seeds print them.
@@ -146,6 +190,7 @@ fn decode_figures(m: &Measurement) -> Figures {
     let ttfts: Vec<f64> = requests.iter().filter_map(ttft_s).collect();
     let tbts: Vec<f64> = requests.iter().filter_map(time_between_tokens_s).collect();
     let rates: Vec<f64> = tbts.iter().map(|t| 1.0 / t).collect();
+    let finished = finished_rates(requests);
     let completed = requests
         .iter()
         .filter(|r| r.error.is_none() && r.finish_reason.is_some())
@@ -166,7 +211,24 @@ fn decode_figures(m: &Measurement) -> Figures {
         completed: Some(completed),
         output_tokens: Some(output_tokens),
         measured_s,
+        server_total_tps: m
+            .server_tokens
+            .as_ref()
+            .filter(|s| s.end_s > s.start_s)
+            .map(|s| s.tokens / (s.end_s - s.start_s)),
+        server_per_request_tps: median(&finished.iter().map(|(_, server)| *server).collect::<Vec<_>>()),
+        finished_per_request_tps: median(&finished.iter().map(|(ours, _)| *ours).collect::<Vec<_>>()),
+        client_cpu_cores: m.client_cpu_s.filter(|_| w.end_s > w.start_s).map(|c| c / (w.end_s - w.start_s)),
     }
+}
+
+/// (our rate, the server's rate) of each request that finished with the server's timings.
+fn finished_rates(requests: &[RequestRecord]) -> Vec<(f64, f64)> {
+    requests
+        .iter()
+        .filter(|r| r.error.is_none() && r.finish_reason.is_some())
+        .filter_map(|r| Some((1.0 / time_between_tokens_s(r)?, r.server_decode_tps?)))
+        .collect()
 }
 
 /// Mean of the server's gauge samples inside the window; without a gauge, the client's own
@@ -197,7 +259,7 @@ fn ms(seconds: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{GaugeSample, TokenSource};
+    use crate::format::{GaugeSample, ServerTokenCount, TokenSource};
 
     fn request(send: f64, first: f64, last: f64, tokens: u64, window_tokens: u64) -> RequestRecord {
         RequestRecord {
@@ -214,6 +276,7 @@ mod tests {
             cached_prompt_tokens: None,
             finish_reason: None,
             error: None,
+            server_decode_tps: None,
         }
     }
 
@@ -231,6 +294,8 @@ mod tests {
                 GaugeSample { t_s: 12.0, running: 1.0, waiting: None },
             ],
             gauge_source: None,
+            server_tokens: None,
+            client_cpu_s: None,
         };
         let f = Figures::from_measurement(Phase::Decode, Some(8192), &m);
         assert_eq!(f.output_tokens, Some(4500));
@@ -246,6 +311,42 @@ mod tests {
     }
 
     #[test]
+    fn the_server_count_is_set_beside_ours() {
+        let a = request(0.0, 0.05, 40.0, 4001, 3000);
+        let b = request(0.0, 0.10, 39.9, 1991, 1500);
+        let window = Some(Window { start_s: 10.0, end_s: 40.0 });
+        let counted = ServerTokenCount {
+            counter: "vllm:generation_tokens_total".into(),
+            start_s: 9.99,
+            end_s: 40.01,
+            tokens: 4650.0,
+        };
+        let m = Measurement {
+            server_tokens: Some(counted),
+            client_cpu_s: Some(3.0),
+            ..Measurement::of_requests(window, vec![a.clone(), b.clone()])
+        };
+        let f = Figures::from_measurement(Phase::Decode, Some(8192), &m);
+        assert!((f.server_total_tps.unwrap() - 4650.0 / 30.02).abs() < 1e-9);
+        assert!((f.client_cpu_cores.unwrap() - 0.1).abs() < 1e-12);
+        let x = f.cross_check().unwrap();
+        assert_eq!(x.basis, CrossCheckBasis::WindowCounter);
+        assert!((x.gap_pct - (150.0 / (4650.0 / 30.02) - 1.0) * 100.0).abs() < 1e-9);
+        // Without a counter: finished requests against the server's own per-request rates.
+        let (mut a, mut b) = (a, b);
+        a.finish_reason = Some("length".into());
+        a.server_decode_tps = Some(100.0);
+        b.finish_reason = Some("length".into());
+        b.server_decode_tps = Some(49.0);
+        let f = Figures::from_measurement(Phase::Decode, Some(8192), &Measurement::of_requests(window, vec![a, b]));
+        assert_eq!(f.server_total_tps, None);
+        let x = f.cross_check().unwrap();
+        assert_eq!(x.basis, CrossCheckBasis::FinishedRequests);
+        assert_eq!(x.server, 74.5);
+        assert!((x.ours - (1000.0 / 9.9875 + 50.0) / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn completed_counts_only_requests_that_finished_inside_the_window() {
         let mut done = request(0.0, 0.1, 20.0, 100, 100);
         done.finish_reason = Some("length".into());
@@ -256,6 +357,8 @@ mod tests {
             requests: vec![done, early],
             gauge: vec![],
             gauge_source: None,
+            server_tokens: None,
+            client_cpu_s: None,
         };
         let f = Figures::from_measurement(Phase::Decode, None, &m);
         assert_eq!(f.completed, Some(1));
@@ -267,7 +370,7 @@ mod tests {
     fn prefill_rate_is_prompt_tokens_over_ttft() {
         let mut r = request(1.0, 1.25, 1.25, 1, 0);
         r.prompt_tokens = Some(8000);
-        let m = Measurement { window: None, requests: vec![r], gauge: vec![], gauge_source: None };
+        let m = Measurement::of_requests(None, vec![r]);
         let f = Figures::from_measurement(Phase::Prefill, None, &m);
         assert_eq!(f.prompt_tps, Some(32000.0));
         assert_eq!(f.ttft_ms, Some(250.0));

@@ -25,7 +25,7 @@ pub use leaderboard::{BoardKey, Leaderboard};
 pub use pareto::ParetoView;
 pub use run::{
     normalize_cell, normalize_run, CellView, FigureSource, Headline, RunSlugs, RunView, StatusCounts,
-    ACTIVE_MISMATCH_TOLERANCE, PREFILL_JUMP_FACTOR,
+    ACTIVE_MISMATCH_TOLERANCE, CLIENT_CPU_LIMIT_CORES, PREFILL_JUMP_FACTOR, SERVER_DISAGREEMENT_TOLERANCE,
 };
 pub use series::SeriesView;
 

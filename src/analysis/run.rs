@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::figures::Figures;
+use super::figures::{CrossCheckBasis, Figures};
 use crate::format::{
     Cell, CellError, LoadedRun, LoopFinding, Origin, OverCapacity, Phase, RunManifest, Status, Warning,
 };
@@ -13,6 +13,11 @@ use crate::units::slugify;
 /// A cell whose average active requests differ from its concurrency by more than this
 /// fraction is flagged: it did not measure what its column says.
 pub const ACTIVE_MISMATCH_TOLERANCE: f64 = 0.10;
+/// Our tok/s and the server's own count may differ by this fraction before the cell says so.
+pub const SERVER_DISAGREEMENT_TOLERANCE: f64 = 0.02;
+/// More CPU than this (cores) inside a window makes the client's machine part of the
+/// measurement.
+pub const CLIENT_CPU_LIMIT_CORES: f64 = 0.5;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunView {
@@ -276,6 +281,9 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
             }
         }
     }
+    if c.phase == Phase::Decode && c.status == Status::Valid {
+        warnings.extend(cross_check_warnings(&figures));
+    }
     CellView {
         phase: c.phase,
         context: c.context,
@@ -289,6 +297,36 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
         loop_finding: c.loop_finding.clone(),
         error: c.error.clone(),
     }
+}
+
+/// Warnings the figures imply: client and server disagree, or the client was busy.
+fn cross_check_warnings(f: &Figures) -> Vec<Warning> {
+    let mut out = Vec::new();
+    if let Some(x) = f.cross_check().filter(|x| x.gap_pct.abs() > SERVER_DISAGREEMENT_TOLERANCE * 100.0) {
+        let what = match x.basis {
+            CrossCheckBasis::WindowCounter => "total tok/s against the server's token counter",
+            CrossCheckBasis::FinishedRequests => "per-request tok/s of finished requests against the server's timings",
+        };
+        out.push(Warning {
+            code: "server_disagrees".into(),
+            message: format!(
+                "client and server disagree: {what}, we measured {:.1} and the server {:.1} ({:+.1}%, over {:.0}%)",
+                x.ours,
+                x.server,
+                x.gap_pct,
+                SERVER_DISAGREEMENT_TOLERANCE * 100.0
+            ),
+        });
+    }
+    if let Some(cores) = f.client_cpu_cores.filter(|c| *c > CLIENT_CPU_LIMIT_CORES) {
+        out.push(Warning {
+            code: "client_busy".into(),
+            message: format!(
+                "the load generator used {cores:.2} cores inside the window (over {CLIENT_CPU_LIMIT_CORES}): the machine running it is part of this measurement"
+            ),
+        });
+    }
+    out
 }
 
 fn heatmap(contexts: &[u32], concurrency: &[u32], decode: &[CellView]) -> Heatmap {

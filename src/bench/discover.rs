@@ -15,6 +15,8 @@ pub struct ServerInfo {
     pub version: Option<String>,
     pub capacity: Capacity,
     pub metrics_available: bool,
+    /// The generated-tokens counter the cells read at their window's edges, if it has one.
+    pub token_counter: Option<&'static str>,
     pub quantization: Option<String>,
     pub build_info: Option<String>,
     pub model_path: Option<String>,
@@ -79,6 +81,7 @@ pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
         version: None,
         capacity: Capacity { max_model_len, ..Default::default() },
         metrics_available: false,
+        token_counter: None,
         quantization: None,
         build_info: None,
         model_path: None,
@@ -94,6 +97,7 @@ pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
         sglang_server_info(client, &mut info).await;
     }
     info.metrics_available = metrics.is_some() && info.engine.gauges().is_some_and(|(r, _)| m.contains(r));
+    info.token_counter = info.engine.generation_counter().filter(|c| metric_value(m, c).is_some());
     Ok(info)
 }
 

@@ -55,6 +55,16 @@ impl EngineKind {
         self == EngineKind::LlamaCpp
     }
 
+    /// The counter of generated tokens on `/metrics` that grows as tokens are made (llama.cpp
+    /// counts a request's tokens only when it ends, so it has none usable mid-window).
+    pub fn generation_counter(self) -> Option<&'static str> {
+        match self {
+            EngineKind::Vllm => Some("vllm:generation_tokens_total"),
+            EngineKind::Sglang => Some("sglang:generation_tokens_total"),
+            EngineKind::LlamaCpp | EngineKind::Unknown => None,
+        }
+    }
+
     /// (running, waiting) gauge names on `/metrics`.
     pub fn gauges(self) -> Option<(&'static str, &'static str)> {
         match self {

@@ -231,6 +231,7 @@ impl<'a> Session<'a> {
             client,
             engine: info.engine,
             metrics: info.metrics_available,
+            token_counter: info.token_counter,
             api: cfg.api,
             model: model.clone(),
             max_output: cfg.max_output,

@@ -294,6 +294,32 @@ pub struct Measurement {
     /// Metric the gauge came from (e.g. `vllm:num_requests_running`) or `client_in_flight`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gauge_source: Option<String>,
+    /// The server's own count of output tokens across the window, where it keeps one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tokens: Option<ServerTokenCount>,
+    /// CPU seconds (user + system) the load generator's process used inside the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_s: Option<f64>,
+}
+
+impl Measurement {
+    /// Records with nothing else measured.
+    pub fn of_requests(window: Option<Window>, requests: Vec<RequestRecord>) -> Measurement {
+        Measurement { window, requests, gauge: vec![], gauge_source: None, server_tokens: None, client_cpu_s: None }
+    }
+}
+
+/// A server's generated-tokens counter read at the window's edges (times on the run clock:
+/// the middle of each `/metrics` request).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTokenCount {
+    /// e.g. `vllm:generation_tokens_total`.
+    pub counter: String,
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Counter growth between the two reads.
+    pub tokens: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -346,6 +372,10 @@ pub struct RequestRecord {
     pub finish_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The server's own decode rate for this request, where it reports one when the request
+    /// ends (llama.cpp `timings.predicted_per_second`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_decode_tps: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -506,6 +536,7 @@ impl RequestRecord {
             cached_prompt_tokens: None,
             finish_reason: None,
             error: None,
+            server_decode_tps: None,
         }
     }
 }

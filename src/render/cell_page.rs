@@ -12,7 +12,7 @@ use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::downloads::cell_detail;
 use super::leaderboard_page::{board_name, board_slug};
 use crate::analysis::evidence::{self, distribution, Distribution, Evidence};
-use crate::analysis::{BoardKey, CellView, FigureSource, RunView};
+use crate::analysis::{BoardKey, CellView, FigureSource, Figures, RunView};
 use crate::format::{Cell, LoadedRun, Phase, RequestRecord, Status, TokenSource};
 use crate::units::numbers::{self, context_slug};
 use crate::write::Sink;
@@ -244,47 +244,96 @@ fn formulas(view: &CellView, cell: Option<&Cell>, e: Option<&Evidence>) -> Vec<F
                 ),
             }]
         }
-        Phase::Decode => vec![
-            Formula {
-                figure: "Total tok/s",
-                value: or_dash(f.total_tps, numbers::decimal1),
-                formula: "output tokens inside the window / measured seconds",
-                inputs: format!(
-                    "{} tokens / {}",
-                    numbers::integer(e.window_tokens as f64),
-                    or_dash(f.measured_s, |s| format!("{s:.3} s"))
-                ),
-            },
-            Formula {
-                figure: "Per request tok/s",
-                value: or_dash(f.per_request_tps, numbers::decimal1),
-                formula: "median over requests of 1 / time between tokens",
-                inputs: format!("{tbts} requests with two tokens or more"),
-            },
-            Formula {
-                figure: "TTFT",
-                value: or_dash(f.ttft_ms, numbers::millis),
-                formula: "median over requests of first token − send",
-                inputs: format!("{ttfts} requests with a first token"),
-            },
-            Formula {
-                figure: "Time between tokens",
-                value: or_dash(f.tbt_ms, numbers::millis1),
-                formula: "median over requests of (last token − first token) / (tokens − 1)",
-                inputs: format!("{tbts} requests"),
-            },
-            Formula {
-                figure: "Average active requests",
-                value: or_dash(f.avg_active, numbers::decimal1),
-                formula: if e.gauge.is_empty() {
-                    "requests in flight, averaged over the window (the client's count: no server gauge)"
-                } else {
-                    "mean of the server's running-requests gauge inside the window"
-                },
-                inputs: format!("{} gauge samples", e.gauge.len()),
-            },
-        ],
+        Phase::Decode => {
+            let mut rows = decode_formulas(f, e, tbts, ttfts);
+            rows.extend(server_formulas(f, cell));
+            rows
+        }
     }
+}
+
+fn decode_formulas(f: &Figures, e: &Evidence, tbts: usize, ttfts: usize) -> Vec<Formula> {
+    let or_dash = numbers::or_dash;
+    vec![
+        Formula {
+            figure: "Total tok/s",
+            value: or_dash(f.total_tps, numbers::decimal1),
+            formula: "output tokens inside the window / measured seconds",
+            inputs: format!(
+                "{} tokens / {}",
+                numbers::integer(e.window_tokens as f64),
+                or_dash(f.measured_s, |s| format!("{s:.3} s"))
+            ),
+        },
+        Formula {
+            figure: "Per request tok/s",
+            value: or_dash(f.per_request_tps, numbers::decimal1),
+            formula: "median over requests of 1 / time between tokens",
+            inputs: format!("{tbts} requests with two tokens or more"),
+        },
+        Formula {
+            figure: "TTFT",
+            value: or_dash(f.ttft_ms, numbers::millis),
+            formula: "median over requests of first token − send",
+            inputs: format!("{ttfts} requests with a first token"),
+        },
+        Formula {
+            figure: "Time between tokens",
+            value: or_dash(f.tbt_ms, numbers::millis1),
+            formula: "median over requests of (last token − first token) / (tokens − 1)",
+            inputs: format!("{tbts} requests"),
+        },
+        Formula {
+            figure: "Average active requests",
+            value: or_dash(f.avg_active, numbers::decimal1),
+            formula: if e.gauge.is_empty() {
+                "requests in flight, averaged over the window (the client's count: no server gauge)"
+            } else {
+                "mean of the server's running-requests gauge inside the window"
+            },
+            inputs: format!("{} gauge samples", e.gauge.len()),
+        },
+    ]
+}
+
+/// The server's own figures beside ours, and the client's CPU.
+fn server_formulas(f: &Figures, cell: &Cell) -> Vec<Formula> {
+    let m = cell.measurement.as_ref();
+    let mut rows = Vec::new();
+    if let (Some(v), Some(s)) = (f.server_total_tps, m.and_then(|m| m.server_tokens.as_ref())) {
+        rows.push(Formula {
+            figure: "Server tok/s",
+            value: numbers::decimal1(v),
+            formula: "growth of the server's generated-tokens counter between reads at the window's edges / seconds between the reads",
+            inputs: format!("{} tokens ({}) / {:.3} s", numbers::integer(s.tokens), s.counter, s.end_s - s.start_s),
+        });
+    }
+    if let (Some(server), Some(ours)) = (f.server_per_request_tps, f.finished_per_request_tps) {
+        let n = m.map_or(0, |m| m.requests.iter().filter(|r| r.server_decode_tps.is_some()).count());
+        rows.push(Formula {
+            figure: "Server per request tok/s",
+            value: numbers::decimal1(server),
+            formula: "median over finished requests of the server's own decode rate (llama.cpp timings.predicted_per_second)",
+            inputs: format!("{n} finished requests; ours over the same requests: {}", numbers::decimal1(ours)),
+        });
+    }
+    if let Some(x) = f.cross_check() {
+        rows.push(Formula {
+            figure: "Client against server",
+            value: format!("{:+.2}%", x.gap_pct),
+            formula: "(ours − server) / server",
+            inputs: format!("{} / {}", numbers::decimal1(x.ours), numbers::decimal1(x.server)),
+        });
+    }
+    if let (Some(cores), Some(cpu)) = (f.client_cpu_cores, m.and_then(|m| m.client_cpu_s)) {
+        rows.push(Formula {
+            figure: "Client CPU",
+            value: format!("{cores:.2} cores"),
+            formula: "CPU seconds of the load generator (user + system) inside the window / window seconds",
+            inputs: format!("{cpu:.3} s"),
+        });
+    }
+    rows
 }
 
 fn prefill_requests(view: &CellView, cell: Option<&Cell>) -> Vec<PrefillRequest> {

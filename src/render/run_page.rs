@@ -9,6 +9,7 @@ use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::common::{put_file, put_page, root, run_title, ser, PageContext, RenderStats};
 use super::leaderboard_page::board_slug;
 use super::{downloads, markdown};
+use crate::analysis::figures::CrossCheckBasis;
 use crate::analysis::{BoardKey, CellView, RunView, SiteModel};
 use crate::format::Status;
 use crate::units::{numbers, Fnv};
@@ -56,6 +57,44 @@ fn cell_links(ranks: &Ranks, index: Option<usize>, cell: &CellView) -> CellLinks
     let key = BoardKey::of(cell);
     let place = index.and_then(|i| ranks.rank(i, key));
     CellLinks { cell: cell_slug(cell), slug: board_slug(key), rank: place.map(|p| p.0), of: place.map(|p| p.1) }
+}
+
+/// One decode cell's figure beside the server's own, and the client's CPU.
+#[derive(Debug, Serialize)]
+struct CrossCheckRow {
+    cell: String,
+    slug: String,
+    basis: &'static str,
+    ours: String,
+    server: String,
+    gap: String,
+    client_cpu: String,
+    flagged: bool,
+}
+
+fn cross_check_rows(run: &RunView) -> Vec<CrossCheckRow> {
+    run.decode
+        .iter()
+        .filter(|c| c.status == Status::Valid)
+        .filter_map(|c| {
+            let x = c.figures.cross_check();
+            let cpu = c.figures.client_cpu_cores;
+            (x.is_some() || cpu.is_some()).then(|| CrossCheckRow {
+                cell: format!("{} × {}", numbers::context_label(c.context), c.concurrency),
+                slug: cell_slug(c),
+                basis: match x.map(|x| x.basis) {
+                    Some(CrossCheckBasis::WindowCounter) => "total tok/s, server's token counter",
+                    Some(CrossCheckBasis::FinishedRequests) => "per request tok/s, finished requests",
+                    None => "no server count",
+                },
+                ours: numbers::or_dash(x.map(|x| x.ours), numbers::decimal1),
+                server: numbers::or_dash(x.map(|x| x.server), numbers::decimal1),
+                gap: numbers::or_dash(x.map(|x| x.gap_pct), |g| format!("{g:+.2}%")),
+                client_cpu: numbers::or_dash(cpu, |c| format!("{c:.2}")),
+                flagged: c.warnings.iter().any(|w| w.code == "server_disagrees" || w.code == "client_busy"),
+            })
+        })
+        .collect()
 }
 
 /// The files a run's page writes, under `runs/<id>/`.
@@ -124,6 +163,7 @@ pub fn render(
         heat_links => ser(heat_links),
         prefill_links => ser(prefill_links),
         decode_slugs => ser(decode_slugs),
+        cross_checks => ser(cross_check_rows(run)),
     })?;
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;

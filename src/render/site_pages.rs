@@ -19,7 +19,10 @@ use super::{
     cell_page, feeds, group_page, leaderboard_page, listing, markdown, pareto_page, run_page, series_page, tools_page,
 };
 use crate::analysis::series::Trend;
-use crate::analysis::{Comparison, GroupKind, RunView, SiteModel, ACTIVE_MISMATCH_TOLERANCE};
+use crate::analysis::{
+    Comparison, GroupKind, RunView, SiteModel, ACTIVE_MISMATCH_TOLERANCE, CLIENT_CPU_LIMIT_CORES,
+    SERVER_DISAGREEMENT_TOLERANCE,
+};
 use crate::format::{LoadedRun, PageSource, SiteSettings};
 use crate::units::Fnv;
 use crate::write::{MemorySink, Sink};
@@ -241,6 +244,8 @@ impl SitePages<'_> {
         let glossary = cx.env.get_template("glossary.html")?.render(context! {
             root => root("../"), nav_pages => ser(&cx.nav),
             active_mismatch_pct => ACTIVE_MISMATCH_TOLERANCE * 100.0,
+            server_disagreement_pct => SERVER_DISAGREEMENT_TOLERANCE * 100.0,
+            client_cpu_limit => CLIENT_CPU_LIMIT_CORES,
             import_mappings => import_mappings(),
         })?;
         put_page(sink, "glossary/index.html", &glossary, stats)?;

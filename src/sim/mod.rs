@@ -97,6 +97,16 @@ pub struct SimArgs {
     /// finishes its step); cells that do not drain would overlap.
     #[arg(long, default_value_t = 0)]
     pub cancel_delay_ms: u64,
+    /// The generated-tokens counter on /metrics reports this many times the tokens sent
+    /// (1: exact; above 1 a server that over-reports, for tests of the cross-check).
+    #[arg(long, default_value_t = 1.0)]
+    pub counter_skew: f64,
+    /// Serve https with this PEM certificate chain (with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
     /// The server exits after this many seconds (a test never leaves it behind).
     #[arg(long, default_value_t = 600)]
     pub lifetime_s: u64,

@@ -1,6 +1,7 @@
 //! The simulated engine's HTTP side (hyper, HTTP/1.1, loopback only).
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +35,8 @@ struct Sim {
     args: SimArgs,
     state: Mutex<State>,
     released: Notify,
+    /// Output tokens handed to clients, all requests together (the exact ground truth).
+    generated: AtomicU64,
 }
 
 fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
@@ -56,7 +59,12 @@ pub async fn serve(args: SimArgs) -> Result<()> {
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     let lifetime = Duration::from_secs(args.lifetime_s);
-    let sim = Arc::new(Sim { args, state: Mutex::new(State::default()), released: Notify::new() });
+    let sim = Arc::new(Sim {
+        args,
+        state: Mutex::new(State::default()),
+        released: Notify::new(),
+        generated: AtomicU64::new(0),
+    });
     let accept = speed_matrix::httpserve::accept_loop(listener, move |req| handle(sim.clone(), req));
     tokio::select! {
         _ = accept => Ok(()),
@@ -112,7 +120,13 @@ async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
 fn metrics(sim: &Sim) -> String {
     let s = sim.state.lock().unwrap();
     let a = &sim.args;
-    match a.flavor {
+    let generated = (sim.generated.load(Ordering::Relaxed) as f64 * a.counter_skew).round();
+    let counter = match a.flavor {
+        Flavor::Vllm => format!("# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"{}\"}} {generated}.0\n", a.model),
+        Flavor::Sglang => format!("sglang:generation_tokens_total{{model_name=\"{}\"}} {generated}.0\n", a.model),
+        Flavor::Llamacpp => String::new(),
+    };
+    let gauges = match a.flavor {
         Flavor::Vllm => format!(
             "# HELP vllm:num_requests_running Running requests.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"{m}\"}} {r}.0\nvllm:num_requests_waiting{{model_name=\"{m}\"}} {w}.0\nvllm:cache_config_info{{block_size=\"16\",cache_dtype=\"auto\",num_gpu_blocks=\"{b}\"}} 1.0\n",
             m = a.model,
@@ -122,7 +136,8 @@ fn metrics(sim: &Sim) -> String {
         ),
         Flavor::Sglang => format!("sglang:num_running_reqs{{model_name=\"{}\"}} {}.0\nsglang:num_queue_reqs {}.0\n", a.model, s.running, s.waiting),
         Flavor::Llamacpp => format!("# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing {}\nllamacpp:requests_deferred {}\n", s.running, s.waiting),
-    }
+    };
+    gauges + &counter
 }
 
 fn prompt_of(v: &Value) -> (String, bool) {
@@ -438,6 +453,11 @@ async fn produce(sim: &Sim, g: &Gen, prefill_done: tokio::time::Instant, tx: &mp
         let finish = if last { json!("length") } else { Value::Null };
         let reasoning = produced <= a.reasoning_tokens;
         let usage = json!({"prompt_tokens": g.prompt_tokens, "completion_tokens": produced, "total_tokens": g.prompt_tokens + produced});
+        // llama.cpp reports its own decode rate when a request ends.
+        let timings = (last && a.flavor == Flavor::Llamacpp).then(|| {
+            let ms = prefill_done.elapsed().as_secs_f64() * 1000.0;
+            json!({"predicted_n": produced, "predicted_ms": ms, "predicted_per_second": produced as f64 / ms * 1000.0})
+        });
         let mut chunk = if g.chat {
             let key = match (reasoning, a.flavor) {
                 (false, _) => "content",
@@ -453,11 +473,18 @@ async fn produce(sim: &Sim, g: &Gen, prefill_done: tokio::time::Instant, tx: &mp
             "final" if last && !g.chat => chunk["usage"] = usage.clone(),
             _ => {}
         }
+        if let (Some(t), false) = (&timings, g.chat) {
+            chunk["timings"] = t.clone();
+        }
         if send(sse(&chunk)).await {
             return true;
         }
+        sim.generated.fetch_add(n, Ordering::Relaxed);
         if last && g.chat {
-            let fin = json!({"object": "chat.completion.chunk", "model": g.model, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]});
+            let mut fin = json!({"object": "chat.completion.chunk", "model": g.model, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]});
+            if let Some(t) = timings {
+                fin["timings"] = t;
+            }
             if send(sse(&fin)).await {
                 return true;
             }

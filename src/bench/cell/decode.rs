@@ -15,7 +15,8 @@ use super::{error_cell, CellContext};
 use crate::bench::client::stream::{run_stream, Failure, StreamOutcome};
 use crate::bench::client::tokens::apply_final_usage_ratio;
 use crate::format::{
-    Cell, ErrorCause, GaugeSample, LoopFinding, Measurement, Phase, RequestRecord, Status, TokenSource, Warning, Window,
+    Cell, ErrorCause, GaugeSample, LoopFinding, Measurement, Phase, RequestRecord, ServerTokenCount, Status,
+    TokenSource, Warning, Window,
 };
 
 /// How a decode cell ended.
@@ -59,11 +60,16 @@ pub async fn decode_cell(
         Coordinator { cx, c, events, interrupt, interrupt_gone: false, ready: 0, outcomes: Vec::new(), stop: None };
     let warm_up = run.warm_up().await;
     run.pump_for(cx.warmup_hold).await;
+    let mut edges = Edges::default();
+    if !run.stopped() {
+        edges.open(cx).await;
+    }
     let start_s = cx.clock.now_s();
     let end_s = start_s + cx.duration.as_secs_f64();
     if !run.stopped() {
         cx.clock.open(start_s, end_s);
         run.pump_for(cx.duration).await;
+        edges.close(cx).await;
     }
     let _ = cancel_tx.send(true);
     for w in workers {
@@ -84,6 +90,9 @@ pub async fn decode_cell(
         run.outcomes,
         run.stop,
     );
+    if let Some(m) = cell.measurement.as_mut() {
+        (m.server_tokens, m.client_cpu_s) = edges.facts(cx);
+    }
     let not_drained = (!drained).then(|| not_drained(cx.drain_timeout));
     cell.warnings = warm_up.into_iter().chain(cell.warnings).chain(not_drained).collect();
     DecodeRun::Done(Box::new(cell))
@@ -204,6 +213,40 @@ impl Coordinator<'_> {
     }
 }
 
+/// What is read at the window's edges besides the clock: the server's token counter and this
+/// process's CPU time.
+#[derive(Default)]
+struct Edges {
+    count_open: Option<(f64, f64)>,
+    count_close: Option<(f64, f64)>,
+    cpu_open: Option<f64>,
+    cpu_close: Option<f64>,
+}
+
+impl Edges {
+    async fn open(&mut self, cx: &CellContext) {
+        self.count_open = cx.token_count_now().await;
+        self.cpu_open = super::process_cpu_s();
+    }
+
+    async fn close(&mut self, cx: &CellContext) {
+        self.cpu_close = super::process_cpu_s();
+        self.count_close = cx.token_count_now().await;
+    }
+
+    fn facts(&self, cx: &CellContext) -> (Option<ServerTokenCount>, Option<f64>) {
+        let count = match (cx.token_counter, self.count_open, self.count_close) {
+            // A counter that went down was reset (server restart): no count.
+            (Some(name), Some((t0, v0)), Some((t1, v1))) if t1 > t0 && v1 >= v0 => {
+                Some(ServerTokenCount { counter: name.to_string(), start_s: t0, end_s: t1, tokens: v1 - v0 })
+            }
+            _ => None,
+        };
+        let cpu = self.cpu_open.zip(self.cpu_close).map(|(a, b)| (b - a).max(0.0));
+        (count, cpu)
+    }
+}
+
 fn not_drained(drain_timeout: Duration) -> Warning {
     Warning {
         code: "not_drained".into(),
@@ -232,7 +275,7 @@ fn finish_cell(
     let gauge_source = if gauge.is_empty() { None } else { cx.engine.gauges().map(|g| g.0.to_string()) };
     let nothing_measured = requests.iter().all(|r| r.window_tokens == 0);
     let answered = requests.iter().any(|r| r.first_token_s.is_some());
-    cell.measurement = Some(Measurement { window: Some(window), requests, gauge, gauge_source });
+    cell.measurement = Some(Measurement { gauge, gauge_source, ..Measurement::of_requests(Some(window), requests) });
     match stop {
         Some(Stop::Failure(f)) => error_cell(cell, f),
         Some(Stop::Looped(found)) => Cell { status: Status::Looped, loop_finding: Some(found), ..cell },

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use super::client::http::HttpClient;
 use super::client::stream::{run_stream, Failure, StreamSettings, WindowClock};
-use super::discover::gauge_values;
+use super::discover::{gauge_values, metric_value};
 use super::engine::EngineKind;
 use super::prompt::{request_body, Api};
 use crate::format::{Cell, CellError, GaugeSample, Phase, Status};
@@ -27,6 +27,8 @@ pub struct CellContext {
     pub client: HttpClient,
     pub engine: EngineKind,
     pub metrics: bool,
+    /// The server's generated-tokens counter, read at each window's edges.
+    pub token_counter: Option<&'static str>,
     pub api: Api,
     pub model: String,
     pub max_output: u32,
@@ -58,6 +60,17 @@ impl CellContext {
             return None;
         }
         gauge_values(&String::from_utf8_lossy(&body), self.engine)
+    }
+
+    /// The server's generated-tokens counter now, with the run-clock time of the read (the
+    /// middle of the request, so the request's own latency splits evenly).
+    pub async fn token_count_now(&self) -> Option<(f64, f64)> {
+        let name = self.token_counter?;
+        let sent = self.clock.now_s();
+        let (status, body) = self.client.get("/metrics").await.ok()?;
+        let t = (sent + self.clock.now_s()) / 2.0;
+        status.is_success().then_some(())?;
+        metric_value(&String::from_utf8_lossy(&body), name).map(|v| (t, v))
     }
 
     /// Waits until the server reports no running requests, so one cell never leaks load
@@ -134,4 +147,15 @@ pub fn spawn_gauge_sampler(
             }
         }
     })
+}
+
+/// CPU seconds (user + system, all threads) this process has used so far.
+pub fn process_cpu_s() -> Option<f64> {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(secs(usage.ru_utime) + secs(usage.ru_stime))
 }

@@ -27,7 +27,6 @@ pub async fn prefill_cell(
         let f = Failure { cause: Some(ErrorCause::NothingMeasured), ..Failure::new("the server sent no token") };
         return error_cell(cell, f);
     }
-    cell.measurement =
-        Some(Measurement { window: None, requests: vec![out.record], gauge: vec![], gauge_source: None });
+    cell.measurement = Some(Measurement::of_requests(None, vec![out.record]));
     cell
 }

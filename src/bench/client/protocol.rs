@@ -28,6 +28,9 @@ struct RawChunk<'a> {
 struct RawTimings {
     #[serde(default)]
     cache_n: Option<u64>,
+    /// The server's decode rate of this request so far (final chunk: the whole request).
+    #[serde(default)]
+    predicted_per_second: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +92,8 @@ pub struct Chunk<'a> {
     pub prompt_tokens: Option<u64>,
     /// Prompt tokens the server says it took from its prefix cache.
     pub cached_prompt_tokens: Option<u64>,
+    /// The server's own decode rate of the request (llama.cpp `timings`).
+    pub server_decode_tps: Option<f64>,
     pub error: Option<String>,
 }
 
@@ -123,8 +128,11 @@ pub fn parse_chunk(payload: &[u8]) -> Result<Chunk<'_>, serde_json::Error> {
         chunk.prompt_tokens = u.prompt_tokens;
         chunk.cached_prompt_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
     }
-    if let Some(c) = raw.timings.and_then(|t| t.cache_n) {
-        chunk.cached_prompt_tokens = Some(c);
+    if let Some(t) = raw.timings {
+        if let Some(c) = t.cache_n {
+            chunk.cached_prompt_tokens = Some(c);
+        }
+        chunk.server_decode_tps = t.predicted_per_second.filter(|r| r.is_finite() && *r > 0.0);
     }
     if let Some(choice) = raw.choices.and_then(|c| c.into_iter().next()) {
         chunk.finish_reason = choice.finish_reason;
@@ -191,6 +199,13 @@ mod tests {
         .unwrap();
         assert_eq!(end.completion_tokens, Some(7));
         assert!(!end.has_text());
+        assert_eq!(end.server_decode_tps, None);
+        // llama.cpp's final chunk: its own decode rate of the request.
+        let timed = parse_chunk(
+            br#"{"choices":[{"finish_reason":"length","delta":{}}],"timings":{"cache_n":24,"predicted_n":64,"predicted_ms":800.0,"predicted_per_second":80.0}}"#,
+        )
+        .unwrap();
+        assert_eq!((timed.server_decode_tps, timed.cached_prompt_tokens), (Some(80.0), Some(24)));
     }
 
     #[test]

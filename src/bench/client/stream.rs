@@ -304,6 +304,9 @@ impl StreamState {
         if let Some(c) = chunk.cached_prompt_tokens {
             rec.cached_prompt_tokens = Some(c);
         }
+        if let Some(r) = chunk.server_decode_tps {
+            rec.server_decode_tps = Some(r);
+        }
         let tokens = ChunkTokens {
             completion_tokens: chunk.completion_tokens,
             has_text: chunk.has_text(),
