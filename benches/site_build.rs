@@ -59,6 +59,7 @@ fn manifest(i: usize) -> RunManifest {
         started_at: Some(format!("2026-{:02}-{:02}T{:02}:00:00Z", 1 + i % 12, 1 + i % 28, i % 24)),
         finished_at: None,
         description: None,
+        server_access: None,
     }
 }
 

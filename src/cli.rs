@@ -113,6 +113,17 @@ pub struct BenchArgs {
     /// Environment variable holding the API key (never pass a key on the command line).
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
+    /// Environment variable holding an extra request header, `Header-Name: value` (e.g. a
+    /// gateway's x-api-key); repeat for more. Never given on the command line, never stored.
+    #[arg(long = "header-env", value_name = "NAME")]
+    pub header_env: Vec<String>,
+    /// PEM file of a private CA that signed the https server's certificate.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<std::path::PathBuf>,
+    /// Accept any https certificate (self-signed test servers). Printed as a warning and
+    /// recorded in the run.
+    #[arg(long)]
+    pub insecure: bool,
 
     #[command(flatten)]
     pub facts: FactsArgs,

@@ -1,6 +1,7 @@
-//! Leaf: the one HTTP/1.1 accept loop, for `site serve` and the simulated engine. A failed
-//! accept (out of file descriptors, or another passing failure) is reported and retried
-//! with a growing pause instead of ending the server.
+//! Leaf: the one HTTP/1.1 accept loop, for `site serve` and the simulated engine (plain, or
+//! TLS for the simulator's https tests). A failed accept (out of file descriptors, or
+//! another passing failure) is reported and retried with a growing pause instead of ending
+//! the server.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -14,6 +15,19 @@ use tokio::net::TcpListener;
 
 /// Serves every connection of `listener` with `handle`, until the future is dropped.
 pub async fn accept_loop<H, F, B>(listener: TcpListener, handle: H)
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    accept_loop_with(listener, None, handle).await
+}
+
+/// As [`accept_loop`], over TLS when `tls` is given (a failed handshake drops that
+/// connection only).
+pub async fn accept_loop_with<H, F, B>(listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>, handle: H)
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
@@ -37,12 +51,23 @@ where
         };
         let _ = stream.set_nodelay(true);
         let handle = handle.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let svc = service_fn(move |req| {
                 let response = handle(req);
                 async move { Ok::<_, Infallible>(response.await) }
             });
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+            let http = hyper::server::conn::http1::Builder::new();
+            match tls {
+                Some(acceptor) => {
+                    if let Ok(stream) = acceptor.accept(stream).await {
+                        let _ = http.serve_connection(TokioIo::new(stream), svc).await;
+                    }
+                }
+                None => {
+                    let _ = http.serve_connection(TokioIo::new(stream), svc).await;
+                }
+            }
         });
     }
 }

@@ -576,8 +576,8 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
 fn bad_endpoints_and_missing_facts_fail_clearly() {
     let _cpu = shared();
     let ws = tempfile::tempdir().unwrap();
-    let out = bench(ws.path(), "https://example.invalid", &[]);
-    assert!(stderr(&out).contains("https endpoints are not supported"), "{}", stderr(&out));
+    let out = bench(ws.path(), "ftp://example.invalid", &[]);
+    assert!(stderr(&out).contains("the endpoint must start with http:// or https://"), "{}", stderr(&out));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
@@ -630,4 +630,85 @@ fn a_server_that_over_reports_is_flagged_and_llama_cpp_timings_are_set_beside_ou
     let (ours, server) =
         (f["finished_per_request_tps"].as_f64().unwrap(), f["server_per_request_tps"].as_f64().unwrap());
     within(ours, server, 0.02, "finished requests: ours against llama.cpp's timings");
+}
+
+/// A private CA and a certificate it signed for 127.0.0.1 and localhost, as PEM files in
+/// `dir`: (ca.pem, server.pem, server.key).
+fn private_ca(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "Speed Matrix test CA");
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf_cert = leaf.signed_by(&leaf_key, &issuer).unwrap();
+    let paths = (dir.join("ca.pem"), dir.join("server.pem"), dir.join("server.key"));
+    fs::write(&paths.0, ca_cert.pem()).unwrap();
+    fs::write(&paths.1, leaf_cert.pem()).unwrap();
+    fs::write(&paths.2, leaf_key.serialize_pem()).unwrap();
+    paths
+}
+
+#[test]
+fn https_servers_are_checked_trusted_with_their_ca_or_accepted_insecurely_and_headers_stay_secret() {
+    let _cpu = shared();
+    let certs = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = private_ca(certs.path());
+    let (cert, key) = (cert.to_str().unwrap().to_string(), key.to_str().unwrap().to_string());
+    let sim =
+        SimEngine::start(&["--tls-cert", &cert, "--tls-key", &key, "--require-header", "x-tenant: team-secret-77"]);
+    assert!(sim.url.starts_with("https://"), "{}", sim.url);
+    let ws = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str], header: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_site"));
+        cmd.current_dir(ws.path())
+            .args(["bench", "--endpoint", &sim.url, "--gpu", "Sim GPU", "--gpu-count", "1", "--max-output", "64"])
+            .args(FAST)
+            .args(["--contexts", "1k", "--concurrency", "2", "--header-env", "TENANT_HEADER"])
+            .args(extra)
+            .env_remove("TENANT_HEADER");
+        if let Some(h) = header {
+            cmd.env("TENANT_HEADER", h);
+        }
+        cmd.output().unwrap()
+    };
+    // Refused without the CA: the certificate is not one the usual roots trust.
+    let out = run(&["--run-id", "untrusted"], Some("X-Tenant: team-secret-77"));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("TLS handshake with https://127.0.0.1:"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--ca-cert FILE"), "{}", stderr(&out));
+    // Accepted with the CA, the gateway's header sent from the environment.
+    let ca = ca.to_str().unwrap();
+    let out = run(&["--run-id", "trusted", "--ca-cert", ca], Some("X-Tenant: team-secret-77"));
+    assert_ok(&out);
+    let manifest: Value =
+        serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/trusted/run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["server_access"]["tls"], "private_ca");
+    assert_eq!(manifest["server_access"]["header_names"], serde_json::json!(["x-tenant"]));
+    // Accepted with a warning under --insecure, and the run says so.
+    let out = run(&["--run-id", "insecure", "--insecure"], Some("X-Tenant: team-secret-77"));
+    assert_ok(&out);
+    assert!(stderr(&out).contains("warning: --insecure"), "{}", stderr(&out));
+    let manifest = fs::read_to_string(ws.path().join("data/runs/insecure/run.json")).unwrap();
+    assert!(manifest.contains("\"tls\": \"not_verified\""), "{manifest}");
+    // Without the header the gateway refuses; an unset variable is named.
+    let out = run(&["--run-id", "wrong", "--ca-cert", ca], Some("X-Tenant: team-wrong-99"));
+    assert!(stderr(&out).contains("/v1/models answered 401"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("team-wrong-99"), "a header value was shown: {}", stderr(&out));
+    let out = run(&["--run-id", "unset", "--ca-cert", ca], None);
+    assert!(stderr(&out).contains("--header-env TENANT_HEADER: the environment variable TENANT_HEADER is not set"));
+    // The page says how the server was reached; the header's value is nowhere.
+    assert_ok(&site_in(ws.path(), &["build"]));
+    let page = fs::read_to_string(ws.path().join("public/runs/insecure/index.html")).unwrap();
+    assert!(page.contains("https, certificate not checked (--insecure)"), "{page}");
+    for e in walkdir::WalkDir::new(ws.path()) {
+        let e = e.unwrap();
+        if e.file_type().is_file() {
+            let text = String::from_utf8_lossy(&fs::read(e.path()).unwrap()).into_owned();
+            assert!(!text.contains("team-secret-77"), "the header value is in {}", e.path().display());
+        }
+    }
 }

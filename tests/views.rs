@@ -253,7 +253,13 @@ fn a_leaderboard_says_which_tool_measured_each_run() {
     // Our fixed-window run at the tools' settings, then the tools' fixed-count runs.
     assert_eq!(
         tools,
-        ["site bench 0.1.0", "sglang bench_serving unknown", "guidellm 0.8.1", "inference-perf unknown", "AIPerf 0.13.0"]
+        [
+            "site bench 0.1.0",
+            "sglang bench_serving unknown",
+            "guidellm 0.8.1",
+            "inference-perf unknown",
+            "AIPerf 0.13.0"
+        ]
     );
 }
 

@@ -106,7 +106,7 @@ async fn list_models(client: &HttpClient) -> Result<(Vec<String>, Option<u64>)> 
     let (status, body) = client.get("/v1/models").await.context("asking the server for /v1/models")?;
     if status == hyper::StatusCode::UNAUTHORIZED || status == hyper::StatusCode::FORBIDDEN {
         bail!(
-            "/v1/models answered {status}: set the API key in OPENAI_API_KEY (or the variable named by --api-key-env)"
+            "/v1/models answered {status}: set the API key in OPENAI_API_KEY (or the variable named by --api-key-env), or the header a gateway wants with --header-env"
         );
     }
     if status == hyper::StatusCode::SERVICE_UNAVAILABLE {

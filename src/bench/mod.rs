@@ -35,7 +35,9 @@ pub use session::{run, MAX_UNREACHABLE_CELLS};
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
     pub endpoint: String,
-    pub api_key: Option<String>,
+    /// The API key and extra headers: sent, never stored or shown.
+    pub credentials: client::http::Credentials,
+    pub tls: client::tls::TlsOptions,
     pub model: Option<String>,
     pub api: Api,
     pub contexts: Vec<u32>,
@@ -78,6 +80,6 @@ pub struct BenchSummary {
 pub fn run_blocking(cfg: BenchConfig) -> Result<BenchSummary> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     // Whatever failed, its message may quote the server: the key never reaches the terminal.
-    let scrubber = crate::redact::Scrubber::new(cfg.api_key.clone());
+    let scrubber = crate::redact::Scrubber::new(cfg.credentials.secrets());
     rt.block_on(run(cfg)).map_err(|e| anyhow::anyhow!(scrubber.scrub(&format!("{e:#}"))))
 }

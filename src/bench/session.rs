@@ -12,6 +12,7 @@ use super::cell::{self, CellContext, DecodeRun};
 use super::client::http::{self, Endpoint, HttpClient};
 use super::client::stream::{StreamSettings, WindowClock};
 use super::discover::{self, ServerInfo};
+use super::engine::EngineKind;
 use super::plan::{self, Capacity, PlannedCell};
 use super::progress::{LiveRate, Progress};
 use super::prompt::{self, SizedPrompt};
@@ -19,7 +20,8 @@ use super::recorder::{self, Recorder};
 use super::{BenchConfig, BenchSummary};
 use crate::format::facts::Discovered;
 use crate::format::{
-    BenchTool, Cell, CellError, DecodeTest, ErrorCause, Origin, Phase, PrefillMode, RunManifest, RunSettings, Status,
+    BenchTool, Cell, CellError, DecodeTest, DiscoveredFact, ErrorCause, Origin, Phase, PrefillMode, RunManifest,
+    RunSettings, ServerAccess, ServerFact, Status,
 };
 use crate::units::context_label;
 
@@ -27,7 +29,7 @@ use crate::units::context_label;
 pub const MAX_UNREACHABLE_CELLS: u32 = 3;
 
 pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
-    let client = HttpClient::new(Endpoint::parse(&cfg.endpoint)?, cfg.api_key.clone());
+    let client = connect(&cfg)?;
     // Ctrl-C is ours from the start: nothing is written before it can be handled.
     let mut interrupt = ctrl_c_flag();
     let info = tokio::select! {
@@ -51,6 +53,26 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
     session.stop_background().await;
     measured?;
     session.finish(manifest)
+}
+
+/// The client of the endpoint: TLS set up for https (and `--insecure` said out loud).
+fn connect(cfg: &BenchConfig) -> Result<HttpClient> {
+    let endpoint = Endpoint::parse(&cfg.endpoint)?;
+    let tls = if endpoint.tls {
+        if cfg.tls.insecure {
+            eprintln!("warning: --insecure: the server's certificate is not checked; the run records it");
+        }
+        Some(cfg.tls.connector()?)
+    } else {
+        if cfg.tls.insecure || cfg.tls.ca_cert.is_some() {
+            eprintln!(
+                "warning: --insecure and --ca-cert apply to https endpoints only; {} is plain http",
+                endpoint.display()
+            );
+        }
+        None
+    };
+    HttpClient::new(endpoint, cfg.credentials.clone(), tls)
 }
 
 fn capacity(info: &ServerInfo, cfg: &BenchConfig) -> Capacity {
@@ -132,6 +154,11 @@ fn open_run(
     };
     let mut m = cfg.facts.manifest(found, settings(cfg, cap), bench_tool(), Origin::Measured)?;
     m.started_at = Some(recorder::now_rfc3339());
+    m.server_access = Some(ServerAccess {
+        tls: client.endpoint.tls.then(|| cfg.tls.verification()),
+        header_names: client.header_names(),
+        discovered: discovered_facts(info, None),
+    });
     let run_id = cfg.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
     let recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume, client.scrubber())?;
     if let Some(old) = recorder.existing_manifest()? {
@@ -143,6 +170,35 @@ fn open_run(
         recorder.write_notes(notes)?;
     }
     Ok((recorder, m))
+}
+
+/// What the server told about itself; `tokenizer` is known once a prompt was sized (the
+/// method that sized it).
+fn discovered_facts(info: &ServerInfo, tokenizer: Option<&str>) -> Vec<DiscoveredFact> {
+    let fact = |fact, source: Option<String>| DiscoveredFact { fact, found: source.is_some(), source };
+    let gauge = info.engine.gauges().filter(|_| info.metrics_available).map(|(running, _)| running.to_string());
+    let counter = match info.engine {
+        EngineKind::LlamaCpp => Some("llama.cpp timings of each finished request".to_string()),
+        _ => info.token_counter.map(str::to_string),
+    };
+    let version_source = match info.engine {
+        EngineKind::Vllm => "/version",
+        EngineKind::Sglang => "/server_info",
+        EngineKind::LlamaCpp => "/props build_info",
+        EngineKind::Unknown => "server",
+    };
+    let version = info.version.as_deref().or(info.build_info.as_deref()).filter(|v| EngineKind::meaningful_version(v));
+    let mut facts = vec![
+        fact(ServerFact::RunningGauge, gauge),
+        fact(ServerFact::TokenCounter, counter),
+        fact(ServerFact::KvBudget, info.capacity.kv_budget_source.clone()),
+        fact(ServerFact::MaxModelLength, info.capacity.max_model_len.map(|_| "/v1/models max_model_len".to_string())),
+        fact(ServerFact::EngineVersion, version.map(|_| version_source.to_string())),
+    ];
+    if let Some(method) = tokenizer {
+        facts.insert(0, fact(ServerFact::Tokenizer, (method == "tokenize").then(|| "/tokenize".to_string())));
+    }
+    facts
 }
 
 fn settings(cfg: &BenchConfig, cap: &Capacity) -> RunSettings {
@@ -214,6 +270,9 @@ struct Session<'a> {
     stop_background: watch::Sender<bool>,
     sampler: tokio::task::JoinHandle<()>,
     live: LiveRate,
+    /// The server as discovered, and how the prompts were sized (once one was).
+    info: ServerInfo,
+    sized_by: Option<&'static str>,
 }
 
 impl<'a> Session<'a> {
@@ -275,6 +334,8 @@ impl<'a> Session<'a> {
             stop_background,
             sampler,
             live,
+            info: info.clone(),
+            sized_by: None,
         }
     }
 
@@ -307,7 +368,10 @@ impl<'a> Session<'a> {
         }
         let sized = match self.size(ctx, 0, ctx).await {
             None => return Ok(Flow::Interrupted),
-            Some(Ok(s)) => s,
+            Some(Ok(s)) => {
+                self.sized_by.get_or_insert(s.method);
+                s
+            }
             Some(Err(e)) => {
                 self.keep_sizing_failure(&runnable, &e)?;
                 return Ok(Flow::Continue);
@@ -452,6 +516,9 @@ impl<'a> Session<'a> {
             bail!("interrupted");
         }
         m.finished_at = Some(recorder::now_rfc3339());
+        if let Some(access) = m.server_access.as_mut() {
+            access.discovered = discovered_facts(&self.info, self.sized_by);
+        }
         self.recorder.write_manifest(&m)?;
         Ok(self.summary)
     }

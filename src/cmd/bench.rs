@@ -3,6 +3,8 @@ use anyhow::{Context, Result};
 use crate::cli::BenchArgs;
 use crate::cli::FactsArgs;
 use speed_matrix::analysis::normalize_cell;
+use speed_matrix::bench::client::http::{parse_header_line, Credentials};
+use speed_matrix::bench::client::tls::TlsOptions;
 use speed_matrix::bench::loopdetect::LoopSettings;
 use speed_matrix::bench::plan::{parse_count_list, parse_token_list};
 use speed_matrix::bench::{self, BenchConfig, ManifestFacts};
@@ -14,11 +16,10 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         Some(p) => parse_token_list(p).context("--prefill-contexts")?,
         None => contexts.clone(),
     };
-    // The key comes only from the environment; it is sent as a header and never stored.
-    let api_key = std::env::var(&a.api_key_env).ok().filter(|k| !k.is_empty());
     let cfg = BenchConfig {
         endpoint: a.endpoint.clone(),
-        api_key,
+        credentials: credentials(a)?,
+        tls: TlsOptions { ca_cert: a.ca_cert.clone(), insecure: a.insecure },
         model: a.model.clone(),
         api: a.api.into(),
         contexts,
@@ -60,6 +61,22 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The key and the extra headers come only from the environment; they are sent and never
+/// stored or shown.
+fn credentials(a: &BenchArgs) -> Result<Credentials> {
+    let api_key = std::env::var(&a.api_key_env).ok().filter(|k| !k.is_empty());
+    let mut headers = Vec::new();
+    for var in &a.header_env {
+        let line = std::env::var(var).map_err(|_| {
+            anyhow::anyhow!(
+                "--header-env {var}: the environment variable {var} is not set (it must hold `Header-Name: value`)"
+            )
+        })?;
+        headers.push(parse_header_line(var, &line)?);
+    }
+    Ok(Credentials { api_key, headers })
 }
 
 impl FactsArgs {

@@ -79,6 +79,7 @@ impl ManifestFacts {
             started_at: None,
             finished_at: None,
             description: self.description.clone(),
+            server_access: None,
         })
     }
 

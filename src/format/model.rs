@@ -30,6 +30,62 @@ pub struct RunManifest {
     /// Free text for the run page's header (short); longer notes go in `notes.md`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// How the load generator reached the server and what the server told about itself
+    /// (measured runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_access: Option<ServerAccess>,
+}
+
+/// How `site bench` reached the server, and which facts it found there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerAccess {
+    /// Absent for plain `http://`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsVerification>,
+    /// Names of the extra request headers sent (`--header-env`); their values are never stored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub header_names: Vec<String>,
+    /// Each fact the bench looks for, found or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub discovered: Vec<DiscoveredFact>,
+}
+
+/// How an https server's certificate was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsVerification {
+    /// Against the system's and the webpki roots.
+    PublicRoots,
+    /// Against those and a private CA (`--ca-cert`).
+    PrivateCa,
+    /// Not checked (`--insecure`).
+    NotVerified,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoveredFact {
+    pub fact: ServerFact,
+    pub found: bool,
+    /// Where it came from (`/tokenize`, `vllm:num_requests_running`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// The facts `site bench` asks a server for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerFact {
+    /// Prompts sized with the server's tokenizer (else calibrated by usage).
+    Tokenizer,
+    /// A running-requests gauge on `/metrics` (else the client's in-flight count).
+    RunningGauge,
+    /// A generated-tokens counter for the cross-check (llama.cpp: per-request timings).
+    TokenCounter,
+    KvBudget,
+    MaxModelLength,
+    EngineVersion,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

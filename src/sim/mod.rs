@@ -107,6 +107,9 @@ pub struct SimArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Answer 401 to any request without this header, `Name: value` (a gateway's key).
+    #[arg(long)]
+    pub require_header: Option<String>,
     /// The server exits after this many seconds (a test never leaves it behind).
     #[arg(long, default_value_t = 600)]
     pub lifetime_s: u64,

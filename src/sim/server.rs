@@ -55,7 +55,11 @@ fn json_response(status: StatusCode, v: &Value) -> Response<Body> {
 pub async fn serve(args: SimArgs) -> Result<()> {
     let listener = TcpListener::bind(("127.0.0.1", args.port)).await.context("binding the simulated engine")?;
     let addr = listener.local_addr()?;
-    println!("http://{addr}");
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(cert, key)?),
+        _ => None,
+    };
+    println!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     let lifetime = Duration::from_secs(args.lifetime_s);
@@ -65,17 +69,46 @@ pub async fn serve(args: SimArgs) -> Result<()> {
         released: Notify::new(),
         generated: AtomicU64::new(0),
     });
-    let accept = speed_matrix::httpserve::accept_loop(listener, move |req| handle(sim.clone(), req));
+    let accept = speed_matrix::httpserve::accept_loop_with(listener, tls, move |req| handle(sim.clone(), req));
     tokio::select! {
         _ = accept => Ok(()),
         _ = tokio::time::sleep(lifetime) => Ok(()),
     }
 }
 
+/// Whether the request carries the header `--require-header` asks for.
+fn has_required_header(a: &SimArgs, req: &Request<Incoming>) -> bool {
+    let Some((name, value)) = a.require_header.as_deref().and_then(|h| h.split_once(':')) else { return true };
+    req.headers().get(name.trim()).and_then(|v| v.to_str().ok()) == Some(value.trim())
+}
+
+/// A TLS server setup from PEM files (the simulator's https tests make them with rcgen).
+fn tls_acceptor(cert: &std::path::Path, key: &std::path::Path) -> Result<tokio_rustls::TlsAcceptor> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("--tls-cert {}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("--tls-cert {}", cert.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("--tls-key {}", key.display()))?;
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .context("--tls-cert / --tls-key")?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
 async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
     // Prefill is timed from the request's arrival, so reading and parsing the body is
     // part of the simulated prefill, not added to it.
     let arrival = tokio::time::Instant::now();
+    if !has_required_header(&sim.args, &req) {
+        return json_response(
+            StatusCode::UNAUTHORIZED,
+            &json!({"error": {"message": "missing or wrong gateway header", "type": "unauthorized"}}),
+        );
+    }
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let body = req.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
     let a = &sim.args;

@@ -21,7 +21,10 @@ impl SimEngine {
             .expect("starting the simulated engine");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        assert!(line.starts_with("http://127.0.0.1:"), "simulated engine said {line:?}");
+        assert!(
+            line.starts_with("http://127.0.0.1:") || line.starts_with("https://127.0.0.1:"),
+            "simulated engine said {line:?}"
+        );
         SimEngine { child, url: line.trim().to_string() }
     }
 

@@ -6,4 +6,5 @@ pub mod http;
 pub mod protocol;
 pub mod sse;
 pub mod stream;
+pub mod tls;
 pub mod tokens;

@@ -1,0 +1,157 @@
+//! TLS for `https://` endpoints (rustls with the ring provider): the system's roots and the
+//! webpki roots, a private CA from `--ca-cert`, or no verification at all with `--insecure`
+//! (self-signed test servers; the run records it).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_rustls::TlsConnector;
+
+pub use crate::format::TlsVerification;
+
+/// How the server's certificate is checked.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// PEM file of a private CA, trusted besides the usual roots.
+    pub ca_cert: Option<PathBuf>,
+    /// Accept any certificate.
+    pub insecure: bool,
+}
+
+impl TlsOptions {
+    /// What the run records about the certificate check of an https endpoint.
+    pub fn verification(&self) -> TlsVerification {
+        match (self.insecure, &self.ca_cert) {
+            (true, _) => TlsVerification::NotVerified,
+            (false, Some(_)) => TlsVerification::PrivateCa,
+            (false, None) => TlsVerification::PublicRoots,
+        }
+    }
+
+    pub fn connector(&self) -> Result<TlsConnector> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .context("setting up TLS")?;
+        let mut config = if self.insecure {
+            builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+        } else {
+            builder.with_root_certificates(self.roots()?)
+        }
+        .with_no_client_auth();
+        // The client speaks HTTP/1.1 only.
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(TlsConnector::from(Arc::new(config)))
+    }
+
+    fn roots(&self) -> Result<RootCertStore> {
+        let mut roots = RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        // The system's roots where it has them (a corporate CA installed there, say); a
+        // machine without any still has the webpki roots.
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+        if let Some(path) = &self.ca_cert {
+            for cert in ca_certificates(path)? {
+                roots
+                    .add(cert)
+                    .with_context(|| format!("--ca-cert {}: a certificate is not a usable CA", path.display()))?;
+            }
+        }
+        Ok(roots)
+    }
+}
+
+/// Every certificate of a PEM file; an error names the file.
+fn ca_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .with_context(|| format!("--ca-cert {}: cannot read it", path.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("--ca-cert {}: not a PEM certificate file", path.display()))?;
+    if certs.is_empty() {
+        bail!("--ca-cert {}: no certificate in it (expected PEM, -----BEGIN CERTIFICATE-----)", path.display());
+    }
+    Ok(certs)
+}
+
+/// The name the certificate must carry: a DNS name or an IP address (`[::1]` without its
+/// brackets).
+pub fn server_name(host: &str) -> Result<ServerName<'static>> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(host.to_string())
+        .with_context(|| format!("{host:?} is not a host name a certificate can carry"))
+}
+
+/// `--insecure`: any certificate is accepted; signatures are still checked, so the
+/// connection is encrypted to whoever answered.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verification_follows_the_flags() {
+        assert_eq!(TlsOptions::default().verification(), TlsVerification::PublicRoots);
+        let ca = TlsOptions { ca_cert: Some("ca.pem".into()), insecure: false };
+        assert_eq!(ca.verification(), TlsVerification::PrivateCa);
+        assert_eq!(TlsOptions { insecure: true, ..ca }.verification(), TlsVerification::NotVerified);
+        assert!(server_name("[::1]").is_ok());
+        assert!(server_name("gpu-box.internal").is_ok());
+    }
+
+    #[test]
+    fn a_ca_file_without_certificates_is_refused_with_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.pem");
+        std::fs::write(&path, "not a certificate\n").unwrap();
+        let e = TlsOptions { ca_cert: Some(path.clone()), insecure: false }.connector().err().unwrap();
+        assert!(format!("{e:#}").contains("no certificate in it"), "{e:#}");
+        let e =
+            TlsOptions { ca_cert: Some(dir.path().join("missing.pem")), insecure: false }.connector().err().unwrap();
+        assert!(format!("{e:#}").contains("missing.pem: cannot read it"), "{e:#}");
+    }
+}
