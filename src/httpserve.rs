@@ -13,21 +13,9 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-/// Serves every connection of `listener` with `handle`, until the future is dropped.
-pub async fn accept_loop<H, F, B>(listener: TcpListener, handle: H)
-where
-    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
-    F: Future<Output = Response<B>> + Send + 'static,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    accept_loop_with(listener, None, handle).await
-}
-
-/// As [`accept_loop`], over TLS when `tls` is given (a failed handshake drops that
-/// connection only).
-pub async fn accept_loop_with<H, F, B>(listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>, handle: H)
+/// Serves every connection of `listener` with `handle`, until the future is dropped; over
+/// TLS when `tls` is given (a failed handshake drops that connection only).
+pub async fn accept_loop<H, F, B>(listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>, handle: H)
 where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,

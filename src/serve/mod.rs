@@ -143,7 +143,7 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
         }
     });
 
-    let serve_loop = crate::httpserve::accept_loop(listener, move |req| {
+    let serve_loop = crate::httpserve::accept_loop(listener, None, move |req| {
         let shared = shared.clone();
         async move { respond(&shared, req).await }
     });

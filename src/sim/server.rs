@@ -69,7 +69,7 @@ pub async fn serve(args: SimArgs) -> Result<()> {
         released: Notify::new(),
         generated: AtomicU64::new(0),
     });
-    let accept = speed_matrix::httpserve::accept_loop_with(listener, tls, move |req| handle(sim.clone(), req));
+    let accept = speed_matrix::httpserve::accept_loop(listener, tls, move |req| handle(sim.clone(), req));
     tokio::select! {
         _ = accept => Ok(()),
         _ = tokio::time::sleep(lifetime) => Ok(()),
