@@ -584,13 +584,50 @@ fn bad_endpoints_and_missing_facts_fail_clearly() {
     let out = bench(ws.path(), &format!("http://127.0.0.1:{port}"), &[]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("connecting to"), "{}", stderr(&out));
-    let sim = SimEngine::start(&[]);
+    // A remote server's hardware cannot be detected: refused before any request.
     let out = Command::new(env!("CARGO_BIN_EXE_site"))
         .current_dir(ws.path())
-        .args(["bench", "--endpoint", &sim.url, "--contexts", "1k", "--concurrency", "1"])
+        .args(["bench", "--endpoint", "http://10.255.255.1:8000", "--contexts", "1k", "--concurrency", "1"])
         .output()
         .unwrap();
+    assert!(!out.status.success());
     assert!(stderr(&out).contains("say what the server runs on"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is not on this machine"), "{}", stderr(&out));
+    // A server on this machine: its hardware is detected. With no GPU tool on the PATH, the
+    // CPU from /proc/cpuinfo; with an nvidia-smi (here one that prints a fixture), the GPUs.
+    let sim = SimEngine::start(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    let detect = |run_id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_site"))
+            .current_dir(ws.path())
+            .env("PATH", tools.path())
+            .args(["bench", "--endpoint", &sim.url, "--contexts", "1k", "--concurrency", "1", "--run-id", run_id])
+            .args(FAST)
+            .args(["--max-output", "32"])
+            .output()
+            .unwrap()
+    };
+    let out = detect("detected");
+    assert_ok(&out);
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap();
+    let model = cpuinfo.lines().find(|l| l.starts_with("model name")).unwrap().split_once(':').unwrap().1.trim();
+    let cores = cpuinfo.lines().filter(|l| l.starts_with("processor")).count();
+    let manifest: Value =
+        serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/detected/run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["hardware"]["device"], format!("{model} ({cores} cores)"));
+    assert_eq!(manifest["hardware"]["kind"], "CPU");
+    let fake = tools.path().join("nvidia-smi");
+    let fixture = common::fixture("hardware/nvidia-smi-gpus.csv");
+    fs::write(&fake, format!("#!/bin/sh\nexec /bin/cat '{}'\n", fixture.display())).unwrap();
+    fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = detect("gpus");
+    assert_ok(&out);
+    assert!(stderr(&out).contains("hardware (from nvidia-smi): 4 x H200, 140 GB each"), "{}", stderr(&out));
+    let manifest: Value =
+        serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/gpus/run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["hardware"]["device"], "H200");
+    assert_eq!(manifest["hardware"]["count"], 4);
+    assert_eq!(manifest["hardware"]["memory_gb"], 140.0);
 }
 
 #[test]

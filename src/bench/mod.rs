@@ -12,6 +12,7 @@ pub mod cell;
 pub mod client;
 pub mod discover;
 pub mod engine;
+pub mod hardware;
 pub mod loopdetect;
 pub mod plan;
 pub mod progress;

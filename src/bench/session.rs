@@ -13,10 +13,12 @@ use super::client::http::{self, Endpoint, HttpClient};
 use super::client::stream::{StreamSettings, WindowClock};
 use super::discover::{self, ServerInfo};
 use super::engine::EngineKind;
+use super::hardware;
 use super::plan::{self, Capacity, PlannedCell};
 use super::progress::{LiveRate, Progress};
 use super::prompt::{self, SizedPrompt};
 use super::recorder::{self, Recorder};
+use super::ManifestFacts;
 use super::{BenchConfig, BenchSummary};
 use crate::format::facts::Discovered;
 use crate::format::{
@@ -28,8 +30,9 @@ use crate::units::context_label;
 /// Cells in a row that found the server unreachable before the run stops.
 pub const MAX_UNREACHABLE_CELLS: u32 = 3;
 
-pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
+pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
     let client = connect(&cfg)?;
+    resolve_hardware(&mut cfg.facts, &client.endpoint)?;
     // Ctrl-C is ours from the start: nothing is written before it can be handled.
     let mut interrupt = ctrl_c_flag();
     let info = tokio::select! {
@@ -73,6 +76,30 @@ fn connect(cfg: &BenchConfig) -> Result<HttpClient> {
         None
     };
     HttpClient::new(endpoint, cfg.credentials.clone(), tls)
+}
+
+/// The hardware the flags name; for a server on this machine, what is missing is detected.
+/// A remote server's hardware cannot be known: the flags must say it (checked before any
+/// request, so a missing flag costs nothing).
+fn resolve_hardware(facts: &mut ManifestFacts, endpoint: &Endpoint) -> Result<()> {
+    if facts.device.is_some() || facts.cpu.is_some() {
+        return Ok(());
+    }
+    if !endpoint.is_loopback() {
+        bail!(
+            "say what the server runs on: --gpu NAME --gpu-count N (or --cpu NAME for a CPU-only server); {} is not on this machine, so its hardware cannot be detected",
+            endpoint.display()
+        );
+    }
+    match hardware::detect() {
+        Some(found) => {
+            hardware::fill(facts, &found);
+            let memory = found.memory_gb.map(|g| format!(", {g} GB each")).unwrap_or_default();
+            eprintln!("hardware (from {}): {} x {}{memory}", found.source, found.count, found.device);
+            Ok(())
+        }
+        None => bail!("could not detect this machine's hardware: say what the server runs on with --gpu NAME --gpu-count N or --cpu NAME"),
+    }
 }
 
 fn capacity(info: &ServerInfo, cfg: &BenchConfig) -> Capacity {
