@@ -124,6 +124,11 @@ pub struct BenchArgs {
     /// recorded in the run.
     #[arg(long)]
     pub insecure: bool,
+    /// Sample device power, utilization, memory and SM clock once a second during each
+    /// cell (average and peak power, joules per output token). Without the tool the run
+    /// goes on without it.
+    #[arg(long, value_enum)]
+    pub telemetry: Option<TelemetryArg>,
 
     #[command(flatten)]
     pub facts: FactsArgs,
@@ -149,6 +154,20 @@ pub struct BenchArgs {
     pub loop_min_cycles: usize,
     #[arg(long, help_heading = "Loop detection")]
     pub no_loop_detection: bool,
+}
+
+/// Where device telemetry comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TelemetryArg {
+    NvidiaSmi,
+}
+
+impl From<TelemetryArg> for speed_matrix::bench::telemetry::TelemetrySource {
+    fn from(t: TelemetryArg) -> Self {
+        match t {
+            TelemetryArg::NvidiaSmi => speed_matrix::bench::telemetry::TelemetrySource::NvidiaSmi,
+        }
+    }
 }
 
 /// The API a bench drives.

@@ -749,3 +749,48 @@ fn https_servers_are_checked_trusted_with_their_ca_or_accepted_insecurely_and_he
         }
     }
 }
+
+#[test]
+fn telemetry_is_sampled_per_cell_and_a_machine_without_the_tool_goes_on_without_it() {
+    let _cpu = shared();
+    let sim = SimEngine::start(&["--step-ms-base", "8"]);
+    let ws = tempfile::tempdir().unwrap();
+    let tools = tempfile::tempdir().unwrap();
+    let with_path = |run_id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_site"))
+            .current_dir(ws.path())
+            .env("PATH", tools.path())
+            .args(["bench", "--endpoint", &sim.url, "--gpu", "Sim GPU", "--gpu-count", "2", "--max-output", "512"])
+            .args(FAST)
+            .args(["--contexts", "1k", "--concurrency", "2", "--telemetry", "nvidia-smi", "--run-id", run_id])
+            .output()
+            .unwrap()
+    };
+    // No nvidia-smi here: said, and the run goes on.
+    let out = with_path("no-tool");
+    assert_ok(&out);
+    assert!(stderr(&out).contains("telemetry: nvidia-smi cannot run here"), "{}", stderr(&out));
+    // An nvidia-smi that replays a recorded two-GPU trace, a moment every 0.2 s.
+    let trace = common::fixture("hardware/nvidia-smi-telemetry.csv");
+    let fake = tools.path().join("nvidia-smi");
+    fs::write(&fake, format!("#!/bin/sh\nwhile :; do /bin/cat '{}'; /bin/sleep 0.2; done\n", trace.display())).unwrap();
+    fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = with_path("sampled");
+    assert_ok(&out);
+    assert!(stderr(&out).contains("telemetry: sampling with nvidia-smi"), "{}", stderr(&out));
+    let c = cell(ws.path(), "sampled", "decode-1024-c2.json");
+    let samples = c["measurement"]["telemetry"].as_array().unwrap();
+    assert!(samples.len() >= 10, "{} samples in a 1.5 s window", samples.len());
+    let cells = figures(ws.path(), "sampled");
+    let f = &find(&cells, "decode", 1024, 2)["figures"];
+    let (avg, peak) = (f["avg_power_w"].as_f64().unwrap(), f["peak_power_w"].as_f64().unwrap());
+    // The trace's moments sum to 800-1220 W.
+    assert!((800.0..=1220.0).contains(&avg) && peak <= 1220.0 && peak >= avg, "avg {avg}, peak {peak}");
+    let j = f["joules_per_token"].as_f64().unwrap();
+    assert!((j - avg / f["total_tps"].as_f64().unwrap()).abs() < 1e-9);
+    let page = fs::read_to_string(ws.path().join("public/runs/sampled/index.html")).unwrap();
+    assert!(page.contains("<h2>Energy per output token</h2>"));
+    assert!(!fs::read_to_string(ws.path().join("public/runs/no-tool/index.html"))
+        .unwrap()
+        .contains("Energy per output token"));
+}

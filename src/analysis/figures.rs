@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::stats::{mean, median, percentile};
-use crate::format::{Measurement, Phase, ReportedFigures, RequestRecord, Window};
+use crate::format::{Measurement, Phase, ReportedFigures, RequestRecord, TelemetrySample, Window};
 
 /// What the site prints for a cell. `None` prints as a dash.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -38,6 +38,12 @@ pub struct Figures {
     pub finished_per_request_tps: Option<f64>,
     /// Cores the load generator used inside the window: its CPU seconds / window seconds.
     pub client_cpu_cores: Option<f64>,
+    /// Device power inside the window, all devices together: the mean and the highest of
+    /// the per-sample sums.
+    pub avg_power_w: Option<f64>,
+    pub peak_power_w: Option<f64>,
+    /// Average power / total tok/s: energy per output token.
+    pub joules_per_token: Option<f64>,
 }
 
 /// Where our figure and the server's own were set side by side.
@@ -70,7 +76,7 @@ pub enum FigureValue {
 impl Figures {
     /// Every figure with its column name, in column order. Downloads take their figure
     /// columns from here, so a new figure needs no change there.
-    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 16] {
+    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 19] {
         let r = |v: Option<f64>| v.map(FigureValue::Rate);
         let n = |v: Option<u64>| v.map(FigureValue::Count);
         [
@@ -90,6 +96,9 @@ impl Figures {
             ("server_total_tps", r(self.server_total_tps)),
             ("server_per_request_tps", r(self.server_per_request_tps)),
             ("client_cpu_cores", r(self.client_cpu_cores)),
+            ("avg_power_w", r(self.avg_power_w)),
+            ("peak_power_w", r(self.peak_power_w)),
+            ("joules_per_token", r(self.joules_per_token)),
         ]
     }
 
@@ -191,6 +200,7 @@ fn decode_figures(m: &Measurement) -> Figures {
     let tbts: Vec<f64> = requests.iter().filter_map(time_between_tokens_s).collect();
     let rates: Vec<f64> = tbts.iter().map(|t| 1.0 / t).collect();
     let finished = finished_rates(requests);
+    let power = power_per_moment(&m.telemetry);
     let completed = requests
         .iter()
         .filter(|r| r.error.is_none() && r.finish_reason.is_some())
@@ -219,7 +229,33 @@ fn decode_figures(m: &Measurement) -> Figures {
         server_per_request_tps: median(&finished.iter().map(|(_, server)| *server).collect::<Vec<_>>()),
         finished_per_request_tps: median(&finished.iter().map(|(ours, _)| *ours).collect::<Vec<_>>()),
         client_cpu_cores: m.client_cpu_s.filter(|_| w.end_s > w.start_s).map(|c| c / (w.end_s - w.start_s)),
+        avg_power_w: power.as_ref().and_then(|p| mean(p)),
+        peak_power_w: power.as_ref().and_then(|p| p.iter().copied().reduce(f64::max)),
+        joules_per_token: power
+            .as_ref()
+            .and_then(|p| mean(p))
+            .zip(total_tps)
+            .filter(|(_, t)| *t > 0.0)
+            .map(|(w, t)| w / t),
     }
+}
+
+/// All devices' power at each sample moment: the telemetry tool lists every device once per
+/// sample, so a device index not above the previous one starts the next moment. A moment
+/// missing a device's power is left out.
+pub fn power_per_moment(samples: &[TelemetrySample]) -> Option<Vec<f64>> {
+    let mut moments: Vec<Option<f64>> = Vec::new();
+    let mut last_device: Option<u32> = None;
+    for s in samples {
+        if last_device.is_none_or(|d| s.device <= d) {
+            moments.push(Some(0.0));
+        }
+        last_device = Some(s.device);
+        let sum = moments.last_mut().expect("a moment was started");
+        *sum = sum.zip(s.power_w).map(|(a, b)| a + b);
+    }
+    let sums: Vec<f64> = moments.into_iter().flatten().collect();
+    (!sums.is_empty()).then_some(sums)
 }
 
 /// (our rate, the server's rate) of each request that finished with the server's timings.

@@ -19,6 +19,7 @@ pub mod progress;
 pub mod prompt;
 pub mod recorder;
 pub mod session;
+pub mod telemetry;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -39,6 +40,8 @@ pub struct BenchConfig {
     /// The API key and extra headers: sent, never stored or shown.
     pub credentials: client::http::Credentials,
     pub tls: client::tls::TlsOptions,
+    /// Device telemetry sampled during the run (`--telemetry`).
+    pub telemetry: Option<telemetry::TelemetrySource>,
     pub model: Option<String>,
     pub api: Api,
     pub contexts: Vec<u32>,

@@ -18,6 +18,7 @@ use super::plan::{self, Capacity, PlannedCell};
 use super::progress::{LiveRate, Progress};
 use super::prompt::{self, SizedPrompt};
 use super::recorder::{self, Recorder};
+use super::telemetry::Telemetry;
 use super::ManifestFacts;
 use super::{BenchConfig, BenchSummary};
 use crate::format::facts::Discovered;
@@ -51,7 +52,7 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
         return Ok(BenchSummary::default());
     }
     let (recorder, manifest) = open_run(&cfg, &client, &info, &model, &cap)?;
-    let mut session = Session::start(&cfg, client, &info, model, recorder, &planned, interrupt);
+    let mut session = Session::start(&cfg, client, &info, model, recorder, &planned, interrupt).await;
     let measured = session.measure(&planned).await;
     session.stop_background().await;
     measured?;
@@ -303,7 +304,7 @@ struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    fn start(
+    async fn start(
         cfg: &'a BenchConfig,
         client: HttpClient,
         info: &ServerInfo,
@@ -313,6 +314,10 @@ impl<'a> Session<'a> {
         interrupt: watch::Receiver<bool>,
     ) -> Session<'a> {
         let clock = WindowClock::new(Instant::now());
+        let telemetry = match cfg.telemetry {
+            Some(source) => Telemetry::start(source, clock.clone(), 1000).await.map(Arc::new),
+            None => None,
+        };
         let cx = CellContext {
             client,
             engine: info.engine,
@@ -332,6 +337,7 @@ impl<'a> Session<'a> {
             },
             clock: clock.clone(),
             gauge: Arc::new(Mutex::new(Vec::new())),
+            telemetry,
         };
         let (stop_background, stop_rx) = watch::channel(false);
         let sampler = cell::spawn_gauge_sampler(cx.clone(), cfg.gauge_interval, stop_rx.clone());

@@ -20,6 +20,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         endpoint: a.endpoint.clone(),
         credentials: credentials(a)?,
         tls: TlsOptions { ca_cert: a.ca_cert.clone(), insecure: a.insecure },
+        telemetry: a.telemetry.map(Into::into),
         model: a.model.clone(),
         api: a.api.into(),
         contexts,

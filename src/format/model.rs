@@ -356,12 +356,42 @@ pub struct Measurement {
     /// CPU seconds (user + system) the load generator's process used inside the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_cpu_s: Option<f64>,
+    /// Device telemetry sampled inside the window (`--telemetry`), one row per device per
+    /// sample, in the order read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub telemetry: Vec<TelemetrySample>,
+}
+
+/// One device's readings at one moment (run clock). A reading the tool could not give is
+/// absent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySample {
+    pub t_s: f64,
+    /// The device's index as the tool numbers it.
+    pub device: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilization_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_used_mib: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<f64>,
 }
 
 impl Measurement {
     /// Records with nothing else measured.
     pub fn of_requests(window: Option<Window>, requests: Vec<RequestRecord>) -> Measurement {
-        Measurement { window, requests, gauge: vec![], gauge_source: None, server_tokens: None, client_cpu_s: None }
+        Measurement {
+            window,
+            requests,
+            gauge: vec![],
+            gauge_source: None,
+            server_tokens: None,
+            client_cpu_s: None,
+            telemetry: vec![],
+        }
     }
 }
 

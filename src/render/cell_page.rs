@@ -325,6 +325,30 @@ fn server_formulas(f: &Figures, cell: &Cell) -> Vec<Formula> {
             inputs: format!("{} / {}", numbers::decimal1(x.ours), numbers::decimal1(x.server)),
         });
     }
+    if let Some(power) = f.avg_power_w {
+        let samples = m.map_or(0, |m| m.telemetry.len());
+        rows.push(Formula {
+            figure: "Average power",
+            value: format!("{power:.0} W"),
+            formula: "mean over sample moments of every device's power draw, summed",
+            inputs: format!(
+                "{samples} device readings; peak {}",
+                numbers::or_dash(f.peak_power_w, |p| format!("{p:.0} W"))
+            ),
+        });
+    }
+    if let Some(j) = f.joules_per_token {
+        rows.push(Formula {
+            figure: "Energy per output token",
+            value: format!("{j:.3} J"),
+            formula: "average power / total tok/s",
+            inputs: format!(
+                "{} / {}",
+                numbers::or_dash(f.avg_power_w, |p| format!("{p:.0} W")),
+                numbers::or_dash(f.total_tps, numbers::decimal1)
+            ),
+        });
+    }
     if let (Some(cores), Some(cpu)) = (f.client_cpu_cores, m.and_then(|m| m.client_cpu_s)) {
         rows.push(Formula {
             figure: "Client CPU",

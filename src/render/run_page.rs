@@ -97,6 +97,24 @@ fn cross_check_rows(run: &RunView) -> Vec<CrossCheckRow> {
         .collect()
 }
 
+/// Joules per output token by context and concurrency, when the run sampled device power.
+fn energy_rows(rows: &[HeatRowView]) -> Vec<(String, Vec<String>)> {
+    let any = rows.iter().flat_map(|r| r.cells.iter().flatten()).any(|c| c.figures.joules_per_token.is_some());
+    if !any {
+        return Vec::new();
+    }
+    rows.iter()
+        .map(|r| {
+            let cells = r
+                .cells
+                .iter()
+                .map(|c| numbers::or_dash(c.and_then(|c| c.figures.joules_per_token), |j| format!("{j:.3}")))
+                .collect();
+            (numbers::context_label(r.context), cells)
+        })
+        .collect()
+}
+
 /// The files a run's page writes, under `runs/<id>/`.
 pub fn files(run: &RunView) -> [String; 3] {
     ["index.html", "cells.csv", "cells.json"].map(|f| format!("runs/{}/{f}", run.id))
@@ -149,6 +167,7 @@ pub fn render(
         .collect();
     let prefill_links: Vec<CellLinks> = run.prefill.iter().map(|c| cell_links(ranks, index, c)).collect();
     let decode_slugs: Vec<String> = run.decode.iter().map(cell_slug).collect();
+    let energy = energy_rows(&heat_rows);
     let html = cx.env.get_template("run.html")?.render(context! {
         root => root("../../"),
         nav_pages => ser(&cx.nav),
@@ -164,6 +183,7 @@ pub fn render(
         prefill_links => ser(prefill_links),
         decode_slugs => ser(decode_slugs),
         cross_checks => ser(cross_check_rows(run)),
+        energy_rows => ser(energy),
     })?;
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;

@@ -92,6 +92,7 @@ pub async fn decode_cell(
     );
     if let Some(m) = cell.measurement.as_mut() {
         (m.server_tokens, m.client_cpu_s) = edges.facts(cx);
+        m.telemetry = cx.telemetry.as_ref().map(|t| t.between(start_s, end_s)).unwrap_or_default();
     }
     let not_drained = (!drained).then(|| not_drained(cx.drain_timeout));
     cell.warnings = warm_up.into_iter().chain(cell.warnings).chain(not_drained).collect();

@@ -39,6 +39,8 @@ pub struct CellContext {
     pub stream: StreamSettings,
     pub clock: Arc<WindowClock>,
     pub gauge: Arc<Mutex<Vec<GaugeSample>>>,
+    /// Device telemetry, when the run samples it.
+    pub telemetry: Option<Arc<super::telemetry::Telemetry>>,
 }
 
 impl CellContext {
