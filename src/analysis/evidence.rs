@@ -313,6 +313,7 @@ mod tests {
             gauge_source: None,
             server_tokens: None,
             client_cpu_s: None,
+            telemetry: vec![],
         };
         let cell = Cell { measurement: Some(m), ..Cell::new(Phase::Decode, 1024, 4, Status::Valid) };
         let e = evidence(&cell).unwrap();

@@ -332,6 +332,7 @@ mod tests {
             gauge_source: None,
             server_tokens: None,
             client_cpu_s: None,
+            telemetry: vec![],
         };
         let f = Figures::from_measurement(Phase::Decode, Some(8192), &m);
         assert_eq!(f.output_tokens, Some(4500));
@@ -395,6 +396,7 @@ mod tests {
             gauge_source: None,
             server_tokens: None,
             client_cpu_s: None,
+            telemetry: vec![],
         };
         let f = Figures::from_measurement(Phase::Decode, None, &m);
         assert_eq!(f.completed, Some(1));
