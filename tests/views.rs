@@ -287,6 +287,6 @@ fn the_tools_page_sets_each_tools_answer_side_by_side() {
     let one: Vec<String> = rows[1].iter().map(|c| text_of(c).trim().to_string()).collect();
     let want = ["256 × 1", "9.3 3,389 ms · 67.0 ms", "15.0 1,726 ms · 21.7 ms", "10.3 2,763 ms · 54.1 ms"];
     assert_eq!(one[..4], want);
-    assert_eq!(one[4..], ["21.7 1,862 ms · 20.7 ms", "72.6 15 ms · 11.9 ms", "—"]);
+    assert_eq!(one[4..], ["21.7 1,862 ms · 20.7 ms", "83.3 15 ms · 11.8 ms", "—"]);
     assert!(ws.read("public/index.html").contains(&format!("href=\"tools/{slug}/index.html\"")));
 }
