@@ -43,5 +43,10 @@ for c in decode:
     check((f["output_tokens"] or 0) > 0, f"{key}: {f['output_tokens']} output tokens")
     active = f["avg_active"] or 0
     check(abs(active - c["concurrency"]) <= 0.5, f"{key}: {active:.1f} requests active")
+    # llama.cpp's own per-request decode rate of the requests that finished, beside ours.
+    server, ours = f.get("server_per_request_tps"), f.get("finished_per_request_tps")
+    check(server is not None and ours is not None and abs(ours / server - 1) <= 0.02,
+          f"{key}: per request {ours} tok/s against llama.cpp's own {server} (within 2%)")
+    check(not any(w["code"] == "server_disagrees" for w in c["warnings"]), f"{key}: client and server agree")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
