@@ -90,7 +90,7 @@ fn both_shared_files_import_with_reconstructed_over_capacity_cells() {
     // The pages.
     assert_ok(&ws.site(&["build"]));
     let page = ws.read("public/runs/unsound/index.html");
-    assert!(page.contains("class=\"cell valid warned\""));
+    assert!(page.contains(" warned\" data-status=\"valid\""));
     assert!(page.contains("usage_not_continuous"));
     let sound = ws.read("public/runs/sound/index.html");
     let rows = table_rows(&sound, "<table class=\"measurements\"");

@@ -121,10 +121,10 @@ fn register_filters(env: &mut Environment<'static>) {
         "prefill" => "Prefill".to_string(),
         _ => "Sustained decode".to_string(),
     });
-    env.add_function("heat_style", |value: Value, max: Value| -> String {
+    env.add_function("heat_level", |value: Value, max: Value| -> u8 {
         match (f64::try_from(value), f64::try_from(max)) {
-            (Ok(v), Ok(m)) => heatmap::cell_style(v, m),
-            _ => String::new(),
+            (Ok(v), Ok(m)) => heatmap::level(v, m),
+            _ => 0,
         }
     });
 }
