@@ -49,7 +49,9 @@ pub fn timeline(e: &Evidence) -> String {
     let height = top + plot_h + 36.0;
     let x = |t: f64| LEFT + (WIDTH - LEFT - RIGHT) * (t / e.span_s).clamp(0.0, 1.0);
     let mut svg = format!(
-        "<svg class=\"chart timeline\" role=\"img\" viewBox=\"0 0 {WIDTH} {height:.0}\" preserveAspectRatio=\"xMidYMid meet\">"
+        "<svg class=\"chart timeline\" role=\"img\" viewBox=\"0 0 {WIDTH} {height:.0}\" preserveAspectRatio=\"xMidYMid meet\"><title>Every request of the cell, from send to end</title><desc>{} requests{}; thin until the first token, thick while streaming, coloured by how each ended; the shaded band is the measurement window.</desc>",
+        e.requests,
+        if e.lane_group > 1 { format!(", {} to a lane", e.lane_group) } else { String::new() }
     );
     if let Some((a, b)) = e.window {
         let _ = write!(
@@ -107,7 +109,7 @@ fn axis(svg: &mut String, y: f64, span: f64, x: &dyn Fn(f64) -> f64, desc: &str)
     while t <= span + 1e-9 {
         let _ = write!(
             svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\" fill=\"currentColor\">{}</text>",
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"17\" text-anchor=\"middle\" fill=\"currentColor\">{}</text>",
             x(t),
             y + 15.0,
             axis_label(t)
@@ -116,7 +118,7 @@ fn axis(svg: &mut String, y: f64, span: f64, x: &dyn Fn(f64) -> f64, desc: &str)
     }
     let _ = write!(
         svg,
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\" fill=\"currentColor\">{}</text>",
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"17\" text-anchor=\"middle\" fill=\"currentColor\">{}</text>",
         (LEFT + WIDTH - RIGHT) / 2.0,
         y + 31.0,
         xml_escape(desc)
@@ -142,7 +144,13 @@ pub fn histogram(d: &Distribution, what: &str) -> String {
     let most = d.bins.iter().map(|b| b.count).max().unwrap_or(0).max(1) as f64;
     let bar_w = (w - LEFT - RIGHT) / d.bins.len().max(1) as f64;
     let mut svg = format!(
-        "<svg class=\"chart histogram\" role=\"img\" viewBox=\"0 0 {w} {h}\" preserveAspectRatio=\"xMidYMid meet\">"
+        "<svg class=\"chart histogram\" role=\"img\" viewBox=\"0 0 {w} {h}\" preserveAspectRatio=\"xMidYMid meet\"><title>Histogram of {}</title><desc>{} requests; p50 {}, p90 {}, p99 {}, max {}.</desc>",
+        xml_escape(what),
+        d.count,
+        numbers::millis1(d.p50),
+        numbers::millis1(d.p90),
+        numbers::millis1(d.p99),
+        numbers::millis1(d.max)
     );
     for (i, b) in d.bins.iter().enumerate() {
         let bh = plot_h * b.count as f64 / most;
@@ -212,6 +220,7 @@ pub fn gauge(e: &Evidence, target: u32) -> String {
     }
     line_chart(&ChartSpec {
         x_axis: XAxis::Linear,
+        title: "Requests in flight over the cell",
         x_desc: "seconds from the first request",
         y_desc: "requests",
         series: &series,
@@ -229,6 +238,7 @@ pub fn throughput(e: &Evidence) -> String {
     let series = [Series { label: "output tok/s".into(), points, point_labels: vec![] }];
     line_chart(&ChartSpec {
         x_axis: XAxis::Linear,
+        title: "Output tokens per second across the window",
         x_desc: "seconds into the measurement window",
         y_desc: "output tok/s",
         series: &series,

@@ -1,21 +1,26 @@
 //! SVG charts drawn with plotters (SVG backend, no system fonts). Charts are inlined in
 //! pages; black is rewritten to `currentColor` so axes and text follow the page's colour
-//! scheme, dark mode included.
+//! scheme, dark mode included. Every chart is named (`<title>`) and summed up in words
+//! (`<desc>`); series differ by marker shape as well as colour; text is at least 14 px in a
+//! 600 px wide drawing, which pages never show narrower than 480 px (11 px); point labels
+//! that would overlap another are left out.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::units::{numbers, xml_escape};
 
-/// Distinguishable on light and dark backgrounds (Okabe-Ito, without black).
+/// Each at least 3:1 against both the light (#ffffff) and the dark (#12161b) page: relative
+/// luminance between 0.124 and 0.30 (Okabe-Ito's blue, vermillion, green and purple, and
+/// three of the same weight).
 const PALETTE: [RGBColor; 7] = [
     RGBColor(0x00, 0x72, 0xb2),
-    RGBColor(0xe6, 0x9f, 0x00),
-    RGBColor(0x00, 0x9e, 0x73),
     RGBColor(0xd5, 0x5e, 0x00),
+    RGBColor(0x00, 0x9e, 0x73),
     RGBColor(0xcc, 0x79, 0xa7),
-    RGBColor(0x56, 0xb4, 0xe9),
-    RGBColor(0xf0, 0xe4, 0x42),
+    RGBColor(0xb8, 0x86, 0x0b),
+    RGBColor(0x1f, 0x8f, 0xa0),
+    RGBColor(0x8a, 0x63, 0xd2),
 ];
 
 pub fn series_colour(i: usize) -> RGBColor {
@@ -40,6 +45,8 @@ pub struct Series {
 }
 
 pub struct ChartSpec<'a> {
+    /// The chart's accessible name (its `<title>`).
+    pub title: &'a str,
     pub x_axis: XAxis,
     pub x_desc: &'a str,
     pub y_desc: &'a str,
@@ -50,8 +57,10 @@ pub struct ChartSpec<'a> {
     pub x_names: Option<&'a [String]>,
 }
 
-const WIDTH: u32 = 720;
-const HEIGHT: u32 = 360;
+const WIDTH: u32 = 600;
+const HEIGHT: u32 = 330;
+/// Tick labels, legend and point labels; axis names one size up.
+const TEXT_PX: u32 = 14;
 
 /// Renders a line chart with markers. Returns an empty string when there is nothing to draw.
 pub fn line_chart(spec: &ChartSpec) -> String {
@@ -75,20 +84,55 @@ pub fn line_chart(spec: &ChartSpec) -> String {
     let (x0, x1) = (x0 - pad, x1 + pad);
     let y1 = if y1 > 0.0 { y1 * 1.15 } else { 1.0 };
     let mut svg = String::new();
+    let mut marks = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         // Drawing into a String cannot fail for lack of I/O; an error here is a bug in
         // the inputs (e.g. an empty range), and an empty chart is the right answer.
-        if draw(&root, spec, (x0, x1), y1).is_err() {
+        if draw(&root, spec, (x0, x1), y1, &mut marks).is_err() {
             return String::new();
         }
         let _ = root.present();
     }
-    svg.replace("#000000", "currentColor").replacen(
-        "<svg ",
-        "<svg class=\"chart\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\" ",
-        1,
+    finish_svg(&svg, "chart", spec.title, &line_summary(spec), &marks)
+}
+
+/// The drawn SVG with our class, its name and summary first, and our own elements (markers,
+/// labels) last.
+fn finish_svg(svg: &str, class: &str, title: &str, summary: &str, marks: &str) -> String {
+    let svg = svg.replace("#000000", "currentColor");
+    let Some(open_end) = svg.find('>') else { return String::new() };
+    let Some(close) = svg.rfind("</svg>") else { return String::new() };
+    format!(
+        "{}><title>{}</title><desc>{}</desc>{}{marks}</svg>",
+        svg[..open_end].replacen(
+            "<svg ",
+            &format!("<svg class=\"{class}\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\" "),
+            1
+        ),
+        xml_escape(title),
+        xml_escape(summary),
+        &svg[open_end + 1..close]
     )
+}
+
+/// What a line chart shows, in words: each series' range.
+fn line_summary(spec: &ChartSpec) -> String {
+    let parts: Vec<String> = spec
+        .series
+        .iter()
+        .filter(|s| !s.points.is_empty())
+        .take(8)
+        .map(|s| {
+            let ys = s.points.iter().map(|p| p.1).filter(|y| y.is_finite());
+            let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| (a.min(y), b.max(y)));
+            let range = if lo == hi { axis_number(lo) } else { format!("{} to {}", axis_number(lo), axis_number(hi)) };
+            format!("{}: {} points, {} {range}", s.label.trim(), s.points.len(), spec.y_desc)
+        })
+        .collect();
+    let more = spec.series.len().saturating_sub(8);
+    let tail = if more > 0 { format!("; {more} more series") } else { String::new() };
+    format!("{} against {}. {}{tail}.", spec.y_desc, spec.x_desc, parts.join("; "))
 }
 
 /// The largest coordinate a chart takes: data is bounded at load, and a chart must never
@@ -111,11 +155,12 @@ fn draw<DB: DrawingBackend>(
     spec: &ChartSpec,
     (x0, x1): (f64, f64),
     y1: f64,
+    marks: &mut String,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let mut chart = ChartBuilder::on(root)
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
+        .x_label_area_size(46)
+        .y_label_area_size(72)
         .build_cartesian_2d(x0..x1, 0f64..y1)?;
     let axis = spec.x_axis;
     let names = spec.x_names;
@@ -130,46 +175,143 @@ fn draw<DB: DrawingBackend>(
         .y_desc(spec.y_desc)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
-        .label_style(("sans-serif", 12))
-        .axis_desc_style(("sans-serif", 13))
+        .label_style(("sans-serif", TEXT_PX))
+        .axis_desc_style(("sans-serif", TEXT_PX + 1))
         .max_light_lines(0);
     if let Some(names) = names {
-        mesh.x_labels(names.len().clamp(2, 12));
+        mesh.x_labels(names.len().clamp(2, 8));
     }
     if matches!(axis, XAxis::Context) {
         // One label per power of two between the ends.
-        let n = ((x1.floor() - x0.ceil()) as usize + 1).clamp(2, 12);
+        let n = ((x1.floor() - x0.ceil()) as usize + 1).clamp(2, 10);
         mesh.x_labels(n);
     }
     mesh.draw()?;
+    let mut labels = LabelPlacer::default();
+    if spec.legend {
+        marks.push_str(&legend(spec.series, &mut labels));
+    }
     for (i, s) in spec.series.iter().enumerate() {
         let colour = series_colour(i);
-        let pts: Vec<(f64, f64)> =
-            s.points.iter().map(|&(x, y)| (project_x(axis, x), y)).filter(|&(x, y)| drawable(x, y)).collect();
-        let line = chart.draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))?;
-        if spec.legend {
-            line.label(s.label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
-        }
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
-        if !s.point_labels.is_empty() {
-            chart.draw_series(
-                pts.iter()
-                    .zip(&s.point_labels)
-                    .map(|(&p, text)| Text::new(text.clone(), p, ("sans-serif", 11).into_font().color(&BLACK))),
-            )?;
+        let css = format!("#{:02x}{:02x}{:02x}", colour.0, colour.1, colour.2);
+        let kept: Vec<(f64, f64, Option<&String>)> = s
+            .points
+            .iter()
+            .enumerate()
+            .map(|(j, &(x, y))| (project_x(axis, x), y, s.point_labels.get(j)))
+            .filter(|&(x, y, _)| drawable(x, y))
+            .collect();
+        let pts: Vec<(f64, f64)> = kept.iter().map(|&(x, y, _)| (x, y)).collect();
+        chart.draw_series(LineSeries::new(pts, colour.stroke_width(2)))?;
+        for &(x, y, label) in &kept {
+            let (cx, cy) = chart.backend_coord(&(x, y));
+            let open = marker(marker_shape(i), cx, cy, 4, &css);
+            marks.push_str(&open.replacen(' ', " class=\"point\" ", 1));
+            marks.truncate(marks.len() - 1);
+            marks.push_str("/>");
+            labels.occupy(Rect::around(cx, cy, 5));
+            if let Some(text) = label.map(|t| t.trim()).filter(|t| !t.is_empty()) {
+                labels.place(text, cx, cy);
+            }
         }
     }
-    if spec.legend {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(TRANSPARENT)
-            .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 12).into_font().color(&BLACK))
-            .draw()?;
-    }
+    marks.push_str(&labels.svg);
     Ok(())
+}
+
+/// The legend, drawn by us so each entry shows its series' marker: top right, one line a
+/// series; the space it takes is kept free of point labels.
+fn legend(series: &[Series], labels: &mut LabelPlacer) -> String {
+    use std::fmt::Write as _;
+    let line_h = TEXT_PX as i32 + 6;
+    let text_w = series.iter().map(|s| text_width(&s.label)).max().unwrap_or(0);
+    let (w, h) = (text_w + 40, line_h * series.len() as i32 + 8);
+    let (x0, y0) = (WIDTH as i32 - 16 - w, 16);
+    labels.occupy(Rect { x0, y0, x1: x0 + w, y1: y0 + h });
+    let mut svg = format!(
+        "<rect x=\"{x0}\" y=\"{y0}\" width=\"{w}\" height=\"{h}\" fill=\"none\" stroke=\"currentColor\" stroke-opacity=\"0.3\"/>"
+    );
+    for (i, s) in series.iter().enumerate() {
+        let c = series_colour(i);
+        let css = format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2);
+        let y = y0 + 4 + line_h * i as i32 + line_h / 2;
+        let _ = write!(
+            svg,
+            "<line x1=\"{}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"{css}\" stroke-width=\"2\"/>",
+            x0 + 6,
+            x0 + 28
+        );
+        let open = marker(marker_shape(i), x0 + 17, y, 4, &css);
+        let _ = write!(svg, "{}/>", &open[..open.len() - 1]);
+        let _ = write!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" font-size=\"{TEXT_PX}\" font-family=\"sans-serif\" fill=\"currentColor\">{}</text>",
+            x0 + 34,
+            y + TEXT_PX as i32 / 2 - 2,
+            xml_escape(&s.label)
+        );
+    }
+    svg
+}
+
+/// About how wide `text` is at the chart's text size: sans-serif characters average a
+/// little over half the font size.
+fn text_width(text: &str) -> i32 {
+    (text.chars().count() as f64 * TEXT_PX as f64 * 0.56).ceil() as i32
+}
+
+/// A box in drawing pixels.
+#[derive(Clone, Copy)]
+struct Rect {
+    x0: i32,
+    y0: i32,
+    x1: i32,
+    y1: i32,
+}
+
+impl Rect {
+    fn around(x: i32, y: i32, r: i32) -> Rect {
+        Rect { x0: x - r, y0: y - r, x1: x + r, y1: y + r }
+    }
+
+    fn overlaps(&self, o: &Rect) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
+    }
+}
+
+/// Point labels placed where they overlap nothing placed before (a label, a marker): to the
+/// right, above, below or left of the point; a label with no free place is left out.
+#[derive(Default)]
+struct LabelPlacer {
+    taken: Vec<Rect>,
+    svg: String,
+}
+
+impl LabelPlacer {
+    fn occupy(&mut self, r: Rect) {
+        self.taken.push(r);
+    }
+
+    fn place(&mut self, text: &str, x: i32, y: i32) {
+        use std::fmt::Write as _;
+        let w = text_width(text);
+        let h = TEXT_PX as i32;
+        let candidates =
+            [(x + 7, y + h / 2 - 2), (x - w / 2, y - 8), (x - w / 2, y + h + 6), (x - w - 7, y + h / 2 - 2)];
+        for (tx, baseline) in candidates {
+            let r = Rect { x0: tx, y0: baseline - h + 2, x1: tx + w, y1: baseline + 3 };
+            let inside = r.x0 >= 0 && r.x1 <= WIDTH as i32 && r.y0 >= 0 && r.y1 <= HEIGHT as i32;
+            if inside && !self.taken.iter().any(|t| t.overlaps(&r)) {
+                self.taken.push(r);
+                let _ = write!(
+                    self.svg,
+                    "<text x=\"{tx}\" y=\"{baseline}\" font-size=\"{TEXT_PX}\" font-family=\"sans-serif\" fill=\"currentColor\">{}</text>",
+                    xml_escape(text)
+                );
+                return;
+            }
+        }
+    }
 }
 
 /// A point of a scatter chart: where it is, what it says on hover, where it links.
@@ -188,6 +330,8 @@ pub struct ScatterGroup {
 }
 
 pub struct ScatterSpec<'a> {
+    /// The chart's accessible name.
+    pub title: &'a str,
     pub x_desc: &'a str,
     pub y_desc: &'a str,
     pub groups: &'a [ScatterGroup],
@@ -219,15 +363,18 @@ pub fn scatter_chart(spec: &ScatterSpec) -> String {
         }
         let _ = root.present();
     }
-    let svg = svg.replace("#000000", "currentColor").replacen(
-        "<svg ",
-        "<svg class=\"chart scatter\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\" ",
-        1,
+    let points = spec.groups.iter().map(|g| g.points.len()).sum::<usize>();
+    let summary = format!(
+        "{} against {}: {points} points in {} configurations, each with its frontier line; {} up to {}, {} up to {}.",
+        spec.y_desc,
+        spec.x_desc,
+        spec.groups.len(),
+        spec.y_desc,
+        axis_number(y1 / 1.12),
+        spec.x_desc,
+        axis_number(x1 / 1.08)
     );
-    match svg.rfind("</svg>") {
-        Some(end) => format!("{}{marks}{}", &svg[..end], &svg[end..]),
-        None => String::new(),
-    }
+    finish_svg(&svg, "chart scatter", spec.title, &summary, &marks)
 }
 
 fn draw_scatter<DB: DrawingBackend>(
@@ -238,8 +385,8 @@ fn draw_scatter<DB: DrawingBackend>(
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let mut chart = ChartBuilder::on(root)
         .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
+        .x_label_area_size(46)
+        .y_label_area_size(72)
         .build_cartesian_2d(0f64..x1, 0f64..y1)?;
     chart
         .configure_mesh()
@@ -247,8 +394,8 @@ fn draw_scatter<DB: DrawingBackend>(
         .y_desc(spec.y_desc)
         .x_label_formatter(&|x| axis_number(*x))
         .y_label_formatter(&|y| axis_number(*y))
-        .label_style(("sans-serif", 12))
-        .axis_desc_style(("sans-serif", 13))
+        .label_style(("sans-serif", TEXT_PX))
+        .axis_desc_style(("sans-serif", TEXT_PX + 1))
         .max_light_lines(0)
         .draw()?;
     let mut linked = 0;
@@ -316,7 +463,7 @@ fn push_linked(marks: &mut String, open: &str, p: &ScatterPoint) {
 /// A small trend line (no axes: the page prints the numbers beside it), one point per
 /// value, gaps where a value is missing; each point titled with its label and value. Far
 /// lighter than a full chart, for a table of many. Empty with fewer than two values.
-pub fn sparkline(values: &[Option<f64>], labels: &[String], value_text: fn(f64) -> String) -> String {
+pub fn sparkline(title: &str, values: &[Option<f64>], labels: &[String], value_text: fn(f64) -> String) -> String {
     use std::fmt::Write as _;
     let present: Vec<f64> = values.iter().flatten().copied().filter(|v| v.is_finite()).collect();
     if present.len() < 2 {
@@ -328,7 +475,11 @@ pub fn sparkline(values: &[Option<f64>], labels: &[String], value_text: fn(f64) 
     let x = |i: usize| pad + (w - 2.0 * pad) * i as f64 / (values.len().max(2) - 1) as f64;
     let y = |v: f64| pad + (h - 2.0 * pad) * (1.0 - (v - min) / (max - min));
     let mut svg = format!(
-        "<svg class=\"chart spark\" role=\"img\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" preserveAspectRatio=\"xMidYMid meet\">"
+        "<svg class=\"chart spark\" role=\"img\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" preserveAspectRatio=\"xMidYMid meet\"><title>{}</title><desc>{} values from {} to {}.</desc>",
+        xml_escape(title),
+        present.len(),
+        value_text(min.min(max)),
+        value_text(max)
     );
     // One polyline per run of consecutive values.
     let mut line = Vec::new();
@@ -398,6 +549,7 @@ mod tests {
         }];
         let spec = ChartSpec {
             x_axis: XAxis::Linear,
+            title: "test",
             x_desc: "x",
             y_desc: "y",
             series: &series,
@@ -405,8 +557,9 @@ mod tests {
             x_names: None,
         };
         let svg = line_chart(&spec);
-        // The two sane points are drawn (one circle each); the axis tops out near 20.
-        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
+        // The two sane points are drawn (one marker each); the axis tops out near 20.
+        assert_eq!(svg.matches("class=\"point\"").count(), 2, "{svg}");
+        assert!(svg.contains("<title>test</title><desc>y against x. a: 5 points, y"), "{svg}");
         let labels: Vec<&str> =
             svg.split("<text").skip(1).filter_map(|t| t.split('>').nth(1)?.split('<').next()).map(str::trim).collect();
         // y ticks up to the largest sane value (20 plus headroom), then the x ticks.

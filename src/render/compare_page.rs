@@ -75,6 +75,7 @@ fn prefill_overlay(a: &RunView, b: &RunView) -> String {
         .collect();
     line_chart(&ChartSpec {
         x_axis: XAxis::Context,
+        title: "Prefill of both runs: prompt tok/s by context length",
         x_desc: "context length (tokens)",
         y_desc: "prompt tok/s",
         series: &series,

@@ -55,6 +55,7 @@ pub fn render(
         let series = overlay(&runs, points);
         line_chart(&ChartSpec {
             x_axis: XAxis::Context,
+            title: y_desc,
             x_desc: "context length (tokens)",
             y_desc,
             series: &series,

@@ -98,6 +98,7 @@ fn context_view<'a>(
             .collect()
     };
     let chart = scatter_chart(&ScatterSpec {
+        title: "Total tok/s per device against per-request tok/s, every configuration",
         x_desc: "per-request tok/s (interactivity)",
         y_desc: "total tok/s per device",
         groups: &groups(false),
@@ -105,6 +106,7 @@ fn context_view<'a>(
     });
     let cost_chart = if priced {
         scatter_chart(&ScatterSpec {
+            title: "Dollars per million output tokens against per-request tok/s",
             x_desc: "per-request tok/s (interactivity)",
             y_desc: "dollars per million output tokens",
             groups: &groups(true),

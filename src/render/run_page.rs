@@ -210,6 +210,7 @@ fn prefill_chart(run: &RunView) -> String {
     }];
     line_chart(&ChartSpec {
         x_axis: XAxis::Context,
+        title: "Prefill: prompt tok/s by context length",
         x_desc: "context length (tokens); labels: TTFT",
         y_desc: "prompt tok/s",
         series: &series,
@@ -244,6 +245,7 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
         .collect();
     line_chart(&ChartSpec {
         x_axis: XAxis::Linear,
+        title: "Throughput against interactivity",
         x_desc: "per-request tok/s (interactivity); labels: requests at once",
         y_desc: "total tok/s",
         series: &series,

@@ -159,6 +159,7 @@ fn trend_chart(name: &str, versions: &[String], values: &[Option<f64>]) -> Strin
     let series = [Series { label: name.to_string(), points, point_labels: vec![] }];
     line_chart(&ChartSpec {
         x_axis: XAxis::Linear,
+        title: name,
         x_desc: "engine version (release order)",
         y_desc: name,
         series: &series,
@@ -183,7 +184,9 @@ fn cell_rows(runs: &[&RunView], versions: &[String]) -> Vec<CellRow> {
                 .collect();
             let label = format!("{} × {c}", context_label(ctx));
             CellRow {
-                chart: sparkline(&values[skip..], &versions[skip..], |v| format!("{} tok/s", numbers::decimal1(v))),
+                chart: sparkline(&format!("Total tok/s at {label} by run"), &values[skip..], &versions[skip..], |v| {
+                    format!("{} tok/s", numbers::decimal1(v))
+                }),
                 first: values.iter().flatten().next().copied(),
                 last: values.iter().flatten().last().copied(),
                 measured: values.iter().flatten().count(),

@@ -136,7 +136,7 @@ pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
 pub fn chart_points(html: &str) -> Vec<usize> {
     html.split("<svg class=\"chart\"")
         .skip(1)
-        .map(|svg| svg[..svg.find("</svg>").unwrap()].matches("<circle").count())
+        .map(|svg| svg[..svg.find("</svg>").unwrap()].matches("class=\"point\"").count())
         .collect()
 }
 
