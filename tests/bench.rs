@@ -122,9 +122,12 @@ fn figures_match_the_simulators_ground_truth() {
         within(f["avg_active"].as_f64().unwrap(), c as f64, 0.01, &format!("{ctx} x {c} active"));
         within(f["measured_s"].as_f64().unwrap(), 1.5, 0.02, "measured for");
         assert_eq!(find(&cells, "decode", ctx, c)["status"], "valid");
-        // The server's own count over the window agrees with ours to 0.5%.
+        // The server's own count over the window agrees with ours to 0.5%, give or take the
+        // one token at each edge that a counter read cannot split (1.5 s windows hold only a
+        // few hundred tokens at one stream; the default 30 s ones, thousands).
         let server = f["server_total_tps"].as_f64().unwrap_or_else(|| panic!("{ctx} x {c}: no server count"));
-        within(f["total_tps"].as_f64().unwrap(), server, 0.005, &format!("{ctx} x {c} ours against the server's"));
+        let edge = 2.0 / f["output_tokens"].as_f64().unwrap();
+        within(f["total_tps"].as_f64().unwrap(), server, 0.005 + edge, &format!("{ctx} x {c} ours against the server's"));
         let cpu = f["client_cpu_cores"].as_f64().unwrap();
         assert!(cpu > 0.0 && cpu < 0.5, "{ctx} x {c}: client used {cpu} cores");
         let codes = find(&cells, "decode", ctx, c)["warnings"].to_string();

@@ -229,11 +229,21 @@ pub fn root(path: &str) -> Value {
 }
 
 pub fn put_page(sink: &mut dyn Sink, path: &str, html: &str, stats: &mut RenderStats) -> Result<()> {
-    sink.put(path, html.as_bytes())?;
+    // With a base URL, the page's address (canonical link, og:url) ends in its own path,
+    // known only here. Data cannot forge the marker: `<` is always escaped.
+    if html.contains(PAGE_PATH_MARKER) {
+        let page = path.strip_suffix("index.html").unwrap_or(path);
+        sink.put(path, html.replace(PAGE_PATH_MARKER, page).as_bytes())?;
+    } else {
+        sink.put(path, html.as_bytes())?;
+    }
     stats.pages += 1;
     stats.files += 1;
     Ok(())
 }
+
+/// Where the base template leaves the page's path to be filled in.
+const PAGE_PATH_MARKER: &str = "<!--page-path-->";
 
 pub fn put_file(sink: &mut dyn Sink, path: &str, body: &str, stats: &mut RenderStats) -> Result<()> {
     sink.put(path, body.as_bytes())?;

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{html, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 /// The schemes a link or image in Markdown may use.
 const SAFE_SCHEMES: &[&str] = &["http", "https", "mailto"];
@@ -31,7 +31,24 @@ pub fn safe_url(url: &str) -> bool {
 }
 
 pub fn to_html(markdown: &str) -> String {
+    to_html_from_level(markdown, 1)
+}
+
+/// As [`to_html`], with the headings moved so the highest one is `<h{top}>` (notes under a
+/// page's own `<h2>` start at `<h3>`), keeping their order; none deeper than `<h6>`.
+pub fn to_html_from_level(markdown: &str, top: u8) -> String {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_FOOTNOTES;
+    let highest = Parser::new_ext(markdown, options)
+        .filter_map(|e| match e {
+            Event::Start(Tag::Heading { level, .. }) => Some(level as u8),
+            _ => None,
+        })
+        .min()
+        .unwrap_or(1);
+    let shift = |level: HeadingLevel| -> HeadingLevel {
+        let n = (level as u8 + top.max(1)).saturating_sub(highest).clamp(1, 6);
+        HeadingLevel::try_from(n as usize).unwrap_or(HeadingLevel::H6)
+    };
     let mut dropped_links = 0usize;
     let mut image_alt: Option<String> = None;
     let mut events = Vec::new();
@@ -50,6 +67,10 @@ pub fn to_html(markdown: &str) -> String {
             Event::Start(Tag::Link { ref dest_url, .. }) if !safe_url(dest_url) => dropped_links += 1,
             Event::End(TagEnd::Link) if dropped_links > 0 => dropped_links -= 1,
             Event::Start(Tag::Image { ref dest_url, .. }) if !safe_url(dest_url) => image_alt = Some(String::new()),
+            Event::Start(Tag::Heading { level, id, classes, attrs }) => {
+                events.push(Event::Start(Tag::Heading { level: shift(level), id, classes, attrs }))
+            }
+            Event::End(TagEnd::Heading(level)) => events.push(Event::End(TagEnd::Heading(shift(level)))),
             other => events.push(other),
         }
     }
@@ -95,6 +116,14 @@ pub fn first_heading(markdown: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headings_move_under_the_page_keeping_their_order() {
+        let html = to_html_from_level("# Notes\n\ntext\n\n## Detail\n\n#### Deep", 3);
+        assert!(html.contains("<h3>Notes</h3>") && html.contains("<h4>Detail</h4>") && html.contains("<h6>Deep</h6>"), "{html}");
+        assert!(to_html_from_level("## How it measured", 3).contains("<h3>How it measured</h3>"));
+        assert!(to_html("# Title").contains("<h1>Title</h1>"));
+    }
 
     #[test]
     fn raw_html_is_escaped() {

@@ -152,7 +152,7 @@ pub fn render(
     let prefill_chart = prefill_chart(run);
     let tvi_chart = throughput_interactivity_chart(run);
     stats.charts += [&prefill_chart, &tvi_chart].iter().filter(|c| !c.is_empty()).count();
-    let notes_html = run.notes_markdown.as_deref().map(markdown::to_html);
+    let notes_html = run.notes_markdown.as_deref().map(|md| markdown::to_html_from_level(md, 3));
     let details: Vec<String> = run.decode.iter().map(downloads::cell_detail).collect();
     let comparisons: Vec<_> = cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id).collect();
     let heat_rows: Vec<HeatRowView> = run

@@ -256,8 +256,15 @@ impl SitePages<'_> {
             })?;
             put_page(sink, &format!("pages/{}/index.html", p.slug), &html, stats)?;
         }
-        let not_found =
-            cx.env.get_template("404.html")?.render(context! { root => root("/"), nav_pages => ser(&cx.nav) })?;
+        // Served at any missing address: links are absolute (the base URL, else the host's
+        // root) and the stylesheet is inline, so the page is whole under any sub-path.
+        let site_root = self.settings.base_url.as_deref().unwrap_or("/");
+        let style = crate::write::assets::DEFAULT_ASSETS.iter().find(|(n, _)| *n == "style.css").map(|(_, b)| *b);
+        let not_found = cx.env.get_template("404.html")?.render(context! {
+            root => root(site_root),
+            nav_pages => ser(&cx.nav),
+            inline_style => style.map(|b| String::from_utf8_lossy(b).into_owned()),
+        })?;
         put_page(sink, "404.html", &not_found, stats)
     }
 }

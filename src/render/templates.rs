@@ -69,6 +69,7 @@ pub fn environment(overrides: Option<&Path>, settings: &SiteSettings) -> Result<
     register_filters(&mut env);
     env.add_global("site_title", settings.title.clone());
     env.add_global("site_description", settings.description.clone());
+    env.add_global("base_url", settings.base_url.clone());
     Ok(env)
 }
 

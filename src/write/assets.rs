@@ -9,10 +9,15 @@ use walkdir::WalkDir;
 
 use super::Sink;
 
-pub const DEFAULT_ASSETS: &[(&str, &str)] = &[
-    ("style.css", include_str!("../../static/style.css")),
-    ("favicon.svg", include_str!("../../static/favicon.svg")),
-    ("runs.js", include_str!("../../static/runs.js")),
+pub const DEFAULT_ASSETS: &[(&str, &[u8])] = &[
+    ("style.css", include_bytes!("../../static/style.css")),
+    ("favicon.svg", include_bytes!("../../static/favicon.svg")),
+    ("runs.js", include_bytes!("../../static/runs.js")),
+    // Drawn by scripts/make-icons.py: a PNG favicon, the touch icon, and the picture a shared
+    // link shows.
+    ("icon-32.png", include_bytes!("../../static/icon-32.png")),
+    ("icon-180.png", include_bytes!("../../static/icon-180.png")),
+    ("icon-512.png", include_bytes!("../../static/icon-512.png")),
 ];
 
 /// Writes the assets under `static/` in the output. Returns how many files.
@@ -25,7 +30,7 @@ pub fn write_assets(static_dir: Option<&Path>, sink: &mut dyn Sink) -> Result<us
                 &format!("static/{name}"),
                 &fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
             )?,
-            None => sink.put(&format!("static/{name}"), body.as_bytes())?,
+            None => sink.put(&format!("static/{name}"), body)?,
         }
         n += 1;
     }
