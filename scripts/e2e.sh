@@ -73,9 +73,12 @@ SGLANG_RUN=step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl
 CHECKS=$(cat <<JSON
 [
   {"name": "index", "path": "/"},
-  {"name": "run-vllm", "path": "/runs/$VLLM_RUN/", "heatmap_cells": 48, "looped": 1, "over_capacity": 15, "svg": "#prefill svg"},
+  {"name": "run-vllm", "path": "/runs/$VLLM_RUN/", "heatmap_cells": 48, "looped": 1, "over_capacity": 15, "svg": "#prefill svg", "print": true},
   {"name": "run-cpu-e2e", "path": "/runs/e2e-llamacpp/", "heatmap_cells": 6, "looped": 0, "over_capacity": 2, "svg": "#prefill svg"},
+  {"name": "run-imported-tool", "path": "/runs/smollm2-135m-llamacpp-cpu-guidellm/"},
   {"name": "model", "path": "/models/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},
+  {"name": "hardware", "path": "/hardware/amd-epyc-2-cores/"},
+  {"name": "engine", "path": "/engines/llama-cpp/"},
   {"name": "compare", "path": "/compare/$VLLM_RUN--$SGLANG_RUN/", "svg": "figure.chart svg"},
   {"name": "methodology", "path": "/glossary/"},
   {"name": "cell-e2e", "path": "/runs/e2e-llamacpp/cells/decode-512-x2/", "svg": "svg.timeline"},
@@ -85,7 +88,8 @@ CHECKS=$(cat <<JSON
   {"name": "leaderboards", "path": "/leaderboards/"},
   {"name": "leaderboard", "path": "/leaderboards/8k-x64/"},
   {"name": "pareto", "path": "/pareto/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},
-  {"name": "series", "path": "/series/huggingfacetb-smollm2-135m-instruct-llama-cpp-q4-1-1x-amd-epyc-2-cores/", "svg": "figure.chart svg"}
+  {"name": "series", "path": "/series/huggingfacetb-smollm2-135m-instruct-llama-cpp-q4-1-1x-amd-epyc-2-cores/", "svg": "figure.chart svg"},
+  {"name": "not-found", "path": "/no/such/page/", "status": 404}
 ]
 JSON
 )

@@ -374,7 +374,8 @@ pub fn scatter_chart(spec: &ScatterSpec) -> String {
         spec.x_desc,
         axis_number(x1 / 1.08)
     );
-    finish_svg(&svg, "chart scatter", spec.title, &summary, &marks)
+    // Its points are links: a group of them, not one image.
+    finish_svg(&svg, "chart scatter", spec.title, &summary, &marks).replacen("role=\"img\"", "role=\"group\"", 1)
 }
 
 fn draw_scatter<DB: DrawingBackend>(

@@ -1,12 +1,17 @@
 // Browser checks of the built site, served by `site serve`, in Debian's Chromium.
 // Usage: node check.mjs BASE_URL SCREENSHOT_DIR CHECKS_JSON
-// CHECKS_JSON lists pages: [{"name", "path", "heatmap_cells"?, "looped"?, "over_capacity"?,
-// "svg"?: CSS selector of an SVG that must render}]. Every link on each page must answer 200,
-// no page may log a console error, and each page is saved at desktop and phone width, in
-// light and dark mode.
+// CHECKS_JSON lists pages: [{"name", "path", "status"? (default 200), "heatmap_cells"?,
+// "looped"?, "over_capacity"?, "svg"?: CSS selector of an SVG that must render, "print"?:
+// print the page to PDF and check the measurements table fits the paper}]. Every link on
+// each page must answer 200, no page may log a console error, axe-core finds no serious or
+// critical violation, and each page is saved at desktop and phone width, in light and dark
+// mode.
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
+
+const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 const [base, shots, checksJson] = process.argv.slice(2);
 const checks = JSON.parse(checksJson);
@@ -36,10 +41,22 @@ for (const c of checks) {
       const context = await browser.newContext({ viewport: v.viewport, isMobile: v.isMobile, colorScheme: scheme });
       const page = await context.newPage();
       const errors = [];
-      page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+      // A page checked for its 404 logs that 404 itself; nothing else may fail.
+      page.on('console', (m) => {
+        if (m.type() === 'error' && !(c.status === 404 && m.text().includes('status of 404'))) errors.push(m.text());
+      });
       page.on('pageerror', (e) => errors.push(String(e)));
       const resp = await page.goto(base + c.path, { waitUntil: 'load' });
-      ok(resp && resp.status() === 200, `${c.name}: ${c.path} answered ${resp && resp.status()}`);
+      const status = c.status || 200;
+      ok(resp && resp.status() === status, `${c.name}: ${c.path} answered ${resp && resp.status()}, want ${status}`);
+      // Accessibility: no serious or critical violation, in this scheme at this width.
+      await page.addScriptTag({ content: axeSource });
+      const violations = await page.evaluate(async () => {
+        const r = await window.axe.run(document, { resultTypes: ['violations'] });
+        return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}x): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`);
+      });
+      ok(violations.length === 0, `${c.name} (${v.label}, ${scheme}): axe: ${violations.join('; ')}`);
       const first = scheme === 'light' && v.label === 'desktop';
       if (first) {
         if (c.heatmap_cells !== undefined) {
@@ -82,11 +99,30 @@ for (const c of checks) {
         ok(overflow <= 1, `${c.name}: page is ${overflow}px wider than a phone screen`);
       }
       await page.screenshot({ path: path.join(shots, `${c.name}-${v.label}-${scheme}.png`), fullPage: true });
+      if (c.print && first) await printCheck(page, c);
       ok(errors.length === 0, `${c.name} (${v.label}, ${scheme}): console errors: ${errors.join(' | ')}`);
       await context.close();
     }
   }
 }
+/// Prints the page to A4 landscape (a PDF beside the screenshots) and checks, in the print
+/// layout, that the measurements table's last column is inside the page box.
+async function printCheck(page, c) {
+  await page.pdf({ path: path.join(shots, `${c.name}-print.pdf`), format: 'A4', landscape: true, printBackground: true });
+  // A4 landscape less 10 mm margins: 277 mm = 1047 CSS px wide.
+  await page.setViewportSize({ width: 1047, height: 740 });
+  await page.emulateMedia({ media: 'print' });
+  const fit = await page.evaluate(() => {
+    const table = document.querySelector('table.measurements');
+    const last = table && table.querySelector('thead th:last-child');
+    if (!last) return null;
+    return { right: last.getBoundingClientRect().right, text: last.textContent, visible: last.offsetParent !== null };
+  });
+  ok(fit !== null && fit.visible, `${c.name}: printed, the measurements table has no visible last column`);
+  ok(fit !== null && fit.right <= 1047, `${c.name}: printed, the last column (${fit && fit.text}) ends at ${fit && fit.right}px, past the page (1047px)`);
+  await page.emulateMedia({ media: 'screen' });
+}
+
 await browser.close();
 console.log(`browser checks: ${checkedLinks.size} links answered`);
 for (const f of failures) console.log(`FAIL ${f}`);
