@@ -232,7 +232,7 @@ fn a_folder_of_vllm_results_becomes_one_run_with_a_cell_per_concurrency() {
     // The method notes are on the run page.
     assert_ok(&ws.site(&["build"]));
     let page = ws.read("public/runs/vllm/index.html");
-    assert!(page.contains("<h2>How vllm bench serve measured</h2>"));
+    assert!(page.contains("<h3>How vllm bench serve measured</h3>"), "the notes sit under the page's Notes heading");
     assert!(text_of(&page).contains("Fixed request count"));
 }
 
