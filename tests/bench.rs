@@ -127,7 +127,12 @@ fn figures_match_the_simulators_ground_truth() {
         // few hundred tokens at one stream; the default 30 s ones, thousands).
         let server = f["server_total_tps"].as_f64().unwrap_or_else(|| panic!("{ctx} x {c}: no server count"));
         let edge = 2.0 / f["output_tokens"].as_f64().unwrap();
-        within(f["total_tps"].as_f64().unwrap(), server, 0.005 + edge, &format!("{ctx} x {c} ours against the server's"));
+        within(
+            f["total_tps"].as_f64().unwrap(),
+            server,
+            0.005 + edge,
+            &format!("{ctx} x {c} ours against the server's"),
+        );
         let cpu = f["client_cpu_cores"].as_f64().unwrap();
         assert!(cpu > 0.0 && cpu < 0.5, "{ctx} x {c}: client used {cpu} cores");
         let codes = find(&cells, "decode", ctx, c)["warnings"].to_string();

@@ -19,6 +19,7 @@ pub mod progress;
 pub mod prompt;
 pub mod recorder;
 pub mod session;
+mod setup;
 pub mod telemetry;
 
 use std::path::PathBuf;

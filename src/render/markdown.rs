@@ -120,7 +120,10 @@ mod tests {
     #[test]
     fn headings_move_under_the_page_keeping_their_order() {
         let html = to_html_from_level("# Notes\n\ntext\n\n## Detail\n\n#### Deep", 3);
-        assert!(html.contains("<h3>Notes</h3>") && html.contains("<h4>Detail</h4>") && html.contains("<h6>Deep</h6>"), "{html}");
+        assert!(
+            html.contains("<h3>Notes</h3>") && html.contains("<h4>Detail</h4>") && html.contains("<h6>Deep</h6>"),
+            "{html}"
+        );
         assert!(to_html_from_level("## How it measured", 3).contains("<h3>How it measured</h3>"));
         assert!(to_html("# Title").contains("<h1>Title</h1>"));
     }
