@@ -554,8 +554,8 @@ fn validate_numbers(c: &Cell) -> Result<()> {
             if t.name.trim().is_empty() || t.name.len() > 100 || t.unit.len() > 20 {
                 bail!("reported.tool_figures[{i}]: expected a name of 1 to 100 characters and a unit of at most 20");
             }
-            if !t.value.is_finite() {
-                bail!("reported.tool_figures[{i}].value: expected a finite number");
+            if !t.value.is_finite() || t.value.abs() > MAX_NUMBER {
+                bail!("reported.tool_figures[{i}].value: expected a finite number of at most {MAX_NUMBER:e}");
             }
         }
     }
@@ -576,8 +576,24 @@ fn validate_numbers(c: &Cell) -> Result<()> {
                 ("chunks", count(Some(r.chunks))),
                 ("window_tokens", count(Some(r.window_tokens))),
                 ("cached_prompt_tokens", count(r.cached_prompt_tokens)),
+                ("server_decode_tps", r.server_decode_tps),
             ];
             check_numbers(&values, |f| format!("measurement.requests[{i}].{f}"))?;
+        }
+        if let Some(s) = &m.server_tokens {
+            let values = [("start_s", Some(s.start_s)), ("end_s", Some(s.end_s)), ("tokens", Some(s.tokens))];
+            check_numbers(&values, |f| format!("measurement.server_tokens.{f}"))?;
+        }
+        check_numbers(&[("client_cpu_s", m.client_cpu_s)], |f| format!("measurement.{f}"))?;
+        for (i, t) in m.telemetry.iter().enumerate() {
+            let values = [
+                ("t_s", Some(t.t_s)),
+                ("power_w", t.power_w),
+                ("utilization_pct", t.utilization_pct),
+                ("memory_used_mib", t.memory_used_mib),
+                ("sm_clock_mhz", t.sm_clock_mhz),
+            ];
+            check_numbers(&values, |f| format!("measurement.telemetry[{i}].{f}"))?;
         }
         for (i, g) in m.gauge.iter().enumerate() {
             let values = [("t_s", Some(g.t_s)), ("running", Some(g.running)), ("waiting", g.waiting)];
