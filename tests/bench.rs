@@ -802,3 +802,27 @@ fn telemetry_is_sampled_per_cell_and_a_machine_without_the_tool_goes_on_without_
         .unwrap()
         .contains("Energy per output token"));
 }
+
+#[test]
+fn a_server_that_never_finishes_the_tls_handshake_does_not_hang_the_run() {
+    let _cpu = shared();
+    // Takes the connection, reads nothing, answers nothing.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Held until the test process ends.
+    std::thread::spawn(move || {
+        let conns: Vec<_> = listener.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(60));
+        drop(conns);
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let out = bench(
+        ws.path(),
+        &format!("https://127.0.0.1:{port}"),
+        &["--contexts", "1k", "--concurrency", "1", "--insecure"],
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("the TLS handshake did not finish in time"), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(14), "took {:?}", started.elapsed());
+}

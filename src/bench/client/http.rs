@@ -216,7 +216,12 @@ impl HttpClient {
         let mut sender = match &self.tls {
             Some(tls) if self.endpoint.tls => {
                 let name = super::tls::server_name(&self.endpoint.host)?;
-                let stream = tls.connect(name, stream).await.map_err(|e| {
+                // A server that takes the connection and never finishes the handshake must
+                // not hang the run.
+                let tls_result = tokio::time::timeout(self.connect_timeout, tls.connect(name, stream))
+                    .await
+                    .map_err(|_| unreachable("the TLS handshake did not finish in time".into()))?;
+                let stream = tls_result.map_err(|e| {
                     anyhow!(
                         "TLS handshake with {} failed: {e} (a private CA: --ca-cert FILE; a self-signed test server: --insecure)",
                         self.endpoint.display()
