@@ -822,7 +822,8 @@ fn a_server_that_never_finishes_the_tls_handshake_does_not_hang_the_run() {
         &format!("https://127.0.0.1:{port}"),
         &["--contexts", "1k", "--concurrency", "1", "--insecure"],
     );
+    // Whichever gives up first (the handshake's or the request's 10 s), the run ends.
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("the TLS handshake did not finish in time"), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("discovering https://127.0.0.1:{port}")), "{}", stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(14), "took {:?}", started.elapsed());
 }
