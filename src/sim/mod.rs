@@ -34,6 +34,8 @@ pub enum Fault {
     Stall,
     /// The connection is dropped after some tokens.
     Reset,
+    /// The request is taken and no response head ever comes.
+    SilentHead,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -251,6 +251,10 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
     if let Some(response) = fault.and_then(|f| http_fault(a.flavor, f)) {
         return response;
     }
+    if fault == Some(Fault::SilentHead) {
+        // Until the client gives up and the connection (and this future) goes away.
+        std::future::pending::<()>().await;
+    }
     let need = prompt_tokens + max_tokens;
     let (running_at_admission, admitted_at) = admit(&sim, need, arrival).await;
     let cached_tokens = prefix_cache_hit(&sim, &text, prompt_tokens);

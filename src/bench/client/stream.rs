@@ -143,8 +143,15 @@ pub async fn run_stream(
     on_first_token: impl FnMut(),
 ) -> StreamOutcome {
     let record = RequestRecord::sent_at(clock.now_s());
+    // A server silent before its response head has stalled as surely as one silent mid-stream.
     let sent = tokio::select! {
-        r = client.send(Method::POST, path, Some(body)) => r,
+        r = tokio::time::timeout(settings.stall_timeout, client.send(Method::POST, path, Some(body))) => match r {
+            Ok(r) => r,
+            Err(_) => Err(anyhow::anyhow!(
+                "no response within {:.0} s (--stall-timeout)",
+                settings.stall_timeout.as_secs_f64()
+            )),
+        },
         _ = cancel.changed() => return StreamOutcome::before_stream(record, clock, Ended::Cancelled),
     };
     let (status, body) = match sent {
