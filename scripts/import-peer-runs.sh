@@ -13,8 +13,9 @@ FACTS=(--cpu "AMD EPYC (2 cores)" --hardware-kind CPU --os linux --engine llama.
   --model-id HuggingFaceTB/SmolLM2-135M-Instruct
   --launch-command ".venv/bin/python scripts/llama-server.py --n-ctx 8192 --parallel 4 --threads 2")
 one() { local id=$1; shift; "$SITE" import --data "$DATA" --force --run-id "smollm2-135m-llamacpp-cpu-$id" "${FACTS[@]}" "$@"; }
-one vllm-bench-serve "$PEER"/vllm-0.33.0
-one sglang-bench-serving "$PEER"/sglang-0.5.23/sglang-bench.jsonl
+# vLLM, SGLang and inference-perf do not write their version: it is the one they ran as.
+one vllm-bench-serve "$PEER"/vllm-0.33.0 --tool-version 0.33.0
+one sglang-bench-serving "$PEER"/sglang-0.5.23/sglang-bench.jsonl --tool-version 0.5.23
 one guidellm "$PEER"/guidellm-0.8.1/benchmarks.json
 one aiperf "$PEER"/aiperf-0.13.0/sweep-c124
-one inference-perf "$PEER"/inference-perf-0.7.0
+one inference-perf "$PEER"/inference-perf-0.7.0 --tool-version 0.7.0

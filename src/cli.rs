@@ -311,6 +311,10 @@ pub struct ImportArgs {
     /// Replace an existing run with the same id.
     #[arg(long)]
     pub force: bool,
+    /// The tool's version, for files that do not record it (vllm bench serve, SGLang
+    /// bench_serving, inference-perf); a version the files record is kept.
+    #[arg(long)]
+    pub tool_version: Option<String>,
     #[command(flatten)]
     pub facts: FactsArgs,
 }

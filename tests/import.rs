@@ -211,7 +211,16 @@ fn a_folder_of_vllm_results_becomes_one_run_with_a_cell_per_concurrency() {
         "{}",
         stdout(&out)
     );
-    assert!(stdout(&out).contains("not in the files: tool version"));
+    assert!(
+        stdout(&out).contains("not in the files: tool version (the file does not record it; --tool-version gives it)")
+    );
+    // Given, it fills the gap; a version the files record is kept.
+    assert_ok(&import_paths(&ws, &["vllm-0.33.0"], &["--run-id", "vllm-given", "--tool-version", "0.33.0"]));
+    let run: Value = serde_json::from_str(&ws.read("data/runs/vllm-given/run.json")).unwrap();
+    assert_eq!(run["bench_tool"]["version"], "0.33.0");
+    assert_ok(&import_paths(&ws, &["guidellm-0.8.1/benchmarks.json"], &["--run-id", "g", "--tool-version", "9.9"]));
+    let run: Value = serde_json::from_str(&ws.read("data/runs/g/run.json")).unwrap();
+    assert_eq!(run["bench_tool"]["version"], "0.8.1");
     // Figures as the tool printed them: output_throughput, median TTFT and TPOT.
     let c1 = cell(&ws, "vllm", "decode-286-c1.json");
     let r = &c1["reported"];

@@ -254,13 +254,7 @@ fn a_leaderboard_says_which_tool_measured_each_run() {
     // Our fixed-window run at the tools' settings, then the tools' fixed-count runs.
     assert_eq!(
         tools,
-        [
-            "site bench 0.1.0",
-            "sglang bench_serving unknown",
-            "guidellm 0.8.1",
-            "inference-perf unknown",
-            "AIPerf 0.13.0"
-        ]
+        ["site bench 0.1.0", "sglang bench_serving 0.5.23", "guidellm 0.8.1", "inference-perf 0.7.0", "AIPerf 0.13.0"]
     );
 }
 
@@ -278,10 +272,10 @@ fn the_tools_page_sets_each_tools_answer_side_by_side() {
         [
             "AIPerf 0.13.0",
             "guidellm 0.8.1",
-            "inference-perf unknown",
-            "sglang bench_serving unknown",
+            "inference-perf 0.7.0",
+            "sglang bench_serving 0.5.23",
             "site bench 0.1.0",
-            "vllm bench serve unknown"
+            "vllm bench serve 0.33.0"
         ]
     );
     // One stream, 256 tokens: what each tool answered (total tok/s first).

@@ -105,6 +105,7 @@ impl FactsArgs {
             launch_command: self.launch_command.clone(),
             notes_markdown,
             description: self.description.clone(),
+            tool_version: None,
         })
     }
 }

@@ -1,11 +1,12 @@
 use anyhow::Result;
 
 use crate::cli::ImportArgs;
+use speed_matrix::format::facts::ManifestFacts;
 use speed_matrix::import::import_paths;
 use speed_matrix::import::sources::Format;
 
 pub fn run(a: &ImportArgs) -> Result<()> {
-    let facts = a.facts.to_manifest_facts()?;
+    let facts = ManifestFacts { tool_version: a.tool_version.clone(), ..a.facts.to_manifest_facts()? };
     let format = a.format.as_deref().map(Format::parse).transpose()?;
     let runs = import_paths(&a.paths, format, &a.data, a.run_id.as_deref(), a.force, &facts)?;
     for s in &runs {

@@ -43,6 +43,8 @@ pub struct ManifestFacts {
     pub launch_command: Option<String>,
     pub notes_markdown: Option<String>,
     pub description: Option<String>,
+    /// The benchmark tool's version where its files do not record it (`site import`).
+    pub tool_version: Option<String>,
 }
 
 impl ManifestFacts {

@@ -620,8 +620,12 @@ fn write_imported(
         Discovered { served_model: if facts.model_id.is_none() { model } else { None }, ..Discovered::default() };
     let tool_name = bench_tool.name.clone();
     let mut not_told = Vec::new();
+    let mut bench_tool = bench_tool;
     if bench_tool.version == "unknown" {
-        not_told.push("tool version (the file does not record it)");
+        match facts.tool_version.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+            Some(v) => bench_tool.version = v.to_string(),
+            None => not_told.push("tool version (the file does not record it; --tool-version gives it)"),
+        }
     }
     let mut manifest =
         facts.manifest(found, settings, bench_tool, Origin::Imported).with_context(|| format!("{}", path.display()))?;
