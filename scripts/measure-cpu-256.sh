@@ -8,15 +8,8 @@ cd "$(dirname "$0")/.."
 RUN_ID=${1:-smollm2-135m-llamacpp-cpu-256}
 PORT=${PORT:-18402}
 SITE=${SITE:-target/release/site}
-bash scripts/install-engine.sh
-[ -x "$SITE" ] || cargo build --release --locked
-LOG=$(mktemp)
-.venv/bin/python scripts/llama-server.py --port "$PORT" --n-ctx 8192 --parallel 4 --threads 2 --lifetime 1800 >"$LOG" 2>&1 &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; rm -f "$LOG"' EXIT
-for _ in $(seq 1 600); do grep -q '^ready ' "$LOG" && break; kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }; sleep 0.2; done
-grep -q '^ready ' "$LOG" || { echo "llama-server did not start" >&2; tail -20 "$LOG" >&2; exit 1; }
-VERSION=$(.venv/bin/pip show xllamacpp | sed -n 's/^Version: //p')
+source scripts/cpu-server.sh
+start_cpu_server "$PORT" 8192 4
 "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id "$RUN_ID" \
   --contexts 256 --prefill-contexts 256 --concurrency 1,2,4 \
   --duration "${DURATION:-20s}" --max-output 64 --warmup-hold 2s \

@@ -10,16 +10,9 @@ RUN_ID=${2:-smollm2-135m-llamacpp-cpu-${SLOTS}-slots}
 PORT=${PORT:-18401}
 SITE=${SITE:-target/release/site}
 N_CTX=$((4096 * SLOTS))
-bash scripts/install-engine.sh
-[ -x "$SITE" ] || cargo build --release --locked
-LOG=$(mktemp)
-.venv/bin/python scripts/llama-server.py --port "$PORT" --n-ctx "$N_CTX" --parallel "$SLOTS" --threads 2 --lifetime 1800 >"$LOG" 2>&1 &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; rm -f "$LOG"' EXIT
-for _ in $(seq 1 600); do grep -q '^ready ' "$LOG" && break; kill -0 $SERVER 2>/dev/null || { cat "$LOG"; exit 1; }; sleep 0.2; done
-grep -q '^ready ' "$LOG" || { echo "llama-server did not start" >&2; tail -20 "$LOG" >&2; exit 1; }
+source scripts/cpu-server.sh
+start_cpu_server "$PORT" "$N_CTX" "$SLOTS"
 CPU="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) cores)"
-VERSION=$(.venv/bin/pip show xllamacpp | sed -n 's/^Version: //p')
 "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id "$RUN_ID" \
   --contexts 512,1k,2k,4k --prefill-contexts 512,1k,2k --concurrency 1,2,4,8 \
   --duration "${DURATION:-10s}" --max-output 128 --warmup-hold 2s \
