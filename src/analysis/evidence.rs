@@ -256,7 +256,6 @@ mod tests {
 
     fn request(send: f64, first: f64, last: f64, tokens: u64, window_tokens: u64, finished: bool) -> RequestRecord {
         RequestRecord {
-            send_s: send,
             first_token_s: Some(first),
             last_token_s: Some(last),
             end_s: Some(last),
@@ -266,10 +265,8 @@ mod tests {
             window_last_token_s: Some(last.min(14.0)),
             token_source: TokenSource::Usage,
             prompt_tokens: Some(1000),
-            cached_prompt_tokens: None,
             finish_reason: finished.then(|| "length".to_string()),
-            error: None,
-            server_decode_tps: None,
+            ..RequestRecord::sent_at(send)
         }
     }
 

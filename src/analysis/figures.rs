@@ -201,6 +201,7 @@ fn decode_figures(m: &Measurement) -> Figures {
     let rates: Vec<f64> = tbts.iter().map(|t| 1.0 / t).collect();
     let finished = finished_rates(requests);
     let power = power_per_moment(&m.telemetry);
+    let avg_power_w = power.as_deref().and_then(mean);
     let completed = requests
         .iter()
         .filter(|r| r.error.is_none() && r.finish_reason.is_some())
@@ -229,14 +230,9 @@ fn decode_figures(m: &Measurement) -> Figures {
         server_per_request_tps: median(&finished.iter().map(|(_, server)| *server).collect::<Vec<_>>()),
         finished_per_request_tps: median(&finished.iter().map(|(ours, _)| *ours).collect::<Vec<_>>()),
         client_cpu_cores: m.client_cpu_s.filter(|_| w.end_s > w.start_s).map(|c| c / (w.end_s - w.start_s)),
-        avg_power_w: power.as_ref().and_then(|p| mean(p)),
+        avg_power_w,
         peak_power_w: power.as_ref().and_then(|p| p.iter().copied().reduce(f64::max)),
-        joules_per_token: power
-            .as_ref()
-            .and_then(|p| mean(p))
-            .zip(total_tps)
-            .filter(|(_, t)| *t > 0.0)
-            .map(|(w, t)| w / t),
+        joules_per_token: avg_power_w.zip(total_tps).filter(|(_, t)| *t > 0.0).map(|(w, t)| w / t),
     }
 }
 
@@ -299,7 +295,6 @@ mod tests {
 
     fn request(send: f64, first: f64, last: f64, tokens: u64, window_tokens: u64) -> RequestRecord {
         RequestRecord {
-            send_s: send,
             first_token_s: Some(first),
             last_token_s: Some(last),
             end_s: Some(last),
@@ -309,10 +304,7 @@ mod tests {
             window_last_token_s: Some(last.min(40.0)),
             token_source: TokenSource::Usage,
             prompt_tokens: Some(8192),
-            cached_prompt_tokens: None,
-            finish_reason: None,
-            error: None,
-            server_decode_tps: None,
+            ..RequestRecord::sent_at(send)
         }
     }
 
