@@ -174,14 +174,35 @@ fn peak_rss_kib() -> u64 {
 
 /// The child: build one generated data folder; print one line of figures:
 /// `run_pages files cold_s peak_kib nochange_s onechange_s serve_ms`.
-fn one(dir: &Path) {
-    let config = SiteConfig {
+fn config_in(dir: &Path) -> SiteConfig {
+    SiteConfig {
         data_dir: dir.join("data"),
         out_dir: dir.join("public"),
         templates_dir: None,
         static_dir: None,
         settings_file: None,
-    };
+    }
+}
+
+/// `site serve`: the site stays loaded; after one cell changes, the changed run is read again
+/// and the output rewritten in place (after the watcher's 30 ms settle, not counted here).
+/// Returns the milliseconds from the change to the rewritten output.
+fn serve_one_change(dir: &Path, config: &SiteConfig) -> f64 {
+    let (run, cell) = changed_cell(dir);
+    let site = Site::load(config.clone()).unwrap();
+    let mut written = speed_matrix::write::OutputIndex::default();
+    site.build_in_place(&mut written).unwrap();
+    edit(&cell, 2);
+    let t = Instant::now();
+    let site = site.reload_runs(&BTreeSet::from([run])).unwrap();
+    let report = site.build_in_place(&mut written).unwrap();
+    let serve_ms = t.elapsed().as_secs_f64() * 1000.0;
+    eprintln!("serve, one cell changed\n{}", format_steps(&report.steps));
+    serve_ms
+}
+
+fn one(dir: &Path) {
+    let config = config_in(dir);
     // Cold: no output yet.
     let t = Instant::now();
     let fingerprint = input_fingerprint(&config);
@@ -196,7 +217,7 @@ fn one(dir: &Path) {
     assert!(up_to_date(&config, input_fingerprint(&config)), "an unchanged site is not up to date");
     let nochange = t.elapsed().as_secs_f64();
     // One cell of one run changes: a full `site build`, keeping the other run pages.
-    let (run, cell) = changed_cell(dir);
+    let (_, cell) = changed_cell(dir);
     edit(&cell, 1);
     let t = Instant::now();
     let mut site = Site::load(config.clone()).unwrap();
@@ -204,15 +225,7 @@ fn one(dir: &Path) {
     let report = site.build().unwrap();
     let onechange = t.elapsed().as_secs_f64();
     eprintln!("one cell changed\n{}", format_steps(&report.steps));
-    // `site serve`: the site stays loaded; the changed run is read again and the output
-    // rewritten in place (after the watcher's 30 ms settle, not counted here).
-    site.build_in_place().unwrap();
-    edit(&cell, 2);
-    let t = Instant::now();
-    let site = site.reload_runs(&BTreeSet::from([run])).unwrap();
-    let report = site.build_in_place().unwrap();
-    let serve_ms = t.elapsed().as_secs_f64() * 1000.0;
-    eprintln!("serve, one cell changed\n{}", format_steps(&report.steps));
+    let serve_ms = serve_one_change(dir, &config);
     println!("{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms}", report.stats.run_pages);
 }
 
@@ -251,6 +264,11 @@ fn main() {
     }
     if let Some(i) = args.iter().position(|a| a == "--one") {
         one(Path::new(&args[i + 1]));
+        return;
+    }
+    // `--serve DIR` times only serve's rebuild (for profiling it).
+    if let Some(i) = args.iter().position(|a| a == "--serve") {
+        println!("{:.1} ms", serve_one_change(Path::new(&args[i + 1]), &config_in(Path::new(&args[i + 1]))));
         return;
     }
     let ns: Vec<usize> = std::env::var("SITE_BENCH_NS")

@@ -14,7 +14,7 @@ use crate::analysis::{self, Comparison, PreparedRun, RunView, SiteModel};
 use crate::format::{self, DataSet, SiteSettings};
 use crate::render::{templates, RenderStats, SitePages};
 use crate::units::Fnv;
-use crate::write::{assets, InPlace, Output, Siblings, Staging};
+use crate::write::{assets, InPlace, OutputIndex, Siblings, Sink, Staging};
 
 /// Where a site's inputs and output live.
 #[derive(Debug, Clone)]
@@ -189,9 +189,9 @@ impl Site {
 
     /// Renders every page into a staging folder and swaps it into place.
     pub fn build(&self) -> Result<BuildReport> {
-        let mut staging = Staging::new(&self.config.out_dir)?;
-        let (mut steps, stats, cache) = self.render(&mut staging)?;
-        let (files, bytes) = (staging.files, staging.bytes);
+        let staging = Staging::new(&self.config.out_dir)?;
+        let (mut steps, stats, cache) = self.render(&staging)?;
+        let (files, bytes) = staging.written();
         let t = Instant::now();
         staging.commit().with_context(|| format!("publishing {}", self.config.out_dir.display()))?;
         cache.write(&self.config.out_dir);
@@ -205,12 +205,14 @@ impl Site {
 
     /// Renders into the output folder in place: unchanged files stay untouched, changed
     /// ones are replaced one by one (temp file + rename), stale ones removed. For `site
-    /// serve`, where a rebuild must be quick and a reader sees each file whole.
-    pub fn build_in_place(&self) -> Result<BuildReport> {
-        let mut out = InPlace::new(&self.config.out_dir)?;
-        let (mut steps, stats, cache) = self.render(&mut out)?;
+    /// serve`, where a rebuild must be quick and a reader sees each file whole. `index` is
+    /// what the previous build in place wrote (empty for the first), and becomes this one's.
+    pub fn build_in_place(&self, index: &mut OutputIndex) -> Result<BuildReport> {
+        let out = InPlace::new(&self.config.out_dir, std::mem::take(index))?;
+        let (mut steps, stats, cache) = self.render(&out)?;
         let t = Instant::now();
-        let (files, bytes, removed) = out.finish()?;
+        let (files, bytes, removed, written) = out.finish()?;
+        *index = written;
         cache.write(&self.config.out_dir);
         steps.push(Step {
             name: "write",
@@ -226,7 +228,7 @@ impl Site {
 
     /// Every page and asset into `out`; the steps so far plus render, and the cache for the
     /// next build.
-    fn render(&self, out: &mut dyn Output) -> Result<(Vec<Step>, RenderStats, BuildCache)> {
+    fn render(&self, out: &dyn Sink) -> Result<(Vec<Step>, RenderStats, BuildCache)> {
         let t = Instant::now();
         let config = &self.config;
         let env = templates::environment(config.templates_dir.as_deref(), &self.settings)?;
@@ -245,12 +247,12 @@ impl Site {
             pages: &self.data.pages,
             env: &env,
         };
-        let (stats, hashes) = pages.render_all(out.sink())?;
+        let (stats, hashes) = pages.render_all(out)?;
         let cache = BuildCache {
             fingerprint: self.fingerprint.map(|f| format!("{f:016x}")),
             pages: hashes.into_iter().map(|(key, h)| (key, format!("{h:016x}"))).collect(),
         };
-        let n_assets = assets::write_assets(config.static_dir.as_deref(), out.sink())?;
+        let n_assets = assets::write_assets(config.static_dir.as_deref(), out)?;
         let mut steps = self.steps.clone();
         steps.push(Step {
             name: "render",

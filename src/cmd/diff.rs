@@ -55,10 +55,10 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let env = templates::environment(Some(&args.site.templates), &settings)?;
     let cx = PageContext::new(&env, &[], &[], &[]);
     let html = comparison_html(&cx, &cmp, &va, &vb, "", true)?;
-    let mut staging = Staging::new(&out)?;
+    let staging = Staging::new(&out)?;
     staging.put("index.html", html.as_bytes())?;
     staging.put("comparison.csv", comparison_csv(&cmp).as_bytes())?;
-    assets::write_assets(Some(&args.site.static_dir), &mut staging)?;
+    assets::write_assets(Some(&args.site.static_dir), &staging)?;
     staging.commit().with_context(|| format!("writing {}", out.display()))?;
     println!("Wrote {} ({} cells in common)", out.join("index.html").display(), cmp.common_cells);
     Ok(())

@@ -1,8 +1,7 @@
 //! Rendering in parallel with a cache: the site is split into units (a run's folder, a
 //! comparison's folder), each with a hash of everything its files are made from. A unit
 //! whose hash is the one the previous build recorded keeps its files (`Sink::reuse`); the
-//! others are rendered on every core, in batches, and written in unit order, so the output
-//! is the same at any thread count.
+//! others are rendered on every core, each thread writing its own files.
 
 use std::collections::BTreeMap;
 
@@ -10,10 +9,7 @@ use anyhow::Result;
 use rayon::prelude::*;
 
 use super::common::RenderStats;
-use crate::write::{MemorySink, Sink};
-
-/// Units rendered at once before they are written (bounds memory at any site size).
-const BATCH: usize = 256;
+use crate::write::Sink;
 
 /// A folder of the site rendered as one.
 pub struct Unit {
@@ -25,58 +21,59 @@ pub struct Unit {
     pub kept: RenderStats,
 }
 
-/// Renders `units` (unit `i` by `render(i, ...)`) unless kept; returns every unit's hash by key.
+/// Renders `units` (unit `i` by `render(i, ...)`) unless kept, on every core; returns every
+/// unit's hash by key.
 pub fn render_cached<F>(
     units: &[Unit],
     previous: &BTreeMap<String, u64>,
     render: F,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<BTreeMap<String, u64>>
 where
-    F: Fn(usize, &mut MemorySink, &mut RenderStats) -> Result<()> + Sync,
+    F: Fn(usize, &dyn Sink, &mut RenderStats) -> Result<()> + Sync,
 {
-    for start in (0..units.len()).step_by(BATCH) {
-        let end = (start + BATCH).min(units.len());
-        let mut todo = Vec::new();
-        for (i, unit) in units.iter().enumerate().take(end).skip(start) {
-            if previous.get(&unit.key) == Some(&unit.hash) && reuse_all(sink, &unit.files)? {
-                stats.add(&unit.kept);
-            } else {
-                todo.push(i);
-            }
+    let indices: Vec<usize> = (0..units.len()).collect();
+    let one = |&i: &usize, sink: &dyn Sink, st: &mut RenderStats| {
+        let unit = &units[i];
+        if previous.get(&unit.key) == Some(&unit.hash) && reuse_all(sink, &unit.files)? {
+            st.add(&unit.kept);
+            return Ok(());
         }
-        render_parallel(&todo, |&i, mem, st| render(i, mem, st), sink, stats)?;
-    }
+        render(i, sink, st)
+    };
+    render_parallel(&indices, one, sink, stats)?;
     Ok(units.iter().map(|u| (u.key.clone(), u.hash)).collect())
 }
 
-/// Renders each of `items` on every core into memory, then writes them in order (the
-/// output is the same at any thread count).
-pub fn render_parallel<T, F>(items: &[T], render: F, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()>
+/// Renders each of `items` on every core, each thread writing what it rendered (files are
+/// independent, so the output is the same at any thread count and in any order).
+pub fn render_parallel<T, F>(items: &[T], render: F, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()>
 where
     T: Sync,
-    F: Fn(&T, &mut MemorySink, &mut RenderStats) -> Result<()> + Sync,
+    F: Fn(&T, &dyn Sink, &mut RenderStats) -> Result<()> + Sync,
 {
-    let rendered: Vec<Result<(MemorySink, RenderStats)>> = items
+    let total = items
         .par_iter()
-        .map(|item| {
-            let (mut mem, mut st) = (MemorySink::default(), RenderStats::default());
-            render(item, &mut mem, &mut st)?;
-            Ok((mem, st))
-        })
-        .collect();
-    for r in rendered {
-        let (mem, st) = r?;
-        mem.drain_into(sink)?;
-        stats.add(&st);
-    }
+        .try_fold(RenderStats::default, |mut st, item| render(item, sink, &mut st).map(|()| st))
+        .try_reduce(RenderStats::default, |mut a, b| {
+            a.add(&b);
+            Ok(a)
+        })?;
+    stats.add(&total);
     Ok(())
+}
+
+/// A hash of `value` as JSON, computed without building the JSON.
+pub fn serialized_hash<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
+    let mut h = crate::units::Fnv::default();
+    let _ = serde_json::to_writer(&mut h, value);
+    h.finish()
 }
 
 /// Keeps every one of `files` from the previous build, or reports that it could not (the
 /// caller renders them all again, replacing any kept).
-fn reuse_all(sink: &mut dyn Sink, files: &[String]) -> Result<bool> {
+fn reuse_all(sink: &dyn Sink, files: &[String]) -> Result<bool> {
     for f in files {
         if !sink.reuse(f)? {
             return Ok(false);

@@ -100,7 +100,7 @@ pub fn render_all(
     cx: &PageContext,
     run: &RunView,
     raw: &LoadedRun,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     for view in run.prefill.iter().chain(&run.decode) {
@@ -119,7 +119,7 @@ fn render(
     run: &RunView,
     view: &CellView,
     cell: Option<&Cell>,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let evidence = cell.and_then(evidence::evidence);

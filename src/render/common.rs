@@ -54,6 +54,8 @@ pub struct ComparisonLink {
 pub struct PageContext<'a> {
     pub env: &'a Environment<'static>,
     pub nav: Vec<NavLink>,
+    /// A hash of `nav`, which every page shows (for the build cache).
+    pub nav_hash: u64,
     pub comparisons: Vec<ComparisonLink>,
     /// `listing_titles` of the site's runs, by run index.
     pub titles: Vec<String>,
@@ -85,7 +87,9 @@ impl PageContext<'_> {
                 b_title: title(&c.b_id),
             })
             .collect();
-        PageContext { env, nav, comparisons, titles }
+        let mut nav_hash = crate::units::Fnv::default();
+        let _ = serde_json::to_writer(&mut nav_hash, &nav);
+        PageContext { env, nav, nav_hash: nav_hash.finish(), comparisons, titles }
     }
 }
 
@@ -228,7 +232,7 @@ pub fn root(path: &str) -> Value {
     Value::from_safe_string(path.to_string())
 }
 
-pub fn put_page(sink: &mut dyn Sink, path: &str, html: &str, stats: &mut RenderStats) -> Result<()> {
+pub fn put_page(sink: &dyn Sink, path: &str, html: &str, stats: &mut RenderStats) -> Result<()> {
     // With a base URL, the page's address (canonical link, og:url) ends in its own path,
     // known only here. Data cannot forge the marker: `<` is always escaped.
     if html.contains(PAGE_PATH_MARKER) {
@@ -245,7 +249,7 @@ pub fn put_page(sink: &mut dyn Sink, path: &str, html: &str, stats: &mut RenderS
 /// Where the base template leaves the page's path to be filled in.
 const PAGE_PATH_MARKER: &str = "<!--page-path-->";
 
-pub fn put_file(sink: &mut dyn Sink, path: &str, body: &str, stats: &mut RenderStats) -> Result<()> {
+pub fn put_file(sink: &dyn Sink, path: &str, body: &str, stats: &mut RenderStats) -> Result<()> {
     sink.put(path, body.as_bytes())?;
     stats.files += 1;
     Ok(())

@@ -1,6 +1,8 @@
 //! `sitemap.xml` and `feed.xml` (Atom, runs newest first): written only when `site.toml`
 //! has a `base_url`, since both need absolute addresses.
 
+use std::sync::Mutex;
+
 use anyhow::Result;
 use minijinja::context;
 use serde::Serialize;
@@ -15,22 +17,28 @@ pub const FEED_ENTRIES: usize = 50;
 
 /// A sink that remembers the HTML pages written through it, for the sitemap.
 pub struct PageRecorder<'a> {
-    pub inner: &'a mut dyn Sink,
-    pub pages: Vec<String>,
+    pub inner: &'a dyn Sink,
+    pub pages: Mutex<Vec<String>>,
+}
+
+impl PageRecorder<'_> {
+    fn record(&self, rel_path: &str) {
+        if rel_path.ends_with(".html") && rel_path != "404.html" {
+            self.pages.lock().expect("no writer panics").push(rel_path.to_string());
+        }
+    }
 }
 
 impl Sink for PageRecorder<'_> {
-    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()> {
-        if rel_path.ends_with(".html") && rel_path != "404.html" {
-            self.pages.push(rel_path.to_string());
-        }
+    fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()> {
+        self.record(rel_path);
         self.inner.put(rel_path, bytes)
     }
 
-    fn reuse(&mut self, rel_path: &str) -> Result<bool> {
+    fn reuse(&self, rel_path: &str) -> Result<bool> {
         let reused = self.inner.reuse(rel_path)?;
-        if reused && rel_path.ends_with(".html") {
-            self.pages.push(rel_path.to_string());
+        if reused {
+            self.record(rel_path);
         }
         Ok(reused)
     }
@@ -59,7 +67,7 @@ pub fn render(
     base_url: &str,
     runs: &[RunView],
     pages: &[String],
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let mut paths: Vec<String> = pages.iter().map(|p| p.strip_suffix("index.html").unwrap_or(p).to_string()).collect();

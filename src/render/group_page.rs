@@ -36,7 +36,7 @@ pub fn render(
     site: &SiteModel,
     kind: GroupKind,
     g: &GroupView,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let (folder, kind_name, kind_label) = names(kind);

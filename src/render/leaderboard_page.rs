@@ -11,7 +11,7 @@ use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
 use crate::units::numbers::{self, context_label, context_slug};
-use crate::write::{MemorySink, Sink};
+use crate::write::Sink;
 
 /// Ranked rows a board's page shows; the rest are in its CSV.
 pub const BOARD_ROWS: usize = 100;
@@ -72,10 +72,9 @@ fn engine_text(run: &RunView) -> String {
     }
 }
 
-pub fn render_all(cx: &PageContext, site: &SiteModel, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
+pub fn render_all(cx: &PageContext, site: &SiteModel, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
     // Boards are independent: rendered on every core, written in board order.
-    let render =
-        |board: &Leaderboard, mem: &mut MemorySink, st: &mut RenderStats| render_board(cx, site, board, mem, st);
+    let render = |board: &Leaderboard, sink: &dyn Sink, st: &mut RenderStats| render_board(cx, site, board, sink, st);
     render_parallel(&site.leaderboards, render, sink, stats)?;
     let links: Vec<BoardLink> = site
         .leaderboards
@@ -108,7 +107,7 @@ fn render_board(
     cx: &PageContext,
     site: &SiteModel,
     board: &Leaderboard,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let rows: Vec<Row> = board

@@ -60,7 +60,7 @@ pub fn render_listing(
     cx: &PageContext,
     runs: &[RunView],
     listing: &Listing,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<Value> {
     let Listing { members, dir, heading, preset } = *listing;
@@ -90,12 +90,7 @@ pub fn render_listing(
 
 /// `index.json` (every run, newest first) and `index.js`, the same data as a script the
 /// listing loads where `fetch` cannot read files (`file://`).
-pub fn render_index_data(
-    cx: &PageContext,
-    runs: &[RunView],
-    sink: &mut dyn Sink,
-    stats: &mut RenderStats,
-) -> Result<()> {
+pub fn render_index_data(cx: &PageContext, runs: &[RunView], sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
     let all: Vec<usize> = (0..runs.len()).collect();
     let rows: Vec<RunSummary> =
         newest_first(runs, &all).into_iter().map(|i| summary(&runs[i], &cx.titles[i])).collect();

@@ -55,7 +55,7 @@ pub fn render(
     cx: &PageContext,
     site: &SiteModel,
     view: &ParetoView,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let group = &site.models[view.model];

@@ -125,17 +125,18 @@ pub fn files(run: &RunView) -> [String; 3] {
 /// leaderboards, its title, comparisons and the navigation, and the templates. Equal
 /// hashes mean byte-identical files, so a rebuild can keep the previous ones.
 pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, ranks: &Ranks, template_hash: u64) -> u64 {
+    use std::io::Write as _;
     let mut h = Fnv::default();
     h.piece(&run.view_hash.to_le_bytes());
-    h.piece(&serde_json::to_vec(&run.slugs).unwrap_or_default());
+    let _ = serde_json::to_writer(&mut h, &run.slugs);
     for (key, rank, of) in ranks.by_run.get(index).into_iter().flatten() {
-        h.piece(format!("{key:?} {rank} {of}").as_bytes());
+        let _ = write!(h, "{key:?} {rank} {of};");
     }
     h.piece(cx.titles[index].as_bytes());
     for c in cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id) {
-        h.piece(&serde_json::to_vec(c).unwrap_or_default());
+        let _ = serde_json::to_writer(&mut h, c);
     }
-    h.piece(&serde_json::to_vec(&cx.nav).unwrap_or_default());
+    h.piece(&cx.nav_hash.to_le_bytes());
     h.piece(&template_hash.to_le_bytes());
     h.finish()
 }
@@ -146,7 +147,7 @@ pub fn render(
     run: &RunView,
     index: Option<usize>,
     ranks: &Ranks,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let prefill_chart = prefill_chart(run);

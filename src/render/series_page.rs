@@ -81,7 +81,7 @@ pub fn render_comparison(
     cx: &PageContext,
     site: &SiteModel,
     cmp: &Comparison,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let run = |id: &str| site.run(id).expect("comparisons are of the site's runs");
@@ -94,7 +94,7 @@ pub fn render(
     cx: &PageContext,
     site: &SiteModel,
     s: &SeriesView,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let runs: Vec<&RunView> = s.runs.iter().map(|&i| &site.runs[i]).collect();

@@ -11,7 +11,7 @@ use minijinja::context;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::cached::{render_cached, Unit};
+use super::cached::{render_cached, serialized_hash, Unit};
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::feeds::PageRecorder;
 use super::series_page::series_title;
@@ -25,7 +25,7 @@ use crate::analysis::{
 };
 use crate::format::{LoadedRun, PageSource, SiteSettings};
 use crate::units::Fnv;
-use crate::write::{MemorySink, Sink};
+use crate::write::Sink;
 
 pub struct SitePages<'a> {
     pub site: &'a SiteModel,
@@ -60,27 +60,28 @@ struct SeriesLink<'a> {
 impl SitePages<'_> {
     /// Renders every page; returns what was rendered and the input hash of each cached
     /// folder (see `cached`).
-    pub fn render_all(&self, sink: &mut dyn Sink) -> Result<(RenderStats, BTreeMap<String, u64>)> {
+    pub fn render_all(&self, sink: &dyn Sink) -> Result<(RenderStats, BTreeMap<String, u64>)> {
         let mut stats = RenderStats::default();
         let cx = PageContext::new(self.env, self.pages, &self.site.runs, self.comparisons);
-        let mut rec = PageRecorder { inner: sink, pages: Vec::new() };
-        let runs = self.render_runs(&cx, &mut rec, &mut stats)?;
+        let rec = PageRecorder { inner: sink, pages: Default::default() };
+        let runs = self.render_runs(&cx, &rec, &mut stats)?;
         let mut hashes = runs.by_folder;
         for kind in GroupKind::ALL {
             for g in self.site.groups(kind) {
-                group_page::render(&cx, self.site, kind, g, &mut rec, &mut stats)
+                group_page::render(&cx, self.site, kind, g, &rec, &mut stats)
                     .with_context(|| format!("rendering {} page {}", group_page::names(kind).1, g.slug))?;
             }
         }
-        leaderboard_page::render_all(&cx, self.site, &mut rec, &mut stats).context("rendering the leaderboards")?;
+        leaderboard_page::render_all(&cx, self.site, &rec, &mut stats).context("rendering the leaderboards")?;
         for v in &self.site.tools {
-            tools_page::render(&cx, self.site, v, &mut rec, &mut stats).context("rendering a tools page")?;
+            tools_page::render(&cx, self.site, v, &rec, &mut stats).context("rendering a tools page")?;
         }
-        hashes.extend(self.render_views(&cx, &runs.hashes, &mut rec, &mut stats)?);
-        hashes.extend(self.render_comparisons(&cx, &runs.hashes, &mut rec, &mut stats)?);
-        self.render_index(&cx, &mut rec, &mut stats)?;
-        self.render_text_pages(&cx, &mut rec, &mut stats)?;
+        hashes.extend(self.render_views(&cx, &runs.hashes, &rec, &mut stats)?);
+        hashes.extend(self.render_comparisons(&cx, &runs.hashes, &rec, &mut stats)?);
+        self.render_index(&cx, &rec, &mut stats)?;
+        self.render_text_pages(&cx, &rec, &mut stats)?;
         let PageRecorder { inner: sink, pages } = rec;
+        let pages = pages.into_inner().expect("no writer panics");
         if let Some(base) = &self.settings.base_url {
             feeds::render(&cx, base, &self.site.runs, &pages, sink, &mut stats)?;
         }
@@ -89,7 +90,7 @@ impl SitePages<'_> {
 
     /// Run pages, in parallel, kept where their inputs did not change; returns each run's
     /// input hash by its folder.
-    fn render_runs(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<Rendered> {
+    fn render_runs(&self, cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<Rendered> {
         let site = self.site;
         let ranks = run_page::Ranks::of(site);
         let hashes: Vec<u64> = (0..site.runs.len())
@@ -114,11 +115,12 @@ impl SitePages<'_> {
                 Unit { key: format!("runs/{}", r.id), files, hash, kept }
             })
             .collect();
-        let render = |i: usize, mem: &mut MemorySink, st: &mut RenderStats| {
+        let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
-            run_page::render(cx, run, Some(i), &ranks, mem, st).with_context(|| format!("rendering run {}", run.id))?;
+            run_page::render(cx, run, Some(i), &ranks, sink, st)
+                .with_context(|| format!("rendering run {}", run.id))?;
             let raw = (self.raw_run)(run)?;
-            cell_page::render_all(cx, run, &raw, mem, st)
+            cell_page::render_all(cx, run, &raw, sink, st)
                 .with_context(|| format!("rendering the cells of run {}", run.id))
         };
         let by_folder = render_cached(&units, self.previous, render, sink, stats)?;
@@ -131,13 +133,13 @@ impl SitePages<'_> {
         &self,
         cx: &PageContext,
         run_hashes: &[u64],
-        sink: &mut dyn Sink,
+        sink: &dyn Sink,
         stats: &mut RenderStats,
     ) -> Result<BTreeMap<String, u64>> {
         let site = self.site;
-        let unit = |dir: String, view: serde_json::Result<Vec<u8>>, runs: &[usize]| {
+        let unit = |dir: String, view_hash: u64, runs: &[usize]| {
             let mut h = Fnv::default();
-            h.piece(&view.unwrap_or_default());
+            h.piece(&view_hash.to_le_bytes());
             for &i in runs {
                 h.piece(&run_hashes[i].to_le_bytes());
             }
@@ -149,18 +151,18 @@ impl SitePages<'_> {
             .paretos
             .iter()
             .map(|v| {
-                unit(format!("pareto/{}", site.models[v.model].slug), serde_json::to_vec(v), &site.models[v.model].runs)
+                unit(format!("pareto/{}", site.models[v.model].slug), serialized_hash(v), &site.models[v.model].runs)
             })
             .collect();
-        let render = |i: usize, mem: &mut MemorySink, st: &mut RenderStats| {
-            pareto_page::render(cx, site, &site.paretos[i], mem, st).context("rendering a throughput view")
+        let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
+            pareto_page::render(cx, site, &site.paretos[i], sink, st).context("rendering a throughput view")
         };
         let mut hashes = render_cached(&paretos, self.previous, render, sink, stats)?;
         let series: Vec<Unit> =
-            site.series.iter().map(|s| unit(format!("series/{}", s.slug), serde_json::to_vec(s), &s.runs)).collect();
-        let render = |i: usize, mem: &mut MemorySink, st: &mut RenderStats| {
+            site.series.iter().map(|s| unit(format!("series/{}", s.slug), serialized_hash(s), &s.runs)).collect();
+        let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let s = &site.series[i];
-            series_page::render(cx, site, s, mem, st).with_context(|| format!("rendering series {}", s.slug))
+            series_page::render(cx, site, s, sink, st).with_context(|| format!("rendering series {}", s.slug))
         };
         hashes.extend(render_cached(&series, self.previous, render, sink, stats)?);
         Ok(hashes)
@@ -172,7 +174,7 @@ impl SitePages<'_> {
         &self,
         cx: &PageContext,
         run_hashes: &[u64],
-        sink: &mut dyn Sink,
+        sink: &dyn Sink,
         stats: &mut RenderStats,
     ) -> Result<BTreeMap<String, u64>> {
         let site = self.site;
@@ -183,7 +185,7 @@ impl SitePages<'_> {
             .iter()
             .map(|c| {
                 let mut h = Fnv::default();
-                h.piece(&serde_json::to_vec(c).unwrap_or_default());
+                h.piece(&serialized_hash(c).to_le_bytes());
                 h.piece(&run_hashes[index(&c.a_id)].to_le_bytes()).piece(&run_hashes[index(&c.b_id)].to_le_bytes());
                 h.piece(&self.template_hash.to_le_bytes());
                 let dir = format!("compare/{}", c.slug);
@@ -196,14 +198,14 @@ impl SitePages<'_> {
                 }
             })
             .collect();
-        let render = |i: usize, mem: &mut MemorySink, st: &mut RenderStats| {
-            series_page::render_comparison(cx, site, all[i], mem, st)
+        let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
+            series_page::render_comparison(cx, site, all[i], sink, st)
                 .with_context(|| format!("rendering comparison {}", all[i].slug))
         };
         render_cached(&units, self.previous, render, sink, stats)
     }
 
-    fn render_index(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
+    fn render_index(&self, cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
         let all: Vec<usize> = (0..self.site.runs.len()).collect();
         let runs = listing::Listing { members: &all, dir: "", heading: "Runs", preset: None };
         let listing = listing::render_listing(cx, &self.site.runs, &runs, sink, stats)?;
@@ -240,7 +242,7 @@ impl SitePages<'_> {
     }
 
     /// The glossary, the data folder's Markdown pages and the 404 page.
-    fn render_text_pages(&self, cx: &PageContext, sink: &mut dyn Sink, stats: &mut RenderStats) -> Result<()> {
+    fn render_text_pages(&self, cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
         let glossary = cx.env.get_template("glossary.html")?.render(context! {
             root => root("../"), nav_pages => ser(&cx.nav),
             active_mismatch_pct => ACTIVE_MISMATCH_TOLERANCE * 100.0,

@@ -36,7 +36,7 @@ pub fn render(
     cx: &PageContext,
     site: &SiteModel,
     v: &ToolsView,
-    sink: &mut dyn Sink,
+    sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let tools: Vec<Tool> = v

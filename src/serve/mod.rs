@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio_util::io::ReaderStream;
 
 use crate::site::{format_steps, Site, SiteConfig};
+use crate::write::OutputIndex;
 use files::{content_type, resolve, Resolved};
 
 const RELOAD_SCRIPT: &str = "<script>(()=>{let v=null;setInterval(async()=>{try{const r=await fetch('/__build',{cache:'no-store'});const t=await r.text();if(v!==null&&t!==v)location.reload();v=t}catch(e){}},1000)})()</script>";
@@ -44,6 +45,8 @@ struct Builder {
     config: SiteConfig,
     /// The last site loaded; `None` after a failed load (the next change loads it whole).
     site: Option<Site>,
+    /// What the last build wrote into the output folder (serve is its only writer).
+    written: OutputIndex,
 }
 
 impl Builder {
@@ -54,7 +57,7 @@ impl Builder {
             (Some(site), watch::Change::Runs(ids)) => site.reload_runs(&ids)?,
             _ => Site::load(self.config.clone())?,
         };
-        let report = site.build_in_place()?;
+        let report = site.build_in_place(&mut self.written)?;
         self.site = Some(site);
         Ok(format_steps(&report.steps))
     }
@@ -93,7 +96,7 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
     // Watching starts before the first build: an edit made during it still rebuilds.
     let inputs = watch::Inputs::of(&opts.config, ignored_outputs(&opts.config));
     let changes = watch::Changes::start(inputs, opts.poll)?;
-    let mut builder = Builder { config: opts.config.clone(), site: None };
+    let mut builder = Builder { config: opts.config.clone(), site: None, written: OutputIndex::default() };
     match builder.rebuild(watch::Change::Everything) {
         Ok(steps) => println!("Built {}\n{steps}", opts.config.out_dir.display()),
         Err(e) => {

@@ -89,6 +89,18 @@ impl Fnv {
     }
 }
 
+/// Hashing what a serializer or `write!` produces, without building it in memory first.
+impl std::io::Write for Fnv {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        Fnv::write(self, bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@ pub const DEFAULT_ASSETS: &[(&str, &[u8])] = &[
 ];
 
 /// Writes the assets under `static/` in the output. Returns how many files.
-pub fn write_assets(static_dir: Option<&Path>, sink: &mut dyn Sink) -> Result<usize> {
+pub fn write_assets(static_dir: Option<&Path>, sink: &dyn Sink) -> Result<usize> {
     let mut n = 0;
     for (name, body) in DEFAULT_ASSETS {
         let over = static_dir.map(|d| d.join(name)).filter(|p| p.is_file());

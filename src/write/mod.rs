@@ -9,51 +9,63 @@ use std::collections::HashSet;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 
 use crate::fsutil::{self, Lock};
 
 /// Where rendered files go (relative, `/`-separated paths). `Staging` is the one that
-/// writes to disk; tests collect into memory.
-pub trait Sink {
-    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()>;
+/// writes to disk; tests collect into memory. Shared by every rendering thread: each page
+/// goes to disk from the thread that rendered it (writing is half of a build's time).
+pub trait Sink: Sync {
+    fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()>;
 
     /// Keeps `rel_path` as the previous build wrote it, where the sink can (a page whose
     /// inputs did not change). Returns whether it did; the caller renders it otherwise.
-    fn reuse(&mut self, _rel_path: &str) -> Result<bool> {
+    fn reuse(&self, _rel_path: &str) -> Result<bool> {
         Ok(false)
     }
 }
 
-/// Files kept in memory, in the order written: a page rendered on another thread, before it
-/// goes to the real sink.
+/// Files kept in memory.
 #[derive(Debug, Default)]
 pub struct MemorySink {
-    pub files: Vec<(String, Vec<u8>)>,
+    files: Mutex<Vec<(String, Vec<u8>)>>,
 }
 
 impl Sink for MemorySink {
-    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()> {
-        self.files.push((rel_path.to_string(), bytes.to_vec()));
+    fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()> {
+        self.files.lock().expect("no writer panics").push((rel_path.to_string(), bytes.to_vec()));
         Ok(())
     }
 }
 
 impl MemorySink {
-    pub fn drain_into(self, sink: &mut dyn Sink) -> Result<()> {
-        self.files.into_iter().try_for_each(|(path, bytes)| sink.put(&path, &bytes))
+    /// The files written, sorted by path (threads write in any order).
+    pub fn into_files(self) -> Vec<(String, Vec<u8>)> {
+        let mut files = self.files.into_inner().expect("no writer panics");
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        files
     }
 }
 
-/// A build's destination (a staging folder, or the output folder in place).
-pub trait Output {
-    fn sink(&mut self) -> &mut dyn Sink;
+/// The files a build wrote into an output folder in place; `site serve` keeps it between
+/// rebuilds so that keeping a file costs no disk access and stale files are found without
+/// walking the folder (which holds half a million files at 10,000 runs).
+#[derive(Debug, Default)]
+pub struct OutputIndex {
+    files: Option<HashSet<String>>,
 }
 
-impl Output for Staging {
-    fn sink(&mut self) -> &mut dyn Sink {
-        self
+impl OutputIndex {
+    pub fn len(&self) -> usize {
+        self.files.as_ref().map_or(0, HashSet::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -62,14 +74,17 @@ impl Output for Staging {
 /// build did not write.
 pub struct InPlace {
     out: PathBuf,
-    written: HashSet<String>,
-    changed: usize,
-    bytes: u64,
+    /// What the previous build in this process wrote; `None` on the first (then the folder
+    /// itself is asked).
+    previous: Option<HashSet<String>>,
+    written: Mutex<HashSet<String>>,
+    changed: AtomicUsize,
+    bytes: AtomicU64,
     _lock: Lock,
 }
 
 impl InPlace {
-    pub fn new(out: &Path) -> Result<InPlace> {
+    pub fn new(out: &Path, previous: OutputIndex) -> Result<InPlace> {
         check_replaceable(out)?;
         fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         let siblings = Siblings::of(out);
@@ -77,60 +92,115 @@ impl InPlace {
         if !out.join(MARKER).is_file() {
             fs::write(out.join(MARKER), "built by site build; replaced whole on every build\n")?;
         }
-        Ok(InPlace { out: out.to_path_buf(), written: HashSet::new(), changed: 0, bytes: 0, _lock: lock })
+        Ok(InPlace {
+            out: out.to_path_buf(),
+            previous: previous.files,
+            written: Mutex::default(),
+            changed: AtomicUsize::new(0),
+            bytes: AtomicU64::new(0),
+            _lock: lock,
+        })
     }
 
-    /// Removes what this build did not write; returns (files changed, their bytes, removed).
-    pub fn finish(self) -> Result<(usize, u64, usize)> {
-        let mut removed = 0;
-        for entry in walkdir::WalkDir::new(&self.out).min_depth(1).contents_first(true) {
-            let entry = entry.with_context(|| format!("reading {}", self.out.display()))?;
-            let rel = entry.path().strip_prefix(&self.out).expect("walkdir yields children");
-            let rel = rel.to_string_lossy().replace('\\', "/");
-            if entry.file_type().is_dir() {
-                // Only empty folders go; a folder with kept files stays.
-                let _ = fs::remove_dir(entry.path());
-            } else if rel != MARKER && !self.written.contains(&rel) {
-                fs::remove_file(entry.path()).with_context(|| format!("removing {}", entry.path().display()))?;
-                removed += 1;
-            }
-        }
-        Ok((self.changed, self.bytes, removed))
+    /// Removes what this build did not write; returns (files changed, their bytes, removed)
+    /// and the index of what the folder now holds.
+    pub fn finish(self) -> Result<(usize, u64, usize, OutputIndex)> {
+        let written = self.written.into_inner().expect("no writer panics");
+        let removed = match &self.previous {
+            Some(previous) => remove_unwritten(&self.out, previous.iter().filter(|f| !written.contains(*f)))?,
+            None => remove_stale_walking(&self.out, &written)?,
+        };
+        let index = OutputIndex { files: Some(written) };
+        Ok((self.changed.into_inner(), self.bytes.into_inner(), removed, index))
+    }
+
+    fn record(&self, rel_path: &str) {
+        self.written.lock().expect("no writer panics").insert(rel_path.to_string());
     }
 }
 
+/// Removes the files `stale` (relative paths) and the folders they leave empty.
+fn remove_unwritten<'a>(out: &Path, stale: impl Iterator<Item = &'a String>) -> Result<usize> {
+    let mut removed = 0;
+    for rel in stale {
+        let path = out.join(safe_relative(rel)?);
+        match fs::remove_file(&path) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+        }
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| *d != out) {
+            if fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes every file under `out` that is not in `written` (the first in-place build of a
+/// process, which does not know what the folder holds).
+fn remove_stale_walking(out: &Path, written: &HashSet<String>) -> Result<usize> {
+    let mut removed = 0;
+    for entry in walkdir::WalkDir::new(out).min_depth(1).contents_first(true) {
+        let entry = entry.with_context(|| format!("reading {}", out.display()))?;
+        let rel = entry.path().strip_prefix(out).expect("walkdir yields children");
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        if entry.file_type().is_dir() {
+            // Only empty folders go; a folder with kept files stays.
+            let _ = fs::remove_dir(entry.path());
+        } else if rel != MARKER && !written.contains(&rel) {
+            fs::remove_file(entry.path()).with_context(|| format!("removing {}", entry.path().display()))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 impl Sink for InPlace {
-    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()> {
+    fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()> {
         let path = self.out.join(safe_relative(rel_path)?);
-        self.written.insert(rel_path.to_string());
+        self.record(rel_path);
         if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
             && fs::read(&path).is_ok_and(|old| old == bytes)
         {
             return Ok(());
         }
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        fsutil::replace_file(&path, bytes)?;
-        self.changed += 1;
-        self.bytes += bytes.len() as u64;
+        write_creating_dirs(&path, |p| fsutil::replace_file(p, bytes))?;
+        self.changed.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
-    fn reuse(&mut self, rel_path: &str) -> Result<bool> {
-        let path = self.out.join(safe_relative(rel_path)?);
-        let there = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+    fn reuse(&self, rel_path: &str) -> Result<bool> {
+        let there = match &self.previous {
+            Some(previous) => previous.contains(rel_path),
+            None => fs::symlink_metadata(self.out.join(safe_relative(rel_path)?)).is_ok_and(|m| m.is_file()),
+        };
         if there {
-            self.written.insert(rel_path.to_string());
+            self.record(rel_path);
         }
         Ok(there)
     }
 }
 
-impl Output for InPlace {
-    fn sink(&mut self) -> &mut dyn Sink {
-        self
+/// Runs `write(path)`; when the folder is missing, creates it and runs it again (one
+/// system call per file where the folder exists, instead of asking first).
+fn write_creating_dirs(path: &Path, write: impl Fn(&Path) -> Result<()>) -> Result<()> {
+    match write(path) {
+        Err(e) if is_not_found(&e) => {
+            let dir = path.parent().expect("output files are inside the output folder");
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            write(path)
+        }
+        other => other,
     }
+}
+
+fn is_not_found(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound))
 }
 
 /// Written into every output folder we build; a folder without it is never replaced.
@@ -144,8 +214,8 @@ pub struct Staging {
     /// The output folder as the previous build left it, when it is ours: unchanged pages are
     /// hard-linked from it instead of written again.
     previous: Option<PathBuf>,
-    pub files: usize,
-    pub bytes: u64,
+    files: AtomicUsize,
+    bytes: AtomicU64,
     _lock: Lock,
 }
 
@@ -163,11 +233,23 @@ impl Staging {
         let temp = fsutil::create_temp_dir(parent, &siblings.staging_label())?;
         fs::write(temp.join(MARKER), "built by site build; replaced whole on every build\n")?;
         let previous = out.join(MARKER).is_file().then(|| out.to_path_buf());
-        Ok(Staging { out: out.to_path_buf(), temp: Some(temp), previous, files: 0, bytes: 0, _lock: lock })
+        Ok(Staging {
+            out: out.to_path_buf(),
+            temp: Some(temp),
+            previous,
+            files: AtomicUsize::new(0),
+            bytes: AtomicU64::new(0),
+            _lock: lock,
+        })
     }
 
     pub fn path(&self) -> &Path {
         self.temp.as_ref().expect("staging is live until commit")
+    }
+
+    /// Files written (or kept by link) so far, and their bytes.
+    pub fn written(&self) -> (usize, u64) {
+        (self.files.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed))
     }
 
     /// Replaces the output folder with the staged one. The old folder is moved aside first
@@ -238,47 +320,53 @@ fn remove_stale_staging(siblings: &Siblings) {
 }
 
 impl Sink for Staging {
-    fn put(&mut self, rel_path: &str, bytes: &[u8]) -> Result<()> {
-        let rel = safe_relative(rel_path)?;
-        let path = self.path().join(rel);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        // Never truncate in place: the file may be a link to the previous build's output.
-        let create = || fs::OpenOptions::new().write(true).create_new(true).open(&path);
-        let mut f = match create() {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                fs::remove_file(&path).with_context(|| format!("replacing {}", path.display()))?;
-                create()
-            }
-            other => other,
-        }
-        .with_context(|| format!("writing {}", path.display()))?;
-        f.write_all(bytes).with_context(|| format!("writing {}", path.display()))?;
-        self.files += 1;
-        self.bytes += bytes.len() as u64;
+    fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()> {
+        let path = self.path().join(safe_relative(rel_path)?);
+        write_creating_dirs(&path, |p| create_new(p, bytes))?;
+        self.files.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
-    fn reuse(&mut self, rel_path: &str) -> Result<bool> {
+    fn reuse(&self, rel_path: &str) -> Result<bool> {
         let rel = safe_relative(rel_path)?;
         let Some(old) = self.previous.as_ref().map(|p| p.join(rel)) else { return Ok(false) };
-        let Ok(meta) = fs::symlink_metadata(&old) else { return Ok(false) };
-        if !meta.is_file() {
-            return Ok(false);
-        }
         let path = self.path().join(rel);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        // The old folder is moved aside and removed after the swap: a link keeps the file.
-        if fs::hard_link(&old, &path).is_err() {
+        // A link to the old file (the old folder is moved aside and removed after the swap:
+        // the link keeps the file). A missing old file only means rendering it again.
+        let linked =
+            write_creating_dirs(&path, |p| fs::hard_link(&old, p).with_context(|| format!("linking {}", p.display())));
+        if linked.is_err() {
             return Ok(false);
         }
-        self.files += 1;
-        self.bytes += meta.len();
-        Ok(true)
+        // `link` does not follow a symlink: whatever is not a plain file is not kept.
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => {
+                self.files.fetch_add(1, Ordering::Relaxed);
+                self.bytes.fetch_add(meta.len(), Ordering::Relaxed);
+                Ok(true)
+            }
+            _ => {
+                let _ = fs::remove_file(&path);
+                Ok(false)
+            }
+        }
     }
+}
+
+/// Creates `path` with `bytes`; an existing file (a page kept by link, then rendered again) is
+/// replaced, never truncated in place: it may be a link to the previous build's output.
+fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let create = || fs::OpenOptions::new().write(true).create_new(true).open(path);
+    let mut f = match create() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            fs::remove_file(path).with_context(|| format!("replacing {}", path.display()))?;
+            create()
+        }
+        other => other,
+    }
+    .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(bytes).with_context(|| format!("writing {}", path.display()))
 }
 
 /// An output path must stay inside the output folder: relative, no `..`, no root.
@@ -324,13 +412,13 @@ mod tests {
     fn commit_replaces_and_failed_build_keeps_old() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("public");
-        let mut s = Staging::new(&out).unwrap();
+        let s = Staging::new(&out).unwrap();
         s.put("index.html", b"one").unwrap();
         s.commit().unwrap();
         assert_eq!(fs::read_to_string(out.join("index.html")).unwrap(), "one");
 
         // A build that is dropped (failed) leaves the old site and no temp folder.
-        let mut s = Staging::new(&out).unwrap();
+        let s = Staging::new(&out).unwrap();
         s.put("index.html", b"two").unwrap();
         drop(s);
         assert_eq!(fs::read_to_string(out.join("index.html")).unwrap(), "one");
@@ -348,7 +436,7 @@ mod tests {
         assert!(err.contains("is being written by another process"), "{err}");
         drop(s);
 
-        let mut s = Staging::new(&out).unwrap();
+        let s = Staging::new(&out).unwrap();
         s.put("other.html", b"three").unwrap();
         s.commit().unwrap();
         assert!(!out.join("index.html").exists());
