@@ -232,7 +232,11 @@ impl Site {
         let t = Instant::now();
         let config = &self.config;
         let env = templates::environment(config.templates_dir.as_deref(), &self.settings)?;
-        let template_hash = templates::source_hash(config.templates_dir.as_deref())?;
+        // What every page is framed by: the templates and site.toml (title, base URL, prices).
+        let mut frame = Fnv::default();
+        frame.piece(&templates::source_hash(config.templates_dir.as_deref())?.to_le_bytes());
+        let _ = serde_json::to_writer(&mut frame, &self.settings);
+        let template_hash = frame.finish();
         let previous = BuildCache::read(&config.out_dir);
         let previous = previous.hashes();
         let runs_dir = config.data_dir.join(format::RUNS_DIR);

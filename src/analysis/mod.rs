@@ -15,6 +15,7 @@ pub mod stats;
 pub mod tools;
 pub mod version;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::format::{LoadedRun, SiteSettings};
@@ -104,9 +105,15 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
             run
         })
         .collect();
-    let leaderboards = leaderboard::leaderboards(&runs);
-    let paretos = models.iter().enumerate().map(|(i, g)| pareto::pareto(i, &runs, &g.runs, settings)).collect();
-    let series = series::series(&runs, settings.change_threshold_pct);
-    let tools = tools::tools(&runs);
+    // Independent views of the same runs, on every core.
+    let ((leaderboards, tools), (paretos, series)) = rayon::join(
+        || (leaderboard::leaderboards(&runs), tools::tools(&runs)),
+        || {
+            rayon::join(
+                || models.par_iter().enumerate().map(|(i, g)| pareto::pareto(i, &runs, &g.runs, settings)).collect(),
+                || series::series(&runs, settings.change_threshold_pct),
+            )
+        },
+    );
     SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools }
 }

@@ -6,6 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::compare::{compare, delta, Comparison, Verdict};
@@ -85,18 +86,22 @@ pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
         let tool = r.manifest.bench_tool.name.clone();
         by_key.entry((r.manifest.model.id.clone(), ConfigKey::of(r), tool)).or_default().push(i);
     }
-    let mut used = BTreeMap::new();
-    by_key
-        .into_iter()
-        .filter(|(_, members)| members.len() > 1)
+    // Each series compares its neighbours (the costly part): one series per core.
+    let groups: Vec<_> = by_key.into_iter().filter(|(_, members)| members.len() > 1).collect();
+    let mut all: Vec<SeriesView> = groups
+        .into_par_iter()
         .map(|((model_id, key, bench_tool), mut members)| {
             members.sort_by(|&a, &b| release_order(&runs[a], &runs[b]));
             let mut s = one_series(runs, model_id, key, members, threshold_pct);
             s.bench_tool = bench_tool;
-            s.slug = unique_slug(&mut used, &series_name(&s));
             s
         })
-        .collect()
+        .collect();
+    let mut used = BTreeMap::new();
+    for s in &mut all {
+        s.slug = unique_slug(&mut used, &series_name(s));
+    }
+    all
 }
 
 fn release_order(a: &RunView, b: &RunView) -> Ordering {

@@ -36,7 +36,7 @@ where
     let indices: Vec<usize> = (0..units.len()).collect();
     let one = |&i: &usize, sink: &dyn Sink, st: &mut RenderStats| {
         let unit = &units[i];
-        if previous.get(&unit.key) == Some(&unit.hash) && reuse_all(sink, &unit.files)? {
+        if previous.get(&unit.key) == Some(&unit.hash) && sink.reuse_all(&unit.files)? {
             st.add(&unit.kept);
             return Ok(());
         }
@@ -62,22 +62,4 @@ where
         })?;
     stats.add(&total);
     Ok(())
-}
-
-/// A hash of `value` as JSON, computed without building the JSON.
-pub fn serialized_hash<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
-    let mut h = crate::units::Fnv::default();
-    let _ = serde_json::to_writer(&mut h, value);
-    h.finish()
-}
-
-/// Keeps every one of `files` from the previous build, or reports that it could not (the
-/// caller renders them all again, replacing any kept).
-fn reuse_all(sink: &dyn Sink, files: &[String]) -> Result<bool> {
-    for f in files {
-        if !sink.reuse(f)? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }

@@ -18,12 +18,14 @@ pub const FEED_ENTRIES: usize = 50;
 /// A sink that remembers the HTML pages written through it, for the sitemap.
 pub struct PageRecorder<'a> {
     pub inner: &'a dyn Sink,
+    /// Whether to record at all (only a site with a sitemap needs the list).
+    pub on: bool,
     pub pages: Mutex<Vec<String>>,
 }
 
 impl PageRecorder<'_> {
     fn record(&self, rel_path: &str) {
-        if rel_path.ends_with(".html") && rel_path != "404.html" {
+        if self.on && rel_path.ends_with(".html") && rel_path != "404.html" {
             self.pages.lock().expect("no writer panics").push(rel_path.to_string());
         }
     }
@@ -39,6 +41,14 @@ impl Sink for PageRecorder<'_> {
         let reused = self.inner.reuse(rel_path)?;
         if reused {
             self.record(rel_path);
+        }
+        Ok(reused)
+    }
+
+    fn reuse_all(&self, rel_paths: &[String]) -> Result<bool> {
+        let reused = self.inner.reuse_all(rel_paths)?;
+        if reused {
+            rel_paths.iter().for_each(|f| self.record(f));
         }
         Ok(reused)
     }

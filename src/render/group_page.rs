@@ -1,14 +1,20 @@
 //! Model, hardware and engine pages: every run of the group in the runs listing, and overlay
 //! charts of the best few (more lines than colours would read as noise).
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
 use minijinja::context;
 use serde::Serialize;
 
+use minijinja::value::Value;
+
+use super::cached::{render_cached, Unit};
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::common::{colour_css, put_page, root, ser, PageContext, RenderStats};
-use super::listing::{render_listing, Listing, Preset};
+use super::listing::{render_listing, Listing, ListingCache, Preset};
 use crate::analysis::{GroupKind, GroupView, RunView, SiteModel};
+use crate::units::Fnv;
 use crate::write::Sink;
 
 /// Runs drawn on a group page's overlay charts: as many as there are series colours.
@@ -36,10 +42,11 @@ pub fn render(
     site: &SiteModel,
     kind: GroupKind,
     g: &GroupView,
+    cache: &ListingCache,
     sink: &dyn Sink,
     stats: &mut RenderStats,
-) -> Result<()> {
-    let (folder, kind_name, kind_label) = names(kind);
+) -> Result<BTreeMap<String, u64>> {
+    let (folder, _, _) = names(kind);
     let dir = format!("{folder}/{}/", g.slug);
     let field = match kind {
         GroupKind::Model => "model_id",
@@ -48,8 +55,43 @@ pub fn render(
     };
     let preset = Preset { field, value: g.name.clone() };
     let listing = Listing { members: &g.runs, dir: &dir, heading: &g.name, preset: Some(&preset) };
-    let listing = render_listing(cx, &site.runs, &listing, sink, stats)?;
+    let rendered = render_listing(cx, &site.runs, &listing, cache, sink, stats)?;
+    let mut hashes = rendered.hashes;
     let charted = best_runs(&site.runs, &g.runs);
+    // The page: its first rows, and the charted runs (their figures and titles).
+    let key = format!("{folder}/{}", g.slug);
+    let mut h = Fnv::default();
+    h.piece(&rendered.first_hash.to_le_bytes()).piece(key.as_bytes()).piece(g.name.as_bytes());
+    for &i in &charted {
+        let run = &site.runs[i];
+        h.piece(&run.view_hash.to_le_bytes()).piece(run.id.as_bytes()).piece(cx.titles[i].as_bytes());
+    }
+    let page = [Unit {
+        key: key.clone(),
+        files: vec![format!("{dir}index.html")],
+        hash: h.finish(),
+        kept: RenderStats { pages: 1, files: 1, ..Default::default() },
+    }];
+    let listing = rendered.first;
+    let render =
+        |_: usize, sink: &dyn Sink, st: &mut RenderStats| main_page(cx, site, kind, g, &charted, &listing, sink, st);
+    hashes.extend(render_cached(&page, cache.previous, render, sink, stats)?);
+    Ok(hashes)
+}
+
+/// The group's own page: its first rows and the overlay charts of `charted`.
+#[allow(clippy::too_many_arguments)]
+fn main_page(
+    cx: &PageContext,
+    site: &SiteModel,
+    kind: GroupKind,
+    g: &GroupView,
+    charted: &[usize],
+    listing: &Value,
+    sink: &dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
+    let (folder, kind_name, kind_label) = names(kind);
     let runs: Vec<&RunView> = charted.iter().map(|&i| &site.runs[i]).collect();
     let chart = |y_desc, points: fn(&RunView) -> Vec<(u32, f64)>| {
         let series = overlay(&runs, points);
@@ -84,7 +126,7 @@ pub fn render(
         prefill_chart => prefill_chart,
         pareto_slug => pareto_slug,
     })?;
-    put_page(sink, &format!("{dir}index.html"), &html, stats)
+    put_page(sink, &format!("{folder}/{}/index.html", g.slug), &html, stats)
 }
 
 /// The group's runs with the highest peak total tok/s (runs without one last), at most

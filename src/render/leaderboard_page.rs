@@ -2,15 +2,18 @@
 //! (`leaderboards/8k-x64/`) and prefill context (`leaderboards/prefill-8k/`), ranked rows
 //! first, cells that were not valid listed apart, the whole board as `board.csv`.
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
 use minijinja::context;
 use serde::Serialize;
 
-use super::cached::render_parallel;
+use super::cached::{render_cached, Unit};
 use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
 use crate::units::numbers::{self, context_label, context_slug};
+use crate::units::Fnv;
 use crate::write::Sink;
 
 /// Ranked rows a board's page shows; the rest are in its CSV.
@@ -72,10 +75,30 @@ fn engine_text(run: &RunView) -> String {
     }
 }
 
-pub fn render_all(cx: &PageContext, site: &SiteModel, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
-    // Boards are independent: rendered on every core, written in board order.
-    let render = |board: &Leaderboard, sink: &dyn Sink, st: &mut RenderStats| render_board(cx, site, board, sink, st);
-    render_parallel(&site.leaderboards, render, sink, stats)?;
+/// Every board (kept where its rows did not change; see `cached`) and the boards' index;
+/// returns each board's input hash by folder.
+pub fn render_all(
+    cx: &PageContext,
+    site: &SiteModel,
+    previous: &BTreeMap<String, u64>,
+    template_hash: u64,
+    sink: &dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<BTreeMap<String, u64>> {
+    let listed: Vec<u64> = (0..site.runs.len()).map(|i| listed_run_hash(cx, &site.runs[i], i)).collect();
+    let units: Vec<Unit> = site
+        .leaderboards
+        .iter()
+        .map(|b| {
+            let dir = format!("leaderboards/{}", board_slug(b.key));
+            let files = vec![format!("{dir}/board.csv"), format!("{dir}/index.html")];
+            let hash = board_hash(b, &listed, cx.nav_hash, template_hash);
+            Unit { key: dir, files, hash, kept: RenderStats { pages: 1, files: 2, ..Default::default() } }
+        })
+        .collect();
+    let render =
+        |i: usize, sink: &dyn Sink, st: &mut RenderStats| render_board(cx, site, &site.leaderboards[i], sink, st);
+    let hashes = render_cached(&units, previous, render, sink, stats)?;
     let links: Vec<BoardLink> = site
         .leaderboards
         .iter()
@@ -100,7 +123,36 @@ pub fn render_all(cx: &PageContext, site: &SiteModel, sink: &dyn Sink, stats: &m
         columns => columns,
         contexts => contexts,
     })?;
-    put_page(sink, "leaderboards/index.html", &html, stats)
+    put_page(sink, "leaderboards/index.html", &html, stats)?;
+    Ok(hashes)
+}
+
+/// What a board row shows of a run besides its figures.
+fn listed_run_hash(cx: &PageContext, run: &RunView, index: usize) -> u64 {
+    let mut h = Fnv::default();
+    let (hw, tool) = (&run.manifest.hardware, &run.manifest.bench_tool);
+    h.piece(run.id.as_bytes()).piece(cx.titles[index].as_bytes()).piece(hw.device.as_bytes());
+    h.piece(&hw.count.to_le_bytes()).piece(engine_text(run).as_bytes());
+    h.piece(tool.name.as_bytes()).piece(tool.version.as_bytes());
+    h.finish()
+}
+
+/// Everything a board's page and CSV are made from: its rows (hashed from the figures'
+/// bits, not their text: a site of 10,000 runs has half a million rows) and the page frame.
+fn board_hash(board: &Leaderboard, listed: &[u64], nav_hash: u64, template_hash: u64) -> u64 {
+    let mut h = Fnv::default();
+    h.piece(format!("{:?}", board.key).as_bytes());
+    let bits = |v: Option<f64>| v.map_or(u64::MAX, f64::to_bits).to_le_bytes();
+    for e in &board.ranked {
+        h.piece(&listed[e.run].to_le_bytes()).piece(&(e.rank as u64).to_le_bytes());
+        h.piece(&bits(Some(e.score))).piece(&bits(Some(e.tps_per_device)));
+        h.piece(&bits(e.per_request_tps)).piece(&bits(e.ttft_ms));
+    }
+    for u in &board.unranked {
+        h.piece(&listed[u.run].to_le_bytes()).piece(format!("{:?}", u.status).as_bytes());
+    }
+    h.piece(&nav_hash.to_le_bytes()).piece(&template_hash.to_le_bytes());
+    h.finish()
 }
 
 fn render_board(

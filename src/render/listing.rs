@@ -3,13 +3,17 @@
 //! (`list/2/`, ...) for readers without script, and `index.json` (with `index.js`, its twin
 //! for `file://`) for the script that sorts, filters and searches every run.
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
 use minijinja::context;
 use minijinja::value::Value;
 use serde::Serialize;
 
+use super::cached::{render_cached, Unit};
 use super::common::{put_file, put_page, root, ser, summary, PageContext, RenderStats, RunSummary};
 use crate::analysis::RunView;
+use crate::units::Fnv;
 use crate::write::Sink;
 
 /// Rows per page: the index of 10,000 runs stays far under 1 MB.
@@ -55,14 +59,66 @@ pub struct Listing<'a> {
     pub preset: Option<&'a Preset>,
 }
 
-/// Writes pages 2.. of `listing` and returns page 1 for the main page's template.
+/// What listings need to keep the pages of the previous build whose rows did not change.
+pub struct ListingCache<'a> {
+    /// The previous build's hashes by folder (see `cached`).
+    pub previous: &'a BTreeMap<String, u64>,
+    /// By run index: a hash of the run's row (`RunSummary`).
+    pub rows: Vec<u64>,
+    /// Templates, settings and navigation: what frames every page.
+    pub frame: u64,
+}
+
+impl<'a> ListingCache<'a> {
+    pub fn new(cx: &PageContext, runs: &[RunView], previous: &'a BTreeMap<String, u64>, template_hash: u64) -> Self {
+        use rayon::prelude::*;
+        let rows =
+            (0..runs.len()).into_par_iter().map(|i| serialized_hash(&summary(&runs[i], &cx.titles[i]))).collect();
+        let mut frame = Fnv::default();
+        frame.piece(&cx.nav_hash.to_le_bytes()).piece(&template_hash.to_le_bytes());
+        ListingCache { previous, rows, frame: frame.finish() }
+    }
+
+    /// A hash of `order`'s rows (in that order) with `extra`.
+    fn hash(&self, order: &[usize], extra: &[&[u8]]) -> u64 {
+        let mut h = Fnv::default();
+        h.piece(&self.frame.to_le_bytes());
+        for piece in extra {
+            h.piece(piece);
+        }
+        for &i in order {
+            h.piece(&self.rows[i].to_le_bytes());
+        }
+        h.finish()
+    }
+}
+
+/// A hash of `value` as JSON, computed without building the JSON.
+fn serialized_hash<T: Serialize>(value: &T) -> u64 {
+    let mut h = Fnv::default();
+    let _ = serde_json::to_writer(&mut h, value);
+    h.finish()
+}
+
+/// A listing whose pages 2.. are written.
+pub struct RenderedListing {
+    /// Page 1, for the main page's template.
+    pub first: Value,
+    /// A hash of what page 1 shows.
+    pub first_hash: u64,
+    /// The hash of each list page by folder.
+    pub hashes: BTreeMap<String, u64>,
+}
+
+/// Writes pages 2.. of `listing`, kept where their rows did not change.
 pub fn render_listing(
     cx: &PageContext,
     runs: &[RunView],
     listing: &Listing,
+    cache: &ListingCache,
     sink: &dyn Sink,
     stats: &mut RenderStats,
-) -> Result<Value> {
+) -> Result<RenderedListing> {
     let Listing { members, dir, heading, preset } = *listing;
     let order = newest_first(runs, members);
     let pages = order.len().div_ceil(PAGE_SIZE).max(1);
@@ -75,7 +131,22 @@ pub fn render_listing(
         ListingPage { last, rows, total: order.len(), first, pager, number: n, on_list_page: from_list_page, preset }
     };
     let depth = dir.matches('/').count();
-    for n in 2..=pages {
+    let preset_value = preset.map(|p| format!("{}={}", p.field, p.value)).unwrap_or_default();
+    let page_hash = |n: usize| {
+        let rows = &order[((n - 1) * PAGE_SIZE).min(order.len())..(n * PAGE_SIZE).min(order.len())];
+        let shape = [n, pages, order.len()].map(|v| v as u64);
+        let shape: Vec<u8> = shape.iter().flat_map(|v| v.to_le_bytes()).collect();
+        cache.hash(rows, &[dir.as_bytes(), heading.as_bytes(), preset_value.as_bytes(), &shape])
+    };
+    let units: Vec<Unit> = (2..=pages)
+        .map(|n| {
+            let key = format!("{dir}list/{n}");
+            let files = vec![format!("{key}/index.html")];
+            Unit { key, files, hash: page_hash(n), kept: RenderStats { pages: 1, files: 1, ..Default::default() } }
+        })
+        .collect();
+    let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
+        let n = i + 2;
         let html = cx.env.get_template("list.html")?.render(context! {
             root => root(&"../".repeat(depth + 2)),
             nav_pages => ser(&cx.nav),
@@ -83,18 +154,31 @@ pub fn render_listing(
             number => n,
             listing => ser(page(n, true)),
         })?;
-        put_page(sink, &format!("{dir}list/{n}/index.html"), &html, stats)?;
-    }
-    Ok(ser(page(1, false)))
+        put_page(sink, &format!("{dir}list/{n}/index.html"), &html, st)
+    };
+    let hashes = render_cached(&units, cache.previous, render, sink, stats)?;
+    Ok(RenderedListing { first: ser(page(1, false)), first_hash: page_hash(1), hashes })
 }
 
 /// `index.json` (every run, newest first) and `index.js`, the same data as a script the
 /// listing loads where `fetch` cannot read files (`file://`).
-pub fn render_index_data(cx: &PageContext, runs: &[RunView], sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+pub fn render_index_data(
+    cx: &PageContext,
+    runs: &[RunView],
+    cache: &ListingCache,
+    sink: &dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<BTreeMap<String, u64>> {
     let all: Vec<usize> = (0..runs.len()).collect();
-    let rows: Vec<RunSummary> =
-        newest_first(runs, &all).into_iter().map(|i| summary(&runs[i], &cx.titles[i])).collect();
-    let json = serde_json::to_string(&serde_json::json!({ "runs": rows }))?;
-    put_file(sink, "index.js", &format!("window.speedMatrixIndex = {json};\n"), stats)?;
-    put_file(sink, "index.json", &json, stats)
+    let order = newest_first(runs, &all);
+    let files = vec!["index.js".to_string(), "index.json".to_string()];
+    let hash = cache.hash(&order, &[b"index.json"]);
+    let unit = Unit { key: "index.json".into(), files, hash, kept: RenderStats { files: 2, ..Default::default() } };
+    let render = |_: usize, sink: &dyn Sink, st: &mut RenderStats| {
+        let rows: Vec<RunSummary> = order.iter().map(|&i| summary(&runs[i], &cx.titles[i])).collect();
+        let json = serde_json::to_string(&serde_json::json!({ "runs": rows }))?;
+        put_file(sink, "index.js", &format!("window.speedMatrixIndex = {json};\n"), st)?;
+        put_file(sink, "index.json", &json, st)
+    };
+    render_cached(&[unit], cache.previous, render, sink, stats)
 }

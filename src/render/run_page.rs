@@ -125,12 +125,17 @@ pub fn files(run: &RunView) -> [String; 3] {
 /// leaderboards, its title, comparisons and the navigation, and the templates. Equal
 /// hashes mean byte-identical files, so a rebuild can keep the previous ones.
 pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, ranks: &Ranks, template_hash: u64) -> u64 {
-    use std::io::Write as _;
     let mut h = Fnv::default();
     h.piece(&run.view_hash.to_le_bytes());
     let _ = serde_json::to_writer(&mut h, &run.slugs);
-    for (key, rank, of) in ranks.by_run.get(index).into_iter().flatten() {
-        let _ = write!(h, "{key:?} {rank} {of};");
+    for &(key, rank, of) in ranks.by_run.get(index).into_iter().flatten() {
+        let (phase, context, concurrency) = match key {
+            BoardKey::Prefill { context } => (0u32, context, 0),
+            BoardKey::Decode { context, concurrency } => (1, context, concurrency),
+        };
+        for v in [phase, context, concurrency, rank as u32, of as u32] {
+            h.write(&v.to_le_bytes());
+        }
     }
     h.piece(cx.titles[index].as_bytes());
     for c in cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id) {

@@ -11,7 +11,7 @@ use minijinja::context;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::cached::{render_cached, serialized_hash, Unit};
+use super::cached::{render_cached, Unit};
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::feeds::PageRecorder;
 use super::series_page::series_title;
@@ -63,24 +63,27 @@ impl SitePages<'_> {
     pub fn render_all(&self, sink: &dyn Sink) -> Result<(RenderStats, BTreeMap<String, u64>)> {
         let mut stats = RenderStats::default();
         let cx = PageContext::new(self.env, self.pages, &self.site.runs, self.comparisons);
-        let rec = PageRecorder { inner: sink, pages: Default::default() };
+        let rec = PageRecorder { inner: sink, on: self.settings.base_url.is_some(), pages: Default::default() };
         let runs = self.render_runs(&cx, &rec, &mut stats)?;
         let mut hashes = runs.by_folder;
+        let listings = listing::ListingCache::new(&cx, &self.site.runs, self.previous, self.template_hash);
         for kind in GroupKind::ALL {
             for g in self.site.groups(kind) {
-                group_page::render(&cx, self.site, kind, g, &rec, &mut stats)
+                let kept = group_page::render(&cx, self.site, kind, g, &listings, &rec, &mut stats)
                     .with_context(|| format!("rendering {} page {}", group_page::names(kind).1, g.slug))?;
+                hashes.extend(kept);
             }
         }
-        leaderboard_page::render_all(&cx, self.site, &rec, &mut stats).context("rendering the leaderboards")?;
+        let boards = leaderboard_page::render_all(&cx, self.site, self.previous, self.template_hash, &rec, &mut stats);
+        hashes.extend(boards.context("rendering the leaderboards")?);
         for v in &self.site.tools {
             tools_page::render(&cx, self.site, v, &rec, &mut stats).context("rendering a tools page")?;
         }
         hashes.extend(self.render_views(&cx, &runs.hashes, &rec, &mut stats)?);
         hashes.extend(self.render_comparisons(&cx, &runs.hashes, &rec, &mut stats)?);
-        self.render_index(&cx, &rec, &mut stats)?;
+        hashes.extend(self.render_index(&cx, &listings, &rec, &mut stats)?);
         self.render_text_pages(&cx, &rec, &mut stats)?;
-        let PageRecorder { inner: sink, pages } = rec;
+        let PageRecorder { inner: sink, pages, .. } = rec;
         let pages = pages.into_inner().expect("no writer panics");
         if let Some(base) = &self.settings.base_url {
             feeds::render(&cx, base, &self.site.runs, &pages, sink, &mut stats)?;
@@ -99,7 +102,7 @@ impl SitePages<'_> {
             .collect();
         let units: Vec<Unit> = site
             .runs
-            .iter()
+            .par_iter()
             .zip(&hashes)
             .map(|(r, &hash)| {
                 let mut files = run_page::files(r).to_vec();
@@ -137,9 +140,11 @@ impl SitePages<'_> {
         stats: &mut RenderStats,
     ) -> Result<BTreeMap<String, u64>> {
         let site = self.site;
-        let unit = |dir: String, view_hash: u64, runs: &[usize]| {
+        // A view is made from its runs (their pages' hashes cover each run's figures, title
+        // and links) and the settings (in `template_hash`).
+        let unit = |dir: String, runs: &[usize]| {
             let mut h = Fnv::default();
-            h.piece(&view_hash.to_le_bytes());
+            h.piece(dir.as_bytes());
             for &i in runs {
                 h.piece(&run_hashes[i].to_le_bytes());
             }
@@ -150,16 +155,13 @@ impl SitePages<'_> {
         let paretos: Vec<Unit> = site
             .paretos
             .iter()
-            .map(|v| {
-                unit(format!("pareto/{}", site.models[v.model].slug), serialized_hash(v), &site.models[v.model].runs)
-            })
+            .map(|v| unit(format!("pareto/{}", site.models[v.model].slug), &site.models[v.model].runs))
             .collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             pareto_page::render(cx, site, &site.paretos[i], sink, st).context("rendering a throughput view")
         };
         let mut hashes = render_cached(&paretos, self.previous, render, sink, stats)?;
-        let series: Vec<Unit> =
-            site.series.iter().map(|s| unit(format!("series/{}", s.slug), serialized_hash(s), &s.runs)).collect();
+        let series: Vec<Unit> = site.series.iter().map(|s| unit(format!("series/{}", s.slug), &s.runs)).collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let s = &site.series[i];
             series_page::render(cx, site, s, sink, st).with_context(|| format!("rendering series {}", s.slug))
@@ -185,7 +187,8 @@ impl SitePages<'_> {
             .iter()
             .map(|c| {
                 let mut h = Fnv::default();
-                h.piece(&serialized_hash(c).to_le_bytes());
+                // A comparison is made from its two runs and its threshold.
+                h.piece(c.slug.as_bytes()).piece(&c.threshold_pct.to_bits().to_le_bytes());
                 h.piece(&run_hashes[index(&c.a_id)].to_le_bytes()).piece(&run_hashes[index(&c.b_id)].to_le_bytes());
                 h.piece(&self.template_hash.to_le_bytes());
                 let dir = format!("compare/{}", c.slug);
@@ -205,11 +208,19 @@ impl SitePages<'_> {
         render_cached(&units, self.previous, render, sink, stats)
     }
 
-    fn render_index(&self, cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+    /// The index page, its list pages and `index.json`; returns the hashes of those kept.
+    fn render_index(
+        &self,
+        cx: &PageContext,
+        cache: &listing::ListingCache,
+        sink: &dyn Sink,
+        stats: &mut RenderStats,
+    ) -> Result<BTreeMap<String, u64>> {
         let all: Vec<usize> = (0..self.site.runs.len()).collect();
         let runs = listing::Listing { members: &all, dir: "", heading: "Runs", preset: None };
-        let listing = listing::render_listing(cx, &self.site.runs, &runs, sink, stats)?;
-        listing::render_index_data(cx, &self.site.runs, sink, stats)?;
+        let listing::RenderedListing { first: listing, mut hashes, .. } =
+            listing::render_listing(cx, &self.site.runs, &runs, cache, sink, stats)?;
+        hashes.extend(listing::render_index_data(cx, &self.site.runs, cache, sink, stats)?);
         let series: Vec<SeriesLink> = self
             .site
             .series
@@ -238,7 +249,8 @@ impl SitePages<'_> {
             series => ser(&series),
             tools => ser(&tools),
         })?;
-        put_page(sink, "index.html", &index, stats)
+        put_page(sink, "index.html", &index, stats)?;
+        Ok(hashes)
     }
 
     /// The glossary, the data folder's Markdown pages and the 404 page.

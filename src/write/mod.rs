@@ -5,7 +5,7 @@
 
 pub mod assets;
 
-use std::collections::HashSet;
+use rustc_hash::FxHashMap as HashMap;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -26,6 +26,17 @@ pub trait Sink: Sync {
     /// inputs did not change). Returns whether it did; the caller renders it otherwise.
     fn reuse(&self, _rel_path: &str) -> Result<bool> {
         Ok(false)
+    }
+
+    /// Keeps every one of `files`, or reports that it could not (the caller renders them
+    /// all again, replacing any kept).
+    fn reuse_all(&self, files: &[String]) -> Result<bool> {
+        for f in files {
+            if !self.reuse(f)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -56,12 +67,14 @@ impl MemorySink {
 /// walking the folder (which holds half a million files at 10,000 runs).
 #[derive(Debug, Default)]
 pub struct OutputIndex {
-    files: Option<HashSet<String>>,
+    /// Each file with the build that last wrote or kept it; `None` before the first build.
+    files: Option<HashMap<String, u32>>,
+    build: u32,
 }
 
 impl OutputIndex {
     pub fn len(&self) -> usize {
-        self.files.as_ref().map_or(0, HashSet::len)
+        self.files.as_ref().map_or(0, HashMap::len)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -74,10 +87,11 @@ impl OutputIndex {
 /// build did not write.
 pub struct InPlace {
     out: PathBuf,
-    /// What the previous build in this process wrote; `None` on the first (then the folder
-    /// itself is asked).
-    previous: Option<HashSet<String>>,
-    written: Mutex<HashSet<String>>,
+    /// Whether `files` lists what the folder holds (else this is the first build of the
+    /// process, and the folder itself is asked).
+    known: bool,
+    files: Mutex<HashMap<String, u32>>,
+    build: u32,
     changed: AtomicUsize,
     bytes: AtomicU64,
     _lock: Lock,
@@ -94,8 +108,9 @@ impl InPlace {
         }
         Ok(InPlace {
             out: out.to_path_buf(),
-            previous: previous.files,
-            written: Mutex::default(),
+            known: previous.files.is_some(),
+            files: Mutex::new(previous.files.unwrap_or_default()),
+            build: previous.build.wrapping_add(1),
             changed: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
             _lock: lock,
@@ -105,17 +120,47 @@ impl InPlace {
     /// Removes what this build did not write; returns (files changed, their bytes, removed)
     /// and the index of what the folder now holds.
     pub fn finish(self) -> Result<(usize, u64, usize, OutputIndex)> {
-        let written = self.written.into_inner().expect("no writer panics");
-        let removed = match &self.previous {
-            Some(previous) => remove_unwritten(&self.out, previous.iter().filter(|f| !written.contains(*f)))?,
-            None => remove_stale_walking(&self.out, &written)?,
+        let mut files = self.files.into_inner().expect("no writer panics");
+        let build = self.build;
+        let removed = if self.known {
+            let stale: Vec<String> = files.iter().filter(|(_, b)| **b != build).map(|(f, _)| f.clone()).collect();
+            files.retain(|_, b| *b == build);
+            remove_unwritten(&self.out, stale.iter())?
+        } else {
+            remove_stale_walking(&self.out, &files)?
         };
-        let index = OutputIndex { files: Some(written) };
+        let index = OutputIndex { files: Some(files), build };
         Ok((self.changed.into_inner(), self.bytes.into_inner(), removed, index))
     }
 
-    fn record(&self, rel_path: &str) {
-        self.written.lock().expect("no writer panics").insert(rel_path.to_string());
+    /// Marks `rel_path` as written by this build; returns whether the index had it.
+    fn record(&self, rel_path: &str) -> bool {
+        let mut files = self.files.lock().expect("no writer panics");
+        match files.get_mut(rel_path) {
+            Some(build) => {
+                *build = self.build;
+                true
+            }
+            None => {
+                files.insert(rel_path.to_string(), self.build);
+                false
+            }
+        }
+    }
+
+    /// Marks `rel_paths` as kept, if the index has every one (one lock for a whole unit:
+    /// the rendering threads share the index).
+    fn keep(&self, rel_paths: &[String]) -> bool {
+        let mut files = self.files.lock().expect("no writer panics");
+        if !rel_paths.iter().all(|f| files.contains_key(f)) {
+            return false;
+        }
+        for f in rel_paths {
+            if let Some(build) = files.get_mut(f.as_str()) {
+                *build = self.build;
+            }
+        }
+        true
     }
 }
 
@@ -142,7 +187,7 @@ fn remove_unwritten<'a>(out: &Path, stale: impl Iterator<Item = &'a String>) -> 
 
 /// Removes every file under `out` that is not in `written` (the first in-place build of a
 /// process, which does not know what the folder holds).
-fn remove_stale_walking(out: &Path, written: &HashSet<String>) -> Result<usize> {
+fn remove_stale_walking(out: &Path, written: &HashMap<String, u32>) -> Result<usize> {
     let mut removed = 0;
     for entry in walkdir::WalkDir::new(out).min_depth(1).contents_first(true) {
         let entry = entry.with_context(|| format!("reading {}", out.display()))?;
@@ -151,7 +196,7 @@ fn remove_stale_walking(out: &Path, written: &HashSet<String>) -> Result<usize> 
         if entry.file_type().is_dir() {
             // Only empty folders go; a folder with kept files stays.
             let _ = fs::remove_dir(entry.path());
-        } else if rel != MARKER && !written.contains(&rel) {
+        } else if rel != MARKER && !written.contains_key(&rel) {
             fs::remove_file(entry.path()).with_context(|| format!("removing {}", entry.path().display()))?;
             removed += 1;
         }
@@ -175,10 +220,26 @@ impl Sink for InPlace {
     }
 
     fn reuse(&self, rel_path: &str) -> Result<bool> {
-        let there = match &self.previous {
-            Some(previous) => previous.contains(rel_path),
-            None => fs::symlink_metadata(self.out.join(safe_relative(rel_path)?)).is_ok_and(|m| m.is_file()),
-        };
+        self.reuse_all(&[rel_path.to_string()])
+    }
+
+    fn reuse_all(&self, rel_paths: &[String]) -> Result<bool> {
+        if self.known {
+            return Ok(self.keep(rel_paths));
+        }
+        for f in rel_paths {
+            if !self.reuse_from_disk(f)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl InPlace {
+    /// Keeps `rel_path` where the folder has it (the first build of a process).
+    fn reuse_from_disk(&self, rel_path: &str) -> Result<bool> {
+        let there = fs::symlink_metadata(self.out.join(safe_relative(rel_path)?)).is_ok_and(|m| m.is_file());
         if there {
             self.record(rel_path);
         }
