@@ -3,6 +3,8 @@
 //! a flagged step linked to its comparison page (built here when `compare.json` lacks it),
 //! and every decode cell across versions.
 
+use std::collections::HashSet;
+
 use anyhow::Result;
 use minijinja::context;
 use serde::Serialize;
@@ -63,11 +65,12 @@ fn flagged(trend: Trend) -> bool {
 
 /// The comparison pages the series need beyond `listed` (deduplicated by slug).
 pub fn step_comparisons<'a>(site: &'a SiteModel, listed: &[Comparison]) -> Vec<&'a Comparison> {
+    let mut seen: HashSet<&str> = listed.iter().map(|l| l.slug.as_str()).collect();
     let mut out: Vec<&Comparison> = Vec::new();
     for s in &site.series {
         for step in s.steps.iter().filter(|s| flagged(s.trend)) {
             if let Some(c) = &step.comparison {
-                if !listed.iter().any(|l| l.slug == c.slug) && !out.iter().any(|o| o.slug == c.slug) {
+                if seen.insert(&c.slug) {
                     out.push(c);
                 }
             }
