@@ -2,8 +2,10 @@
 //! seed-sized imported runs, 6 contexts x 8 concurrency levels + 7 prefill cells; 1 in 5 a
 //! copy of a shipped measured run with its raw records), times a cold `site build` (run
 //! pages per second, peak memory), a build with no change, a build after one cell changed,
-//! and `site serve`'s rebuild after one cell changed. Each N runs in a child process of its
-//! own so its peak resident memory (VmHWM) is its own. SITE_BENCH_NS=100,1000 chooses N.
+//! and `site serve`'s rebuild after one cell changed; and, for reference, the seconds the
+//! filesystem takes to write the same files with nothing rendered (a cold build's floor).
+//! Each N runs in a child process of its own so its peak resident memory (VmHWM) is its own.
+//! SITE_BENCH_NS=100,1000 chooses N.
 
 use std::fs;
 use std::path::Path;
@@ -219,6 +221,7 @@ fn one(dir: &Path) {
     let (cold, cold_files) = (t.elapsed().as_secs_f64(), report.files);
     eprintln!("cold build\n{}", format_steps(&report.steps));
     let peak = peak_rss_kib();
+    let floor = write_floor(&config.out_dir, &dir.join("floor"));
     // No change: what `site build` does first.
     let t = Instant::now();
     assert!(up_to_date(&config, input_fingerprint(&config)), "an unchanged site is not up to date");
@@ -233,7 +236,31 @@ fn one(dir: &Path) {
     let onechange = t.elapsed().as_secs_f64();
     eprintln!("one cell changed\n{}", format_steps(&report.steps));
     let serve_ms = serve_one_change(dir, &config);
-    println!("{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms}", report.stats.run_pages);
+    println!("{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor}", report.stats.run_pages);
+}
+
+/// The filesystem's own floor for a cold build: seconds to write the same files (same paths
+/// and sizes, on every core, nothing rendered) into `to`.
+fn write_floor(from: &Path, to: &Path) -> f64 {
+    use rayon::prelude::*;
+    let files: Vec<(std::path::PathBuf, usize)> = walkdir::WalkDir::new(from)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().strip_prefix(from).unwrap().to_path_buf(), e.metadata().unwrap().len() as usize))
+        .collect();
+    let bytes = vec![b'x'; files.iter().map(|f| f.1).max().unwrap_or(0)];
+    let t = Instant::now();
+    files.par_iter().for_each(|(rel, len)| {
+        let path = to.join(rel);
+        if fs::write(&path, &bytes[..*len]).is_err() {
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, &bytes[..*len]).unwrap();
+        }
+    });
+    let secs = t.elapsed().as_secs_f64();
+    fs::remove_dir_all(to).unwrap();
+    secs
 }
 
 /// A decode cell of the first imported run, to edit.
@@ -288,8 +315,8 @@ fn main() {
         rayon::current_num_threads()
     );
     println!(
-        "{:>6} {:>8} {:>9} {:>12} {:>9} {:>14} {:>15} {:>12}",
-        "N", "files", "build s", "run pages/s", "peak MiB", "no change s", "one change s", "serve ms"
+        "{:>6} {:>8} {:>9} {:>9} {:>12} {:>9} {:>14} {:>15} {:>12}",
+        "N", "files", "build s", "floor s", "run pages/s", "peak MiB", "no change s", "one change s", "serve ms"
     );
     for n in ns {
         let dir = tempfile::tempdir().unwrap();
@@ -301,12 +328,14 @@ fn main() {
         }
         let line = String::from_utf8_lossy(&out.stdout);
         let f: Vec<f64> = line.split_whitespace().map(|x| x.parse().unwrap()).collect();
-        let (pages, files, secs, kib, nochange, onechange, serve_ms) = (f[0], f[1], f[2], f[3], f[4], f[5], f[6]);
+        let (pages, files, secs, kib, nochange, onechange, serve_ms, floor) =
+            (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
         println!(
-            "{:>6} {:>8} {:>9.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0}",
+            "{:>6} {:>8} {:>9.2} {:>9.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0}",
             n,
             files,
             secs,
+            floor,
             pages / secs,
             kib / 1024.0,
             nochange,

@@ -12,13 +12,33 @@ use super::common::RenderStats;
 use crate::write::Sink;
 
 /// A folder of the site rendered as one.
-pub struct Unit {
+pub struct Unit<'a> {
     /// The folder (`runs/<id>`): the key of its hash in the build cache.
     pub key: String,
-    pub files: Vec<String>,
+    /// Its files, asked for only where a sink needs them (a run has fifty).
+    pub files: Box<dyn Fn() -> Vec<String> + Send + Sync + 'a>,
     pub hash: u64,
     /// What keeping the unit counts for in the build summary.
     pub kept: RenderStats,
+}
+
+impl<'a> Unit<'a> {
+    pub fn listed(key: String, hash: u64, kept: RenderStats, files: Vec<String>) -> Unit<'a> {
+        Unit { key, files: Box::new(move || files.clone()), hash, kept }
+    }
+}
+
+/// Passes every file put on to `inner`, remembering their paths (a unit's files as rendered).
+struct Recording<'a> {
+    inner: &'a dyn Sink,
+    paths: std::sync::Mutex<Vec<String>>,
+}
+
+impl Sink for Recording<'_> {
+    fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()> {
+        self.paths.lock().expect("no writer panics").push(rel_path.to_string());
+        self.inner.put(rel_path, bytes)
+    }
 }
 
 /// Renders `units` (unit `i` by `render(i, ...)`) unless kept, on every core; returns every
@@ -36,11 +56,15 @@ where
     let indices: Vec<usize> = (0..units.len()).collect();
     let one = |&i: &usize, sink: &dyn Sink, st: &mut RenderStats| {
         let unit = &units[i];
-        if previous.get(&unit.key) == Some(&unit.hash) && sink.reuse_all(&unit.files)? {
+        if previous.get(&unit.key) == Some(&unit.hash) && sink.reuse_unit(&unit.key, unit.hash, &unit.files)? {
             st.add(&unit.kept);
             return Ok(());
         }
-        render(i, sink, st)
+        let recording = Recording { inner: sink, paths: Default::default() };
+        render(i, &recording, st)?;
+        let files = recording.paths.into_inner().expect("no writer panics");
+        sink.unit_written(&unit.key, unit.hash, files);
+        Ok(())
     };
     render_parallel(&indices, one, sink, stats)?;
     Ok(units.iter().map(|u| (u.key.clone(), u.hash)).collect())

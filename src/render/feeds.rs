@@ -45,12 +45,16 @@ impl Sink for PageRecorder<'_> {
         Ok(reused)
     }
 
-    fn reuse_all(&self, rel_paths: &[String]) -> Result<bool> {
-        let reused = self.inner.reuse_all(rel_paths)?;
-        if reused {
-            rel_paths.iter().for_each(|f| self.record(f));
+    fn reuse_unit(&self, key: &str, hash: u64, files: &dyn Fn() -> Vec<String>) -> Result<bool> {
+        let reused = self.inner.reuse_unit(key, hash, files)?;
+        if reused && self.on {
+            files().iter().for_each(|f| self.record(f));
         }
         Ok(reused)
+    }
+
+    fn unit_written(&self, key: &str, hash: u64, files: Vec<String>) {
+        self.inner.unit_written(key, hash, files)
     }
 }
 

@@ -66,12 +66,8 @@ pub fn render(
         let run = &site.runs[i];
         h.piece(&run.view_hash.to_le_bytes()).piece(run.id.as_bytes()).piece(cx.titles[i].as_bytes());
     }
-    let page = [Unit {
-        key: key.clone(),
-        files: vec![format!("{dir}index.html")],
-        hash: h.finish(),
-        kept: RenderStats { pages: 1, files: 1, ..Default::default() },
-    }];
+    let kept = RenderStats { pages: 1, files: 1, ..Default::default() };
+    let page = [Unit::listed(key, h.finish(), kept, vec![format!("{dir}index.html")])];
     let listing = rendered.first;
     let render =
         |_: usize, sink: &dyn Sink, st: &mut RenderStats| main_page(cx, site, kind, g, &charted, &listing, sink, st);

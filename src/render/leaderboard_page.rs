@@ -93,7 +93,7 @@ pub fn render_all(
             let dir = format!("leaderboards/{}", board_slug(b.key));
             let files = vec![format!("{dir}/board.csv"), format!("{dir}/index.html")];
             let hash = board_hash(b, &listed, cx.nav_hash, template_hash);
-            Unit { key: dir, files, hash, kept: RenderStats { pages: 1, files: 2, ..Default::default() } }
+            Unit::listed(dir, hash, RenderStats { pages: 1, files: 2, ..Default::default() }, files)
         })
         .collect();
     let render =

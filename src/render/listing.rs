@@ -142,7 +142,7 @@ pub fn render_listing(
         .map(|n| {
             let key = format!("{dir}list/{n}");
             let files = vec![format!("{key}/index.html")];
-            Unit { key, files, hash: page_hash(n), kept: RenderStats { pages: 1, files: 1, ..Default::default() } }
+            Unit::listed(key, page_hash(n), RenderStats { pages: 1, files: 1, ..Default::default() }, files)
         })
         .collect();
     let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
@@ -173,7 +173,7 @@ pub fn render_index_data(
     let order = newest_first(runs, &all);
     let files = vec!["index.js".to_string(), "index.json".to_string()];
     let hash = cache.hash(&order, &[b"index.json"]);
-    let unit = Unit { key: "index.json".into(), files, hash, kept: RenderStats { files: 2, ..Default::default() } };
+    let unit = Unit::listed("index.json".into(), hash, RenderStats { files: 2, ..Default::default() }, files);
     let render = |_: usize, sink: &dyn Sink, st: &mut RenderStats| {
         let rows: Vec<RunSummary> = order.iter().map(|&i| summary(&runs[i], &cx.titles[i])).collect();
         let json = serde_json::to_string(&serde_json::json!({ "runs": rows }))?;

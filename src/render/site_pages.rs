@@ -105,17 +105,20 @@ impl SitePages<'_> {
             .par_iter()
             .zip(&hashes)
             .map(|(r, &hash)| {
-                let mut files = run_page::files(r).to_vec();
-                let cells = cell_page::files(r);
+                let cells = r.prefill.len() + r.decode.len();
                 let kept = RenderStats {
-                    pages: 1 + cells.len(),
+                    pages: 1 + cells,
                     run_pages: 1,
-                    files: 3 + cells.len(),
+                    files: 3 + cells,
                     reused_run_pages: 1,
                     ..Default::default()
                 };
-                files.extend(cells);
-                Unit { key: format!("runs/{}", r.id), files, hash, kept }
+                let files = move || {
+                    let mut files = run_page::files(r).to_vec();
+                    files.extend(cell_page::files(r));
+                    files
+                };
+                Unit { key: format!("runs/{}", r.id), files: Box::new(files), hash, kept }
             })
             .collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
@@ -150,7 +153,7 @@ impl SitePages<'_> {
             }
             h.piece(&self.template_hash.to_le_bytes());
             let files = vec![format!("{dir}/index.html")];
-            Unit { key: dir, files, hash: h.finish(), kept: RenderStats { pages: 1, files: 1, ..Default::default() } }
+            Unit::listed(dir, h.finish(), RenderStats { pages: 1, files: 1, ..Default::default() }, files)
         };
         let paretos: Vec<Unit> = site
             .paretos
@@ -193,12 +196,7 @@ impl SitePages<'_> {
                 h.piece(&self.template_hash.to_le_bytes());
                 let dir = format!("compare/{}", c.slug);
                 let files = vec![format!("{dir}/index.html"), format!("{dir}/comparison.csv")];
-                Unit {
-                    key: dir,
-                    files,
-                    hash: h.finish(),
-                    kept: RenderStats { pages: 1, files: 2, ..Default::default() },
-                }
+                Unit::listed(dir, h.finish(), RenderStats { pages: 1, files: 2, ..Default::default() }, files)
             })
             .collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {

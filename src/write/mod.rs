@@ -4,8 +4,10 @@
 //! empty the output first).
 
 pub mod assets;
+mod in_place;
 
-use rustc_hash::FxHashMap as HashMap;
+pub use in_place::{InPlace, OutputIndex};
+
 use std::fs;
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -28,16 +30,20 @@ pub trait Sink: Sync {
         Ok(false)
     }
 
-    /// Keeps every one of `files`, or reports that it could not (the caller renders them
-    /// all again, replacing any kept).
-    fn reuse_all(&self, files: &[String]) -> Result<bool> {
-        for f in files {
-            if !self.reuse(f)? {
+    /// Keeps the unit `key` (a folder rendered as one; `hash` is its input hash) with its
+    /// `files` as the previous build wrote them, or reports that it could not (the caller
+    /// renders them all again, replacing any kept). `files` is asked only where needed.
+    fn reuse_unit(&self, _key: &str, _hash: u64, files: &dyn Fn() -> Vec<String>) -> Result<bool> {
+        for f in files() {
+            if !self.reuse(&f)? {
                 return Ok(false);
             }
         }
         Ok(true)
     }
+
+    /// The unit `key` was rendered and wrote `files`.
+    fn unit_written(&self, _key: &str, _hash: u64, _files: Vec<String>) {}
 }
 
 /// Files kept in memory.
@@ -62,194 +68,9 @@ impl MemorySink {
     }
 }
 
-/// The files a build wrote into an output folder in place; `site serve` keeps it between
-/// rebuilds so that keeping a file costs no disk access and stale files are found without
-/// walking the folder (which holds half a million files at 10,000 runs).
-#[derive(Debug, Default)]
-pub struct OutputIndex {
-    /// Each file with the build that last wrote or kept it; `None` before the first build.
-    files: Option<HashMap<String, u32>>,
-    build: u32,
-}
-
-impl OutputIndex {
-    pub fn len(&self) -> usize {
-        self.files.as_ref().map_or(0, HashMap::len)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// The output folder written in place (`site serve`): a file whose bytes did not change is
-/// not touched, a changed one is replaced atomically, and `finish` removes the files this
-/// build did not write.
-pub struct InPlace {
-    out: PathBuf,
-    /// Whether `files` lists what the folder holds (else this is the first build of the
-    /// process, and the folder itself is asked).
-    known: bool,
-    files: Mutex<HashMap<String, u32>>,
-    build: u32,
-    changed: AtomicUsize,
-    bytes: AtomicU64,
-    _lock: Lock,
-}
-
-impl InPlace {
-    pub fn new(out: &Path, previous: OutputIndex) -> Result<InPlace> {
-        check_replaceable(out)?;
-        fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-        let siblings = Siblings::of(out);
-        let lock = Lock::try_acquire(&siblings.lock(), &format!("{}", out.display()))?;
-        if !out.join(MARKER).is_file() {
-            fs::write(out.join(MARKER), "built by site build; replaced whole on every build\n")?;
-        }
-        Ok(InPlace {
-            out: out.to_path_buf(),
-            known: previous.files.is_some(),
-            files: Mutex::new(previous.files.unwrap_or_default()),
-            build: previous.build.wrapping_add(1),
-            changed: AtomicUsize::new(0),
-            bytes: AtomicU64::new(0),
-            _lock: lock,
-        })
-    }
-
-    /// Removes what this build did not write; returns (files changed, their bytes, removed)
-    /// and the index of what the folder now holds.
-    pub fn finish(self) -> Result<(usize, u64, usize, OutputIndex)> {
-        let mut files = self.files.into_inner().expect("no writer panics");
-        let build = self.build;
-        let removed = if self.known {
-            let stale: Vec<String> = files.iter().filter(|(_, b)| **b != build).map(|(f, _)| f.clone()).collect();
-            files.retain(|_, b| *b == build);
-            remove_unwritten(&self.out, stale.iter())?
-        } else {
-            remove_stale_walking(&self.out, &files)?
-        };
-        let index = OutputIndex { files: Some(files), build };
-        Ok((self.changed.into_inner(), self.bytes.into_inner(), removed, index))
-    }
-
-    /// Marks `rel_path` as written by this build; returns whether the index had it.
-    fn record(&self, rel_path: &str) -> bool {
-        let mut files = self.files.lock().expect("no writer panics");
-        match files.get_mut(rel_path) {
-            Some(build) => {
-                *build = self.build;
-                true
-            }
-            None => {
-                files.insert(rel_path.to_string(), self.build);
-                false
-            }
-        }
-    }
-
-    /// Marks `rel_paths` as kept, if the index has every one (one lock for a whole unit:
-    /// the rendering threads share the index).
-    fn keep(&self, rel_paths: &[String]) -> bool {
-        let mut files = self.files.lock().expect("no writer panics");
-        if !rel_paths.iter().all(|f| files.contains_key(f)) {
-            return false;
-        }
-        for f in rel_paths {
-            if let Some(build) = files.get_mut(f.as_str()) {
-                *build = self.build;
-            }
-        }
-        true
-    }
-}
-
-/// Removes the files `stale` (relative paths) and the folders they leave empty.
-fn remove_unwritten<'a>(out: &Path, stale: impl Iterator<Item = &'a String>) -> Result<usize> {
-    let mut removed = 0;
-    for rel in stale {
-        let path = out.join(safe_relative(rel)?);
-        match fs::remove_file(&path) {
-            Ok(()) => removed += 1,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
-        }
-        let mut dir = path.parent();
-        while let Some(d) = dir.filter(|d| *d != out) {
-            if fs::remove_dir(d).is_err() {
-                break;
-            }
-            dir = d.parent();
-        }
-    }
-    Ok(removed)
-}
-
-/// Removes every file under `out` that is not in `written` (the first in-place build of a
-/// process, which does not know what the folder holds).
-fn remove_stale_walking(out: &Path, written: &HashMap<String, u32>) -> Result<usize> {
-    let mut removed = 0;
-    for entry in walkdir::WalkDir::new(out).min_depth(1).contents_first(true) {
-        let entry = entry.with_context(|| format!("reading {}", out.display()))?;
-        let rel = entry.path().strip_prefix(out).expect("walkdir yields children");
-        let rel = rel.to_string_lossy().replace('\\', "/");
-        if entry.file_type().is_dir() {
-            // Only empty folders go; a folder with kept files stays.
-            let _ = fs::remove_dir(entry.path());
-        } else if rel != MARKER && !written.contains_key(&rel) {
-            fs::remove_file(entry.path()).with_context(|| format!("removing {}", entry.path().display()))?;
-            removed += 1;
-        }
-    }
-    Ok(removed)
-}
-
-impl Sink for InPlace {
-    fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()> {
-        let path = self.out.join(safe_relative(rel_path)?);
-        self.record(rel_path);
-        if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
-            && fs::read(&path).is_ok_and(|old| old == bytes)
-        {
-            return Ok(());
-        }
-        write_creating_dirs(&path, |p| fsutil::replace_file(p, bytes))?;
-        self.changed.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        Ok(())
-    }
-
-    fn reuse(&self, rel_path: &str) -> Result<bool> {
-        self.reuse_all(&[rel_path.to_string()])
-    }
-
-    fn reuse_all(&self, rel_paths: &[String]) -> Result<bool> {
-        if self.known {
-            return Ok(self.keep(rel_paths));
-        }
-        for f in rel_paths {
-            if !self.reuse_from_disk(f)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-}
-
-impl InPlace {
-    /// Keeps `rel_path` where the folder has it (the first build of a process).
-    fn reuse_from_disk(&self, rel_path: &str) -> Result<bool> {
-        let there = fs::symlink_metadata(self.out.join(safe_relative(rel_path)?)).is_ok_and(|m| m.is_file());
-        if there {
-            self.record(rel_path);
-        }
-        Ok(there)
-    }
-}
-
 /// Runs `write(path)`; when the folder is missing, creates it and runs it again (one
 /// system call per file where the folder exists, instead of asking first).
-fn write_creating_dirs(path: &Path, write: impl Fn(&Path) -> Result<()>) -> Result<()> {
+pub(crate) fn write_creating_dirs(path: &Path, write: impl Fn(&Path) -> Result<()>) -> Result<()> {
     match write(path) {
         Err(e) if is_not_found(&e) => {
             let dir = path.parent().expect("output files are inside the output folder");
