@@ -221,7 +221,6 @@ fn one(dir: &Path) {
     let (cold, cold_files) = (t.elapsed().as_secs_f64(), report.files);
     eprintln!("cold build\n{}", format_steps(&report.steps));
     let peak = peak_rss_kib();
-    let floor = write_floor(&config.out_dir, &dir.join("floor"));
     // No change: what `site build` does first.
     let t = Instant::now();
     assert!(up_to_date(&config, input_fingerprint(&config)), "an unchanged site is not up to date");
@@ -236,19 +235,22 @@ fn one(dir: &Path) {
     let onechange = t.elapsed().as_secs_f64();
     eprintln!("one cell changed\n{}", format_steps(&report.steps));
     let serve_ms = serve_one_change(dir, &config);
+    let floor = write_floor(&config.out_dir);
     println!("{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor}", report.stats.run_pages);
 }
 
-/// The filesystem's own floor for a cold build: seconds to write the same files (same paths
-/// and sizes, on every core, nothing rendered) into `to`.
-fn write_floor(from: &Path, to: &Path) -> f64 {
+/// The filesystem's own floor for a cold build: seconds to write the files of `out` again
+/// (same paths and sizes, on every core, nothing rendered) once `out` is removed.
+fn write_floor(out: &Path) -> f64 {
     use rayon::prelude::*;
-    let files: Vec<(std::path::PathBuf, usize)> = walkdir::WalkDir::new(from)
+    let files: Vec<(std::path::PathBuf, usize)> = walkdir::WalkDir::new(out)
         .into_iter()
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_file())
-        .map(|e| (e.path().strip_prefix(from).unwrap().to_path_buf(), e.metadata().unwrap().len() as usize))
+        .map(|e| (e.path().strip_prefix(out).unwrap().to_path_buf(), e.metadata().unwrap().len() as usize))
         .collect();
+    fs::remove_dir_all(out).unwrap();
+    let to = out;
     let bytes = vec![b'x'; files.iter().map(|f| f.1).max().unwrap_or(0)];
     let t = Instant::now();
     files.par_iter().for_each(|(rel, len)| {
@@ -298,6 +300,26 @@ fn main() {
     }
     if let Some(i) = args.iter().position(|a| a == "--one") {
         one(Path::new(&args[i + 1]));
+        return;
+    }
+    // `--cold DIR` times only a cold build (for profiling it).
+    if let Some(i) = args.iter().position(|a| a == "--cold") {
+        let config = config_in(Path::new(&args[i + 1]));
+        let _ = fs::remove_dir_all(&config.out_dir);
+        let t = Instant::now();
+        let site = Site::load(config).unwrap();
+        let rss = fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let rss = rss.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("").to_string();
+        let report = site.build().unwrap();
+        eprintln!("{}\nloaded and analyzed: {rss}, peak {} KiB", format_steps(&report.steps), peak_rss_kib());
+        eprintln!(
+            "sizes: CellView {} RunView {} Figures {} Manifest {}",
+            std::mem::size_of::<speed_matrix::analysis::CellView>(),
+            std::mem::size_of::<speed_matrix::analysis::RunView>(),
+            std::mem::size_of::<speed_matrix::analysis::Figures>(),
+            std::mem::size_of::<RunManifest>()
+        );
+        println!("{:.2} s", t.elapsed().as_secs_f64());
         return;
     }
     // `--serve DIR` times only serve's rebuild (for profiling it).

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 
 use common::copy_dir;
-use speed_matrix::analysis::compare::{CellState, Verdict};
+use speed_matrix::analysis::compare::{comparable, compare, CellState, Verdict};
 use speed_matrix::analysis::series::{KeyFigure, Trend};
 use speed_matrix::analysis::{BoardKey, FigureSource, GroupKind};
 use speed_matrix::format::Status;
@@ -57,7 +57,7 @@ fn series_follow_release_order_and_judge_each_step() {
             (KeyFigure::PrefillTps, Verdict::Neutral, "-1.0".to_string()),
         ]
     );
-    assert_eq!(last.comparison.as_ref().unwrap().slug, "e-vllm-0.10.0-rerun--d-vllm-0.11.0");
+    assert_eq!(last.comparison.as_deref(), Some("e-vllm-0.10.0-rerun--d-vllm-0.11.0"));
     assert_eq!(vllm.prefill_context, Some(8192));
     // A looped peak cell leaves the run's peak to its valid cells: 80 -> 480.
     let sglang = &site.model.series[0];
@@ -206,6 +206,21 @@ fn the_listed_comparison_is_judged_cell_by_cell() {
         (prefill.context, prefill.tps.as_ref().unwrap().pct, prefill.tps.as_ref().unwrap().verdict),
         (8192, 50.0, Verdict::Better)
     );
+}
+
+#[test]
+fn comparable_says_whether_a_comparison_can_be_made() {
+    let site = load("compare");
+    let run = |id: &str| site.model.run(id).unwrap();
+    assert!(comparable(run("base"), run("faster")));
+    assert!(!comparable(run("base"), run("disjoint")));
+    assert!(!comparable(run("base"), run("base")));
+    // The same answer as making the comparison, for every pair of the fixture's runs.
+    for a in &site.model.runs {
+        for b in &site.model.runs {
+            assert_eq!(comparable(a, b), compare(a, b, 5.0).is_ok(), "{} / {}", a.id, b.id);
+        }
+    }
 }
 
 #[test]

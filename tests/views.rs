@@ -193,6 +193,21 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
 }
 
 #[test]
+fn a_changed_site_toml_reaches_the_pages_a_rebuild_would_keep() {
+    let ws = built_series();
+    let before = ws.read("public/runs/d-vllm-0.11.0/index.html");
+    assert!(!before.contains("Bench of the week"));
+    fs::write(ws.path().join("site.toml"), "title = \"Bench of the week\"\n").unwrap();
+    let out = ws.site(&["build"]);
+    assert_ok(&out);
+    assert!(common::stdout(&out).contains("0 kept from the previous build"), "{}", common::stdout(&out));
+    assert!(ws.read("public/runs/d-vllm-0.11.0/index.html").contains("Bench of the week"));
+    let rebuilt = common::tree(&ws.path().join("public"));
+    assert_ok(&ws.site(&["build", "--force", "--out", "fresh"]));
+    assert_eq!(rebuilt, common::tree(&ws.path().join("fresh")), "a rebuild differs from a fresh build");
+}
+
+#[test]
 fn every_cell_has_a_page_linked_from_the_heatmap_and_the_table() {
     let ws = Workspace::from_fixture("valid/measured");
     assert_ok(&ws.site(&["build"]));

@@ -174,6 +174,19 @@ pub fn comparison_slug(a: &str, b: &str) -> String {
 }
 
 /// Compares run `a` (the baseline) with run `b`.
+/// Whether `compare(a, b, _)` succeeds (two different runs with a cell in common), without
+/// building the comparison.
+pub fn comparable(a: &RunView, b: &RunView) -> bool {
+    let (ma, mb) = (&a.manifest.settings, &b.manifest.settings);
+    let in_grid = |ctx: u32, c: u32| {
+        (ma.contexts.contains(&ctx) || mb.contexts.contains(&ctx))
+            && (ma.concurrency.contains(&c) || mb.concurrency.contains(&c))
+    };
+    let decode =
+        a.decode.iter().any(|x| in_grid(x.context, x.concurrency) && b.decode_cell(x.context, x.concurrency).is_some());
+    a.id != b.id && (decode || a.prefill.iter().any(|x| b.prefill_cell(x.context).is_some()))
+}
+
 pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Comparison, Incomparable> {
     if a.id == b.id {
         return Err(Incomparable::SameRun(a.id.clone()));

@@ -58,9 +58,10 @@ pub struct CellView {
     pub figures: Figures,
     /// The producer's warnings plus the normalizer's own checks.
     pub warnings: Vec<Warning>,
-    pub over_capacity: Option<OverCapacity>,
-    pub loop_finding: Option<LoopFinding>,
-    pub error: Option<CellError>,
+    // Boxed: most cells have none, and a site of 10,000 runs holds half a million cells.
+    pub over_capacity: Option<Box<OverCapacity>>,
+    pub loop_finding: Option<Box<LoopFinding>>,
+    pub error: Option<Box<CellError>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -293,9 +294,9 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
         source,
         figures,
         warnings,
-        over_capacity: c.over_capacity.clone(),
-        loop_finding: c.loop_finding.clone(),
-        error: c.error.clone(),
+        over_capacity: c.over_capacity.clone().map(Box::new),
+        loop_finding: c.loop_finding.clone().map(Box::new),
+        error: c.error.clone().map(Box::new),
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::compare::{compare, delta, Comparison, Verdict};
+use super::compare::{comparable, comparison_slug, delta, Verdict};
 use super::group::unique_slug;
 use super::pareto::ConfigKey;
 use super::run::RunView;
@@ -57,9 +57,11 @@ pub struct SeriesStep {
     pub to: usize,
     pub trend: Trend,
     pub changes: Vec<FigureChange>,
-    /// The two runs compared cell by cell, for a step that is not `Unchanged`; `None` too
-    /// when they share no cell.
-    pub comparison: Option<Comparison>,
+    /// The slug of the two runs' comparison page (`compare::comparison_slug`), for a step
+    /// that is not `Unchanged`; `None` too when they share no cell. The comparison itself is
+    /// made when its page is rendered (kept in memory for every step, comparisons were most
+    /// of a large site's memory).
+    pub comparison: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -127,9 +129,9 @@ fn one_series(runs: &[RunView], model_id: String, key: ConfigKey, members: Vec<u
         .map(|(n, pair)| {
             let changes = changes(&values, n, threshold);
             let trend = trend(&changes);
-            // Only a flagged step links to its comparison: the others need none kept.
-            let comparison =
-                (trend != Trend::Unchanged).then(|| compare(&runs[pair[0]], &runs[pair[1]], threshold).ok()).flatten();
+            // Only a flagged step links to its comparison.
+            let (a, b) = (&runs[pair[0]], &runs[pair[1]]);
+            let comparison = (trend != Trend::Unchanged && comparable(a, b)).then(|| comparison_slug(&a.id, &b.id));
             SeriesStep { from: pair[0], to: pair[1], trend, changes, comparison }
         })
         .collect();

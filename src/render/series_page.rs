@@ -63,15 +63,23 @@ fn flagged(trend: Trend) -> bool {
     trend != Trend::Unchanged
 }
 
+/// A comparison page a series step links to that `compare.json` does not list: runs `a`
+/// and `b` (indexes into `SiteModel::runs`), compared when the page is rendered.
+pub struct StepPair<'a> {
+    pub a: usize,
+    pub b: usize,
+    pub slug: &'a str,
+}
+
 /// The comparison pages the series need beyond `listed` (deduplicated by slug).
-pub fn step_comparisons<'a>(site: &'a SiteModel, listed: &[Comparison]) -> Vec<&'a Comparison> {
+pub fn step_comparisons<'a>(site: &'a SiteModel, listed: &'a [Comparison]) -> Vec<StepPair<'a>> {
     let mut seen: HashSet<&str> = listed.iter().map(|l| l.slug.as_str()).collect();
-    let mut out: Vec<&Comparison> = Vec::new();
+    let mut out = Vec::new();
     for s in &site.series {
         for step in s.steps.iter().filter(|s| flagged(s.trend)) {
-            if let Some(c) = &step.comparison {
-                if seen.insert(&c.slug) {
-                    out.push(c);
+            if let Some(slug) = &step.comparison {
+                if seen.insert(slug) {
+                    out.push(StepPair { a: step.from, b: step.to, slug });
                 }
             }
         }
@@ -149,7 +157,7 @@ fn step_view(s: &SeriesView, k: usize) -> StepView<'_> {
     let step = &s.steps[k];
     StepView {
         trend: step.trend,
-        comparison: step.comparison.as_ref().filter(|_| flagged(step.trend)).map(|c| c.slug.as_str()),
+        comparison: step.comparison.as_deref().filter(|_| flagged(step.trend)),
         changes: step.changes.iter().map(|c| (figure_name(c.figure), c.pct)).collect(),
     }
 }

@@ -183,25 +183,41 @@ impl SitePages<'_> {
         stats: &mut RenderStats,
     ) -> Result<BTreeMap<String, u64>> {
         let site = self.site;
-        let extra = series_page::step_comparisons(site, self.comparisons);
-        let all: Vec<&Comparison> = self.comparisons.iter().chain(extra).collect();
+        let threshold = self.settings.change_threshold_pct;
         let index = |id: &str| site.run_index(id).expect("comparisons are of the site's runs");
+        // (slug, run a, run b, threshold, the listed comparison if it is one)
+        let listed = self
+            .comparisons
+            .iter()
+            .map(|c| (c.slug.as_str(), index(&c.a_id), index(&c.b_id), c.threshold_pct, Some(c)));
+        let steps = series_page::step_comparisons(site, self.comparisons);
+        let steps = steps.into_iter().map(|p| (p.slug, p.a, p.b, threshold, None));
+        let all: Vec<_> = listed.chain(steps).collect();
         let units: Vec<Unit> = all
             .iter()
-            .map(|c| {
+            .map(|&(slug, a, b, threshold, _)| {
                 let mut h = Fnv::default();
                 // A comparison is made from its two runs and its threshold.
-                h.piece(c.slug.as_bytes()).piece(&c.threshold_pct.to_bits().to_le_bytes());
-                h.piece(&run_hashes[index(&c.a_id)].to_le_bytes()).piece(&run_hashes[index(&c.b_id)].to_le_bytes());
+                h.piece(slug.as_bytes()).piece(&threshold.to_bits().to_le_bytes());
+                h.piece(&run_hashes[a].to_le_bytes()).piece(&run_hashes[b].to_le_bytes());
                 h.piece(&self.template_hash.to_le_bytes());
-                let dir = format!("compare/{}", c.slug);
+                let dir = format!("compare/{slug}");
                 let files = vec![format!("{dir}/index.html"), format!("{dir}/comparison.csv")];
                 Unit::listed(dir, h.finish(), RenderStats { pages: 1, files: 2, ..Default::default() }, files)
             })
             .collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-            series_page::render_comparison(cx, site, all[i], sink, st)
-                .with_context(|| format!("rendering comparison {}", all[i].slug))
+            let (slug, a, b, threshold, listed) = all[i];
+            let made;
+            let cmp = match listed {
+                Some(c) => c,
+                None => {
+                    made = crate::analysis::compare(&site.runs[a], &site.runs[b], threshold)?;
+                    &made
+                }
+            };
+            series_page::render_comparison(cx, site, cmp, sink, st)
+                .with_context(|| format!("rendering comparison {slug}"))
         };
         render_cached(&units, self.previous, render, sink, stats)
     }
