@@ -199,3 +199,23 @@ fn serve_rebuilds_on_change_and_survives_a_bad_edit() {
     assert!(get(&srv.addr, "/").2.contains("/__build"));
     assert!(!ws.read("public/index.html").contains("/__build"));
 }
+
+#[test]
+fn serve_leaves_the_output_a_fresh_build_would_after_runs_and_cells_go() {
+    let ws = Workspace::from_fixture("valid/series");
+    let srv = start_serve(&ws);
+    assert!(ws.path().join("public/runs/a-vllm-0.9.2/index.html").is_file());
+    // A run folder removed and a cell of another run removed, while serving.
+    fs::remove_dir_all(ws.path().join("data/runs/a-vllm-0.9.2")).unwrap();
+    fs::remove_file(ws.path().join("data/runs/d-vllm-0.11.0/cells/decode-8192-c4.json")).unwrap();
+    assert_ok(&ws.site(&["build", "--out", "fresh"]));
+    let fresh = common::tree(&ws.path().join("fresh"));
+    // Kept pages, changed pages and removed ones end as a fresh build of the same data.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while common::tree(&ws.path().join("public")) != fresh {
+        assert!(Instant::now() < deadline, "serve's output never matched a fresh build: {}", srv.printed());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(!ws.path().join("public/runs/a-vllm-0.9.2").exists());
+    assert!(!ws.path().join("public/runs/d-vllm-0.11.0/cells/decode-8k-x4").exists());
+}
