@@ -322,6 +322,16 @@ fn main() {
         println!("{:.2} s", t.elapsed().as_secs_f64());
         return;
     }
+    // `--fingerprint DIR` times only the inputs' fingerprint (the no-change check).
+    if let Some(i) = args.iter().position(|a| a == "--fingerprint") {
+        let config = config_in(Path::new(&args[i + 1]));
+        for _ in 0..3 {
+            let t = Instant::now();
+            let f = input_fingerprint(&config);
+            println!("{f:016x} {:.3} s", t.elapsed().as_secs_f64());
+        }
+        return;
+    }
     // `--serve DIR` times only serve's rebuild (for profiling it).
     if let Some(i) = args.iter().position(|a| a == "--serve") {
         println!("{:.1} ms", serve_one_change(Path::new(&args[i + 1]), &config_in(Path::new(&args[i + 1]))));
