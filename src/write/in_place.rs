@@ -112,7 +112,8 @@ impl InPlace {
         Ok((self.changed.into_inner(), self.bytes.into_inner(), removed, index))
     }
 
-    /// Keeps `rel_path` where the folder has it (the first build of a process).
+    /// Whether the folder holds `rel_path` as a plain file (asked on the first build of a
+    /// process, before the index knows the folder).
     fn on_disk(&self, rel_path: &str) -> Result<bool> {
         Ok(fs::symlink_metadata(self.out.join(safe_relative(rel_path)?)).is_ok_and(|m| m.is_file()))
     }
