@@ -235,7 +235,7 @@ impl Site {
         // What every page is framed by: the templates and site.toml (title, base URL, prices).
         let mut frame = Fnv::default();
         frame.piece(&templates::source_hash(config.templates_dir.as_deref())?.to_le_bytes());
-        let _ = serde_json::to_writer(&mut frame, &self.settings);
+        frame.json(&self.settings);
         let template_hash = frame.finish();
         let previous = BuildCache::read(&config.out_dir);
         let previous = previous.hashes();

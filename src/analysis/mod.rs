@@ -86,7 +86,7 @@ impl PreparedRun {
 
 pub fn prepare(run: &LoadedRun) -> PreparedRun {
     let mut view = normalize_run(run, RunSlugs::plain(&run.manifest));
-    view.view_hash = crate::units::fnv1a(&serde_json::to_vec(&view).unwrap_or_default());
+    view.view_hash = crate::units::Fnv::default().json(&view).finish();
     PreparedRun(view)
 }
 

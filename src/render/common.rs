@@ -87,9 +87,8 @@ impl PageContext<'_> {
                 b_title: title(&c.b_id),
             })
             .collect();
-        let mut nav_hash = crate::units::Fnv::default();
-        let _ = serde_json::to_writer(&mut nav_hash, &nav);
-        PageContext { env, nav, nav_hash: nav_hash.finish(), comparisons, titles }
+        let nav_hash = crate::units::Fnv::default().json(&nav).finish();
+        PageContext { env, nav, nav_hash, comparisons, titles }
     }
 }
 

@@ -72,8 +72,10 @@ pub struct ListingCache<'a> {
 impl<'a> ListingCache<'a> {
     pub fn new(cx: &PageContext, runs: &[RunView], previous: &'a BTreeMap<String, u64>, template_hash: u64) -> Self {
         use rayon::prelude::*;
-        let rows =
-            (0..runs.len()).into_par_iter().map(|i| serialized_hash(&summary(&runs[i], &cx.titles[i]))).collect();
+        let rows = (0..runs.len())
+            .into_par_iter()
+            .map(|i| Fnv::default().json(&summary(&runs[i], &cx.titles[i])).finish())
+            .collect();
         let mut frame = Fnv::default();
         frame.piece(&cx.nav_hash.to_le_bytes()).piece(&template_hash.to_le_bytes());
         ListingCache { previous, rows, frame: frame.finish() }
@@ -91,13 +93,6 @@ impl<'a> ListingCache<'a> {
         }
         h.finish()
     }
-}
-
-/// A hash of `value` as JSON, computed without building the JSON.
-fn serialized_hash<T: Serialize>(value: &T) -> u64 {
-    let mut h = Fnv::default();
-    let _ = serde_json::to_writer(&mut h, value);
-    h.finish()
 }
 
 /// A listing whose pages 2.. are written.

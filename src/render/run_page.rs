@@ -127,7 +127,7 @@ pub fn files(run: &RunView) -> [String; 3] {
 pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, ranks: &Ranks, template_hash: u64) -> u64 {
     let mut h = Fnv::default();
     h.piece(&run.view_hash.to_le_bytes());
-    let _ = serde_json::to_writer(&mut h, &run.slugs);
+    h.json(&run.slugs);
     for &(key, rank, of) in ranks.by_run.get(index).into_iter().flatten() {
         let (phase, context, concurrency) = match key {
             BoardKey::Prefill { context } => (0u32, context, 0),
@@ -139,7 +139,7 @@ pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, ranks: &Ranks, 
     }
     h.piece(cx.titles[index].as_bytes());
     for c in cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id) {
-        let _ = serde_json::to_writer(&mut h, c);
+        h.json(c);
     }
     h.piece(&cx.nav_hash.to_le_bytes());
     h.piece(&template_hash.to_le_bytes());

@@ -87,6 +87,13 @@ impl Fnv {
     pub fn finish(&self) -> u64 {
         self.0
     }
+
+    /// Hashes `value` as its JSON text (the same hash as writing the text), without building
+    /// the text.
+    pub fn json<T: serde::Serialize + ?Sized>(&mut self, value: &T) -> &mut Self {
+        let _ = serde_json::to_writer(&mut *self, value);
+        self
+    }
 }
 
 /// Hashing what a serializer or `write!` produces, without building it in memory first.
@@ -119,6 +126,13 @@ mod tests {
         assert_eq!(model_display_name("stepfun-ai/Step-3.5-Flash"), "Step-3.5-Flash");
         assert_eq!(model_display_name("local-model"), "local-model");
         assert_eq!(model_display_name("org/model/"), "model");
+    }
+
+    #[test]
+    fn hashing_json_equals_hashing_its_text() {
+        let value = serde_json::json!({"a": [1.5, null, "x\"y"], "b": {"c": true}});
+        let text = serde_json::to_vec(&value).unwrap();
+        assert_eq!(Fnv::default().json(&value).finish(), fnv1a(&text));
     }
 
     #[test]
