@@ -1,7 +1,8 @@
 //! Rendering in parallel with a cache: the site is split into units (a run's folder, a
-//! comparison's folder), each with a hash of everything its files are made from. A unit
-//! whose hash is the one the previous build recorded keeps its files (`Sink::reuse`); the
-//! others are rendered on every core, each thread writing its own files.
+//! leaderboard, a list page, a comparison, ...), each with a hash of everything its files are
+//! made from. A unit whose hash is the one the previous build recorded keeps its files
+//! (`Sink::reuse_unit`); the others are rendered on every core, each thread writing its own
+//! files, and reported to the sink (`Sink::unit_written`).
 
 use std::collections::BTreeMap;
 

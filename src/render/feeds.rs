@@ -37,14 +37,6 @@ impl Sink for PageRecorder<'_> {
         self.inner.put(rel_path, bytes)
     }
 
-    fn reuse(&self, rel_path: &str) -> Result<bool> {
-        let reused = self.inner.reuse(rel_path)?;
-        if reused {
-            self.record(rel_path);
-        }
-        Ok(reused)
-    }
-
     fn reuse_unit(&self, key: &str, hash: u64, files: &dyn Fn() -> Vec<String>) -> Result<bool> {
         let reused = self.inner.reuse_unit(key, hash, files)?;
         if reused && self.on {

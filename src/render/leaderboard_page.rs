@@ -76,12 +76,13 @@ fn engine_text(run: &RunView) -> String {
 }
 
 /// Every board (kept where its rows did not change; see `cached`) and the boards' index;
-/// returns each board's input hash by folder.
+/// returns each board's input hash by folder. `frame` hashes what frames every page
+/// (`ListingCache::frame`).
 pub fn render_all(
     cx: &PageContext,
     site: &SiteModel,
     previous: &BTreeMap<String, u64>,
-    template_hash: u64,
+    frame: u64,
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<BTreeMap<String, u64>> {
@@ -92,7 +93,7 @@ pub fn render_all(
         .map(|b| {
             let dir = format!("leaderboards/{}", board_slug(b.key));
             let files = vec![format!("{dir}/board.csv"), format!("{dir}/index.html")];
-            let hash = board_hash(b, &listed, cx.nav_hash, template_hash);
+            let hash = board_hash(b, &listed, frame);
             Unit::listed(dir, hash, RenderStats { pages: 1, files: 2, ..Default::default() }, files)
         })
         .collect();
@@ -139,7 +140,7 @@ fn listed_run_hash(cx: &PageContext, run: &RunView, index: usize) -> u64 {
 
 /// Everything a board's page and CSV are made from: its rows (hashed from the figures'
 /// bits, not their text: a site of 10,000 runs has half a million rows) and the page frame.
-fn board_hash(board: &Leaderboard, listed: &[u64], nav_hash: u64, template_hash: u64) -> u64 {
+fn board_hash(board: &Leaderboard, listed: &[u64], frame: u64) -> u64 {
     let mut h = Fnv::default();
     h.piece(format!("{:?}", board.key).as_bytes());
     let bits = |v: Option<f64>| v.map_or(u64::MAX, f64::to_bits).to_le_bytes();
@@ -151,7 +152,7 @@ fn board_hash(board: &Leaderboard, listed: &[u64], nav_hash: u64, template_hash:
     for u in &board.unranked {
         h.piece(&listed[u.run].to_le_bytes()).piece(format!("{:?}", u.status).as_bytes());
     }
-    h.piece(&nav_hash.to_le_bytes()).piece(&template_hash.to_le_bytes());
+    h.piece(&frame.to_le_bytes());
     h.finish()
 }
 

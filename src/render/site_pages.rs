@@ -74,7 +74,7 @@ impl SitePages<'_> {
                 hashes.extend(kept);
             }
         }
-        let boards = leaderboard_page::render_all(&cx, self.site, self.previous, self.template_hash, &rec, &mut stats);
+        let boards = leaderboard_page::render_all(&cx, self.site, self.previous, listings.frame, &rec, &mut stats);
         hashes.extend(boards.context("rendering the leaderboards")?);
         for v in &self.site.tools {
             tools_page::render(&cx, self.site, v, &rec, &mut stats).context("rendering a tools page")?;

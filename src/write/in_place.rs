@@ -107,7 +107,6 @@ impl InPlace {
         let rendered_files: FxHashSet<&str> =
             rendered.iter().filter_map(|k| units.get(k)).flat_map(|u| u.files.iter().map(String::as_str)).collect();
         let loose = put.iter().filter(|f| !rendered_files.contains(f.as_str())).cloned().collect();
-        drop(rendered_files);
         let index = OutputIndex { known: Some(Written { units, loose }) };
         Ok((self.changed.into_inner(), self.bytes.into_inner(), removed, index))
     }
@@ -132,17 +131,6 @@ impl Sink for InPlace {
         self.changed.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(())
-    }
-
-    fn reuse(&self, rel_path: &str) -> Result<bool> {
-        if self.known && !self.previous_loose.contains(rel_path) {
-            return Ok(false);
-        }
-        let there = self.known || self.on_disk(rel_path)?;
-        if there {
-            self.put.lock().expect("no writer panics").insert(rel_path.to_string());
-        }
-        Ok(there)
     }
 
     fn reuse_unit(&self, key: &str, hash: u64, files: &dyn Fn() -> Vec<String>) -> Result<bool> {

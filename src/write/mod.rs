@@ -12,60 +12,27 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 
 use crate::fsutil::{self, Lock};
 
-/// Where rendered files go (relative, `/`-separated paths). `Staging` is the one that
-/// writes to disk; tests collect into memory. Shared by every rendering thread: each page
-/// goes to disk from the thread that rendered it (writing is half of a build's time).
+/// Where rendered files go (relative, `/`-separated paths): a staging folder swapped in
+/// whole (`Staging`) or the output folder in place (`InPlace`). Shared by every rendering
+/// thread: each page goes to disk from the thread that rendered it.
 pub trait Sink: Sync {
     fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()>;
 
-    /// Keeps `rel_path` as the previous build wrote it, where the sink can (a page whose
-    /// inputs did not change). Returns whether it did; the caller renders it otherwise.
-    fn reuse(&self, _rel_path: &str) -> Result<bool> {
-        Ok(false)
-    }
-
     /// Keeps the unit `key` (a folder rendered as one; `hash` is its input hash) with its
-    /// `files` as the previous build wrote them, or reports that it could not (the caller
-    /// renders them all again, replacing any kept). `files` is asked only where needed.
-    fn reuse_unit(&self, _key: &str, _hash: u64, files: &dyn Fn() -> Vec<String>) -> Result<bool> {
-        for f in files() {
-            if !self.reuse(&f)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+    /// `files` as the previous build wrote them, where the sink can, or reports that it
+    /// could not (the caller renders them all again, replacing any kept). `files` is asked
+    /// only where needed.
+    fn reuse_unit(&self, _key: &str, _hash: u64, _files: &dyn Fn() -> Vec<String>) -> Result<bool> {
+        Ok(false)
     }
 
     /// The unit `key` was rendered and wrote `files`.
     fn unit_written(&self, _key: &str, _hash: u64, _files: Vec<String>) {}
-}
-
-/// Files kept in memory.
-#[derive(Debug, Default)]
-pub struct MemorySink {
-    files: Mutex<Vec<(String, Vec<u8>)>>,
-}
-
-impl Sink for MemorySink {
-    fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()> {
-        self.files.lock().expect("no writer panics").push((rel_path.to_string(), bytes.to_vec()));
-        Ok(())
-    }
-}
-
-impl MemorySink {
-    /// The files written, sorted by path (threads write in any order).
-    pub fn into_files(self) -> Vec<(String, Vec<u8>)> {
-        let mut files = self.files.into_inner().expect("no writer panics");
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        files
-    }
 }
 
 /// Runs `write(path)`; when the folder is missing, creates it and runs it again (one
@@ -210,7 +177,19 @@ impl Sink for Staging {
         Ok(())
     }
 
-    fn reuse(&self, rel_path: &str) -> Result<bool> {
+    fn reuse_unit(&self, _key: &str, _hash: u64, files: &dyn Fn() -> Vec<String>) -> Result<bool> {
+        for f in files() {
+            if !self.link_previous(&f)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Staging {
+    /// Keeps `rel_path` by a hard link to the previous build's file; whether it could.
+    fn link_previous(&self, rel_path: &str) -> Result<bool> {
         let rel = safe_relative(rel_path)?;
         let Some(old) = self.previous.as_ref().map(|p| p.join(rel)) else { return Ok(false) };
         let path = self.path().join(rel);
