@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::{self, Comparison, PreparedRun, RunView, SiteModel};
 use crate::format::{self, DataSet, SiteSettings};
 use crate::render::{templates, RenderStats, SitePages};
-use crate::units::Fnv;
+use crate::units::InputHash;
 use crate::write::{assets, InPlace, OutputIndex, Siblings, Sink, Staging};
 
 /// Where a site's inputs and output live.
@@ -141,19 +141,20 @@ impl Site {
         runs: Vec<PreparedRun>,
         load: Step,
     ) -> Result<Site> {
-        let mut steps = vec![load];
         let t = Instant::now();
         let model = analysis::analyze(runs, &settings);
-        steps.push(Step {
-            name: "analyze",
-            took: t.elapsed(),
-            detail: format!(
-                "{} models, {} hardware types, {} engines",
-                model.models.len(),
-                model.hardware.len(),
-                model.engines.len()
-            ),
-        });
+        let analyze = Step { name: "analyze", took: t.elapsed(), detail: analyzed_detail(&model) };
+        Site::compared(config, settings, data, model, vec![load, analyze])
+    }
+
+    /// Compare: what follows the analysis.
+    fn compared(
+        config: SiteConfig,
+        settings: SiteSettings,
+        data: DataSet<()>,
+        model: SiteModel,
+        mut steps: Vec<Step>,
+    ) -> Result<Site> {
         let t = Instant::now();
         let comparisons = compare_listed(&data, &model, settings.change_threshold_pct)
             .with_context(|| format!("{}", config.data_dir.join(crate::format::COMPARE_FILE).display()))?;
@@ -168,15 +169,33 @@ impl Site {
         let t = Instant::now();
         let Site { config, settings, mut data, model, .. } = self;
         let runs_dir = config.data_dir.join(format::RUNS_DIR);
-        let mut runs: BTreeMap<String, PreparedRun> =
-            model.runs.into_iter().map(|r| (r.id.clone(), PreparedRun::from_view(r))).collect();
+        let mut fresh: BTreeMap<&String, Option<PreparedRun>> = BTreeMap::new();
         for id in ids {
             let dir = runs_dir.join(id);
-            runs.remove(id);
-            if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            let run = if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
                 let mut skipped = Vec::new();
-                let run = format::load_run(&dir, id, &mut skipped)?;
-                runs.insert(id.clone(), analysis::prepare(&run));
+                Some(analysis::prepare(&format::load_run(&dir, id, &mut skipped)?))
+            } else {
+                None
+            };
+            fresh.insert(id, run);
+        }
+        let detail = format!("{} run folders read again", ids.len());
+        // The same runs as before (only what they hold changed): the analysis is mended.
+        if fresh.iter().all(|(id, run)| run.is_some() == model.run_index(id).is_some()) {
+            let changed = fresh.into_iter().filter_map(|(id, run)| Some((model.run_index(id)?, run?))).collect();
+            let load = Step { name: "load", took: t.elapsed(), detail };
+            let t = Instant::now();
+            let model = analysis::reanalyze(model, changed, &settings);
+            let analyze = Step { name: "analyze", took: t.elapsed(), detail: analyzed_detail(&model) };
+            return Site::compared(config, settings, data, model, vec![load, analyze]);
+        }
+        let mut runs: BTreeMap<String, PreparedRun> =
+            model.runs.into_iter().map(|r| (r.id.clone(), PreparedRun::from_view(r))).collect();
+        for (id, run) in fresh {
+            runs.remove(id);
+            if let Some(run) = run {
+                runs.insert(id.clone(), run);
             }
         }
         let known: Vec<String> = runs.keys().cloned().collect();
@@ -233,7 +252,7 @@ impl Site {
         let config = &self.config;
         let env = templates::environment(config.templates_dir.as_deref(), &self.settings)?;
         // What every page is framed by: the templates and site.toml (title, base URL, prices).
-        let mut frame = Fnv::default();
+        let mut frame = InputHash::default();
         frame.piece(&templates::source_hash(config.templates_dir.as_deref())?.to_le_bytes());
         frame.json(&self.settings);
         let template_hash = frame.finish();
@@ -287,14 +306,14 @@ fn compare_listed(data: &DataSet<()>, model: &SiteModel, default_threshold: f64)
 /// static files, site.toml) and of this program: equal fingerprints mean a build would
 /// write the same site. Run folders are walked in parallel.
 pub fn input_fingerprint(config: &SiteConfig) -> u64 {
-    let mut h = Fnv::default();
+    let mut h = InputHash::default();
     let runs = config.data_dir.join(format::RUNS_DIR);
     let mut folders: Vec<PathBuf> =
         fs::read_dir(&runs).map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect()).unwrap_or_default();
     folders.sort();
     let per_run: Vec<u64> = folders.par_iter().map(|f| tree_hash(f)).collect();
     for (f, v) in folders.iter().zip(per_run) {
-        h.piece(f.as_os_str().as_encoded_bytes()).piece(&v.to_le_bytes());
+        h.piece(f.as_os_str().as_encoded_bytes()).u64(v);
     }
     let others = [
         Some(&config.data_dir),
@@ -318,7 +337,7 @@ fn tree_hash(root: &Path) -> u64 {
 }
 
 fn tree_hash_except(root: &Path, skip: Option<&PathBuf>) -> u64 {
-    let mut h = Fnv::default();
+    let mut h = InputHash::default();
     h.piece(root.as_os_str().as_encoded_bytes());
     match fs::symlink_metadata(root) {
         Ok(meta) => {
@@ -337,7 +356,7 @@ fn tree_hash_except(root: &Path, skip: Option<&PathBuf>) -> u64 {
 /// Names and metadata of everything under `dir`, in name order. Each entry is asked
 /// relative to its open folder (no path walk per file: half a million of them at 10,000
 /// runs); symlinks are not followed.
-fn hash_dir(dir: &Path, skip: Option<&PathBuf>, h: &mut Fnv) {
+fn hash_dir(dir: &Path, skip: Option<&PathBuf>, h: &mut InputHash) {
     let Ok(entries) = fs::read_dir(dir) else {
         h.piece(b"unreadable");
         return;
@@ -372,6 +391,10 @@ fn meta_bytes(meta: &fs::Metadata) -> [u8; 32] {
         chunk.copy_from_slice(&v.to_le_bytes());
     }
     out
+}
+
+fn analyzed_detail(model: &SiteModel) -> String {
+    format!("{} models, {} hardware types, {} engines", model.models.len(), model.hardware.len(), model.engines.len())
 }
 
 /// Whether `out` was built from inputs with this fingerprint (then a build can be skipped).

@@ -288,3 +288,48 @@ fn a_measured_cells_evidence_comes_from_its_records() {
     assert_eq!(got, ["75.0", "95.0", "99.5", "100.0"]);
     assert_eq!(e.gauge.len(), 2);
 }
+
+#[test]
+fn serve_mends_the_analysis_to_what_a_fresh_load_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid/series"), dir.path());
+    let config = SiteConfig {
+        data_dir: dir.path().join("data"),
+        out_dir: dir.path().join("public"),
+        templates_dir: None,
+        static_dir: None,
+        settings_file: Some(dir.path().join("site.toml")),
+    };
+    let before = Site::load(config.clone()).unwrap();
+    let board = |site: &Site| -> Vec<(String, usize)> {
+        let b = site.model.leaderboard(BoardKey::Decode { context: 8192, concurrency: 4 }).unwrap();
+        b.ranked.iter().map(|e| (site.model.runs[e.run].id.clone(), e.rank)).collect()
+    };
+    let was = board(&before);
+    // d ties the two leaders at 480 (it sits between them by id), a drops to the last place.
+    let edit = |run: &str, from: &str, to: &str| {
+        let path = dir.path().join(format!("data/runs/{run}/cells/decode-8192-c4.json"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from));
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+    };
+    edit("d-vllm-0.11.0", "\"total_tps\": 300.0", "\"total_tps\": 480.0");
+    edit("a-vllm-0.9.2", "\"total_tps\": 400.0", "\"total_tps\": 100.0");
+    let changed = ["a-vllm-0.9.2", "d-vllm-0.11.0"].map(String::from).into_iter().collect();
+    let mended = before.reload_runs(&changed).unwrap();
+    let fresh = Site::load(config).unwrap();
+    let ranked = |pairs: &[(&str, usize)]| pairs.iter().map(|&(id, r)| (id.to_string(), r)).collect::<Vec<_>>();
+    assert_eq!(
+        board(&mended),
+        ranked(&[
+            ("b-vllm-0.10.0", 1),
+            ("d-vllm-0.11.0", 1),
+            ("f-sglang-0.5.0", 1),
+            ("e-vllm-0.10.0-rerun", 4),
+            ("c-vllm-0.9.1", 5),
+            ("a-vllm-0.9.2", 6)
+        ])
+    );
+    assert_ne!(board(&mended), was);
+    assert_eq!(serde_json::to_value(&mended.model).unwrap(), serde_json::to_value(&fresh.model).unwrap());
+}

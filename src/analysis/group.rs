@@ -8,7 +8,7 @@ use crate::format::RunManifest;
 use crate::units::slugify;
 
 /// All runs of one model, one hardware type or one engine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupView {
     pub slug: String,
     pub name: String,

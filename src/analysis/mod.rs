@@ -86,13 +86,65 @@ impl PreparedRun {
 
 pub fn prepare(run: &LoadedRun) -> PreparedRun {
     let mut view = normalize_run(run, RunSlugs::plain(&run.manifest));
-    view.view_hash = crate::units::Fnv::default().json(&view).finish();
+    view.view_hash = crate::units::InputHash::default().json(&view).finish();
     PreparedRun(view)
 }
 
 /// Every run with its figures, grouped by model, hardware and engine, ranked, and followed
 /// across versions. `runs` are sorted by id.
 pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
+    let Grouped { runs, models, hardware, engines } = grouped(runs);
+    // Independent views of the same runs, on every core.
+    let ((leaderboards, tools), (paretos, series)) = rayon::join(
+        || (leaderboard::leaderboards(&runs), tools::tools(&runs)),
+        || rayon::join(|| paretos(&runs, &models, settings), || series::series(&runs, settings.change_threshold_pct)),
+    );
+    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools }
+}
+
+/// What `analyze` gives for `previous`'s runs with those of `changed` (index, run) put in
+/// their places: the same runs, ids and order, only what they hold differs (`site serve`
+/// after a cell file changed). The leaderboards are mended and the Pareto views of models
+/// no changed run belongs to are kept, instead of made again from every cell of the site.
+pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settings: &SiteSettings) -> SiteModel {
+    let SiteModel { runs, models: old_models, leaderboards, paretos: old_paretos, .. } = previous;
+    let mut runs: Vec<PreparedRun> = runs.into_iter().map(PreparedRun).collect();
+    let mut indices: Vec<usize> = Vec::with_capacity(changed.len());
+    for (i, run) in changed {
+        runs[i] = run;
+        indices.push(i);
+    }
+    indices.sort_unstable();
+    indices.dedup();
+    let Grouped { runs, models, hardware, engines } = grouped(runs);
+    let mended_paretos = || {
+        if models != old_models {
+            return paretos(&runs, &models, settings);
+        }
+        let touched = |g: &GroupView| g.runs.iter().any(|i| indices.binary_search(i).is_ok());
+        old_paretos
+            .into_par_iter()
+            .zip(&models)
+            .enumerate()
+            .map(|(i, (view, g))| if touched(g) { pareto::pareto(i, &runs, &g.runs, settings) } else { view })
+            .collect()
+    };
+    let ((leaderboards, tools), (paretos, series)) = rayon::join(
+        || (leaderboard::mend(leaderboards, &runs, &indices), tools::tools(&runs)),
+        || rayon::join(mended_paretos, || series::series(&runs, settings.change_threshold_pct)),
+    );
+    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools }
+}
+
+/// Runs with their page slugs, and the groups they make.
+struct Grouped {
+    runs: Vec<RunView>,
+    models: Vec<GroupView>,
+    hardware: Vec<GroupView>,
+    engines: Vec<GroupView>,
+}
+
+fn grouped(runs: Vec<PreparedRun>) -> Grouped {
     let manifests: Vec<_> = runs.iter().map(|r| &r.0.manifest).collect();
     let [models, hardware, engines] = GroupKind::ALL.map(|k| group::group(&manifests, k));
     let n = runs.len();
@@ -105,15 +157,10 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
             run
         })
         .collect();
-    // Independent views of the same runs, on every core.
-    let ((leaderboards, tools), (paretos, series)) = rayon::join(
-        || (leaderboard::leaderboards(&runs), tools::tools(&runs)),
-        || {
-            rayon::join(
-                || models.par_iter().enumerate().map(|(i, g)| pareto::pareto(i, &runs, &g.runs, settings)).collect(),
-                || series::series(&runs, settings.change_threshold_pct),
-            )
-        },
-    );
-    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools }
+    Grouped { runs, models, hardware, engines }
+}
+
+/// One Pareto view per model, in `models` order.
+fn paretos(runs: &[RunView], models: &[GroupView], settings: &SiteSettings) -> Vec<ParetoView> {
+    models.par_iter().enumerate().map(|(i, g)| pareto::pareto(i, runs, &g.runs, settings)).collect()
 }

@@ -82,17 +82,23 @@ pub fn usd_per_mtok(price: f64, devices: u32, total_tps: f64) -> f64 {
 
 /// The view of the runs `members` (one model's runs).
 pub fn pareto(model: usize, runs: &[RunView], members: &[usize], settings: &SiteSettings) -> ParetoView {
-    let mut by_context: BTreeMap<u32, BTreeMap<ConfigKey, Vec<ParetoPoint>>> = BTreeMap::new();
+    // Points by configuration (looked up once per run, by borrowed fields in `ConfigKey`'s
+    // order), then by context.
+    type Key<'a> = (&'a str, u32, &'a str, Option<&'a str>);
+    let mut by_config: BTreeMap<Key, BTreeMap<u32, Vec<ParetoPoint>>> = BTreeMap::new();
     for &i in members {
         let run = &runs[i];
-        let devices = run.manifest.hardware.count.max(1);
-        let price = settings.price(&run.manifest.hardware.device);
+        let (hw, engine) = (&run.manifest.hardware, &run.manifest.engine);
+        let devices = hw.count.max(1);
+        let price = settings.price(&hw.device);
+        let key = (hw.device.as_str(), hw.count, engine.name.as_str(), engine.quantization.as_deref());
+        let by_context = by_config.entry(key).or_default();
         for c in run.decode.iter().filter(|c| c.status == Status::Valid) {
             let (Some(x), Some(total)) = (c.figures.per_request_tps, c.figures.total_tps) else { continue };
             if !(x.is_finite() && total.is_finite() && total > 0.0) {
                 continue;
             }
-            by_context.entry(c.context).or_default().entry(ConfigKey::of(run)).or_default().push(ParetoPoint {
+            by_context.entry(c.context).or_default().push(ParetoPoint {
                 run: i,
                 concurrency: c.concurrency,
                 per_request_tps: x,
@@ -100,6 +106,18 @@ pub fn pareto(model: usize, runs: &[RunView], members: &[usize], settings: &Site
                 total_tps: total,
                 usd_per_mtok: price.map(|p| usd_per_mtok(p, devices, total)),
             });
+        }
+    }
+    let mut by_context: BTreeMap<u32, Vec<(ConfigKey, Vec<ParetoPoint>)>> = BTreeMap::new();
+    for ((device, count, engine, quantization), contexts) in by_config {
+        let key = ConfigKey {
+            device: device.to_string(),
+            count,
+            engine: engine.to_string(),
+            quantization: quantization.map(str::to_string),
+        };
+        for (context, points) in contexts {
+            by_context.entry(context).or_default().push((key.clone(), points));
         }
     }
     let contexts: Vec<ParetoContext> = by_context

@@ -3,7 +3,6 @@
 //! neighbours is compared; a key figure that moved past the threshold makes the step a
 //! regression or an improvement.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
@@ -83,19 +82,35 @@ pub struct SeriesView {
 
 /// Every series of two or more runs (one run is no trend), by model then configuration.
 pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
-    let mut by_key: BTreeMap<(String, ConfigKey, String), Vec<usize>> = BTreeMap::new();
+    // Keyed by borrowed fields in `(model id, ConfigKey, tool)` order: the series come out in
+    // the order of their owned keys without cloning five strings per run.
+    type Key<'a> = (&'a str, &'a str, u32, &'a str, Option<&'a str>, &'a str);
+    let mut by_key: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
-        let tool = r.manifest.bench_tool.name.clone();
-        by_key.entry((r.manifest.model.id.clone(), ConfigKey::of(r), tool)).or_default().push(i);
+        let m = &r.manifest;
+        let key = (
+            m.model.id.as_str(),
+            m.hardware.device.as_str(),
+            m.hardware.count,
+            m.engine.name.as_str(),
+            m.engine.quantization.as_deref(),
+            m.bench_tool.name.as_str(),
+        );
+        by_key.entry(key).or_default().push(i);
     }
+    let releases = release_places(runs);
     // Each series compares its neighbours (the costly part): one series per core.
     let groups: Vec<_> = by_key.into_iter().filter(|(_, members)| members.len() > 1).collect();
     let mut all: Vec<SeriesView> = groups
         .into_par_iter()
-        .map(|((model_id, key, bench_tool), mut members)| {
-            members.sort_by(|&a, &b| release_order(&runs[a], &runs[b]));
-            let mut s = one_series(runs, model_id, key, members, threshold_pct);
-            s.bench_tool = bench_tool;
+        .map(|((model_id, _, _, _, _, bench_tool), mut members)| {
+            members.sort_by(|&a, &b| {
+                let (ra, rb) = (&runs[a], &runs[b]);
+                releases[a].cmp(&releases[b]).then_with(|| ra.started.cmp(&rb.started)).then_with(|| ra.id.cmp(&rb.id))
+            });
+            let key = ConfigKey::of(&runs[members[0]]);
+            let mut s = one_series(runs, model_id.to_string(), key, members, threshold_pct);
+            s.bench_tool = bench_tool.to_string();
             s
         })
         .collect();
@@ -106,10 +121,16 @@ pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
     all
 }
 
-fn release_order(a: &RunView, b: &RunView) -> Ordering {
-    compare_versions(&a.manifest.engine.version, &b.manifest.engine.version)
-        .then_with(|| a.started.cmp(&b.started))
-        .then_with(|| a.id.cmp(&b.id))
+/// Each run's engine version as a place in release order (`compare_versions` of every
+/// distinct version once, not of every pair of runs).
+fn release_places(runs: &[RunView]) -> Vec<u32> {
+    let mut versions: Vec<&str> = runs.iter().map(|r| r.manifest.engine.version.as_str()).collect();
+    versions.sort_unstable();
+    versions.dedup();
+    versions.sort_by(|a, b| compare_versions(a, b));
+    let place: std::collections::HashMap<&str, u32> =
+        versions.iter().enumerate().map(|(i, &v)| (v, i as u32)).collect();
+    runs.iter().map(|r| place[r.manifest.engine.version.as_str()]).collect()
 }
 
 fn one_series(runs: &[RunView], model_id: String, key: ConfigKey, members: Vec<usize>, threshold: f64) -> SeriesView {

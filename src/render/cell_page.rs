@@ -103,15 +103,17 @@ pub fn render_all(
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
-    for view in run.prefill.iter().chain(&run.decode) {
+    // On every core: where one run changed (`site serve`), its cells are all there is to do.
+    let views: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
+    let one = |&view: &&CellView, sink: &dyn Sink, st: &mut RenderStats| {
         let cell = raw
             .cells
             .iter()
             .map(|c| &c.cell)
             .find(|c| c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency);
-        render(cx, run, view, cell, sink, stats)?;
-    }
-    Ok(())
+        render(cx, run, view, cell, sink, st)
+    };
+    super::cached::render_parallel(&views, one, sink, stats)
 }
 
 fn render(

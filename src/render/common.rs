@@ -59,6 +59,9 @@ pub struct PageContext<'a> {
     pub comparisons: Vec<ComparisonLink>,
     /// `listing_titles` of the site's runs, by run index.
     pub titles: Vec<String>,
+    /// Each run's place when all are listed newest first (see `newest_first`), by run index:
+    /// a listing of any subset sorts by it instead of comparing dates again.
+    pub newest_first: Vec<u32>,
 }
 
 impl PageContext<'_> {
@@ -76,6 +79,7 @@ impl PageContext<'_> {
             })
             .collect();
         let titles = listing_titles(runs);
+        let newest_first = newest_first_places(runs);
         let title = |id: &str| runs.iter().position(|r| r.id == id).map(|i| titles[i].clone()).unwrap_or_default();
         let comparisons = comparisons
             .iter()
@@ -87,8 +91,8 @@ impl PageContext<'_> {
                 b_title: title(&c.b_id),
             })
             .collect();
-        let nav_hash = crate::units::Fnv::default().json(&nav).finish();
-        PageContext { env, nav, nav_hash, comparisons, titles }
+        let nav_hash = crate::units::InputHash::default().json(&nav).finish();
+        PageContext { env, nav, nav_hash, comparisons, titles, newest_first }
     }
 }
 
@@ -157,6 +161,55 @@ pub struct RunSummary<'a> {
     pub prefill_text: String,
 }
 
+impl RunSummary<'_> {
+    /// A hash of every field (a listing page is kept while its rows' hashes stay): each
+    /// field by name, so a field added to the struct cannot be left out of it.
+    pub fn hash(&self) -> u64 {
+        let RunSummary {
+            id,
+            title,
+            date,
+            model,
+            model_id,
+            model_slug,
+            engine,
+            engine_version,
+            engine_slug,
+            quantization,
+            device,
+            hardware_slug,
+            count,
+            bench_tool,
+            origin,
+            peak,
+            peak_text,
+            peak_at,
+            single,
+            single_text,
+            single_at,
+            prefill,
+            prefill_text,
+        } = self;
+        let mut h = crate::units::InputHash::default();
+        let texts =
+            [id, title, model, model_id, model_slug, engine, engine_version, engine_slug, device, hardware_slug];
+        for text in texts.into_iter().chain([bench_tool]) {
+            h.piece(text.as_bytes());
+        }
+        for text in [date, quantization, &peak_at.as_deref(), &single_at.as_deref()] {
+            h.u64(text.is_some() as u64).piece(text.unwrap_or("").as_bytes());
+        }
+        for text in [peak_text, single_text, prefill_text] {
+            h.piece(text.as_bytes());
+        }
+        for v in [peak, single, prefill] {
+            h.u64(v.map_or(u64::MAX, f64::to_bits));
+        }
+        h.u64(*count as u64).u64(*origin as u64);
+        h.finish()
+    }
+}
+
 pub fn summary<'a>(run: &'a RunView, title: &'a str) -> RunSummary<'a> {
     let m = &run.manifest;
     let h = &run.headline;
@@ -192,8 +245,9 @@ pub fn summary<'a>(run: &'a RunView, title: &'a str) -> RunSummary<'a> {
 /// version, devices, and the date (the run id where there is none); where all of that is
 /// equal, the run id as well.
 pub fn listing_titles(runs: &[RunView]) -> Vec<String> {
+    use rayon::prelude::*;
     let base: Vec<String> = runs
-        .iter()
+        .par_iter()
         .map(|r| {
             let m = &r.manifest;
             let when = r.date.as_deref().unwrap_or(&r.id);
@@ -203,16 +257,30 @@ pub fn listing_titles(runs: &[RunView]) -> Vec<String> {
             )
         })
         .collect();
-    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut seen: rustc_hash::FxHashMap<&str, usize> = Default::default();
     for t in &base {
         *seen.entry(t.as_str()).or_insert(0) += 1;
     }
     let shared: Vec<bool> = base.iter().map(|t| seen[t.as_str()] > 1).collect();
-    base.iter()
+    base.into_iter()
         .zip(runs)
         .zip(shared)
-        .map(|((t, r), shared)| if shared && r.date.is_some() { format!("{t} · {}", r.id) } else { t.clone() })
+        .map(|((t, r), shared)| if shared && r.date.is_some() { format!("{t} · {}", r.id) } else { t })
         .collect()
+}
+
+/// Each run's place in the list of all runs newest first (undated runs last), then by id.
+fn newest_first_places(runs: &[RunView]) -> Vec<u32> {
+    use rayon::prelude::*;
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    // `None` sorts first ascending, so descending puts it last.
+    order
+        .par_sort_unstable_by(|&a, &b| runs[b].started.cmp(&runs[a].started).then_with(|| runs[a].id.cmp(&runs[b].id)));
+    let mut places = vec![0; runs.len()];
+    for (place, &i) in order.iter().enumerate() {
+        places[i] = place as u32;
+    }
+    places
 }
 
 /// A run's series colour on a page's overlay charts, as CSS.

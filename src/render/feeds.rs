@@ -81,7 +81,7 @@ pub fn render(
     let sitemap = cx.env.get_template("sitemap.xml")?.render(context! { base_url => base_url, pages => paths })?;
     put_file(sink, "sitemap.xml", &sitemap, stats)?;
     let all: Vec<usize> = (0..runs.len()).collect();
-    let entries: Vec<Entry> = newest_first(runs, &all)
+    let entries: Vec<Entry> = newest_first(cx, &all)
         .into_iter()
         .take(FEED_ENTRIES)
         .map(|i| {

@@ -14,7 +14,7 @@ use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::common::{colour_css, put_page, root, ser, PageContext, RenderStats};
 use super::listing::{render_listing, Listing, ListingCache, Preset};
 use crate::analysis::{GroupKind, GroupView, RunView, SiteModel};
-use crate::units::Fnv;
+use crate::units::InputHash;
 use crate::write::Sink;
 
 /// Runs drawn on a group page's overlay charts: as many as there are series colours.
@@ -60,11 +60,11 @@ pub fn render(
     let charted = best_runs(&site.runs, &g.runs);
     // The page: its first rows, and the charted runs (their figures and titles).
     let key = format!("{folder}/{}", g.slug);
-    let mut h = Fnv::default();
-    h.piece(&rendered.first_hash.to_le_bytes()).piece(key.as_bytes()).piece(g.name.as_bytes());
+    let mut h = InputHash::default();
+    h.u64(rendered.first_hash).piece(key.as_bytes()).piece(g.name.as_bytes());
     for &i in &charted {
         let run = &site.runs[i];
-        h.piece(&run.view_hash.to_le_bytes()).piece(run.id.as_bytes()).piece(cx.titles[i].as_bytes());
+        h.u64(run.view_hash).piece(run.id.as_bytes()).piece(cx.titles[i].as_bytes());
     }
     let kept = RenderStats { pages: 1, files: 1, ..Default::default() };
     let page = [Unit::listed(key, h.finish(), kept, vec![format!("{dir}index.html")])];

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 use minijinja::context;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::cached::{render_cached, Unit};
@@ -13,7 +14,7 @@ use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
 use crate::units::numbers::{self, context_label, context_slug};
-use crate::units::Fnv;
+use crate::units::InputHash;
 use crate::write::Sink;
 
 /// Ranked rows a board's page shows; the rest are in its CSV.
@@ -86,10 +87,11 @@ pub fn render_all(
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<BTreeMap<String, u64>> {
-    let listed: Vec<u64> = (0..site.runs.len()).map(|i| listed_run_hash(cx, &site.runs[i], i)).collect();
+    let listed: Vec<u64> =
+        (0..site.runs.len()).into_par_iter().map(|i| listed_run_hash(cx, &site.runs[i], i)).collect();
     let units: Vec<Unit> = site
         .leaderboards
-        .iter()
+        .par_iter()
         .map(|b| {
             let dir = format!("leaderboards/{}", board_slug(b.key));
             let files = vec![format!("{dir}/board.csv"), format!("{dir}/index.html")];
@@ -130,10 +132,13 @@ pub fn render_all(
 
 /// What a board row shows of a run besides its figures.
 fn listed_run_hash(cx: &PageContext, run: &RunView, index: usize) -> u64 {
-    let mut h = Fnv::default();
+    let mut h = InputHash::default();
     let (hw, tool) = (&run.manifest.hardware, &run.manifest.bench_tool);
+    let engine = &run.manifest.engine;
     h.piece(run.id.as_bytes()).piece(cx.titles[index].as_bytes()).piece(hw.device.as_bytes());
-    h.piece(&hw.count.to_le_bytes()).piece(engine_text(run).as_bytes());
+    h.u64(hw.count as u64).piece(engine.name.as_bytes()).piece(engine.version.as_bytes());
+    let quantization = engine.quantization.as_deref();
+    h.u64(quantization.is_some() as u64).piece(quantization.unwrap_or("").as_bytes());
     h.piece(tool.name.as_bytes()).piece(tool.version.as_bytes());
     h.finish()
 }
@@ -141,18 +146,18 @@ fn listed_run_hash(cx: &PageContext, run: &RunView, index: usize) -> u64 {
 /// Everything a board's page and CSV are made from: its rows (hashed from the figures'
 /// bits, not their text: a site of 10,000 runs has half a million rows) and the page frame.
 fn board_hash(board: &Leaderboard, listed: &[u64], frame: u64) -> u64 {
-    let mut h = Fnv::default();
-    h.piece(format!("{:?}", board.key).as_bytes());
-    let bits = |v: Option<f64>| v.map_or(u64::MAX, f64::to_bits).to_le_bytes();
+    let mut h = InputHash::default();
+    h.json(&board.key);
+    let bits = |v: Option<f64>| v.map_or(u64::MAX, f64::to_bits);
     for e in &board.ranked {
-        h.piece(&listed[e.run].to_le_bytes()).piece(&(e.rank as u64).to_le_bytes());
-        h.piece(&bits(Some(e.score))).piece(&bits(Some(e.tps_per_device)));
-        h.piece(&bits(e.per_request_tps)).piece(&bits(e.ttft_ms));
+        h.u64(listed[e.run]).u64(e.rank as u64).u64(bits(Some(e.score))).u64(bits(Some(e.tps_per_device)));
+        h.u64(bits(e.per_request_tps)).u64(bits(e.ttft_ms));
     }
+    h.u64(board.ranked.len() as u64);
     for u in &board.unranked {
-        h.piece(&listed[u.run].to_le_bytes()).piece(format!("{:?}", u.status).as_bytes());
+        h.u64(listed[u.run]).u64(u.status as u64);
     }
-    h.piece(&frame.to_le_bytes());
+    h.u64(board.unranked.len() as u64).u64(frame);
     h.finish()
 }
 

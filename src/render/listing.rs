@@ -13,17 +13,16 @@ use serde::Serialize;
 use super::cached::{render_cached, Unit};
 use super::common::{put_file, put_page, root, ser, summary, PageContext, RenderStats, RunSummary};
 use crate::analysis::RunView;
-use crate::units::Fnv;
+use crate::units::InputHash;
 use crate::write::Sink;
 
 /// Rows per page: the index of 10,000 runs stays far under 1 MB.
 pub const PAGE_SIZE: usize = 100;
 
 /// Run indexes newest first (undated runs last), then by id.
-pub fn newest_first(runs: &[RunView], members: &[usize]) -> Vec<usize> {
+pub fn newest_first(cx: &PageContext, members: &[usize]) -> Vec<usize> {
     let mut order = members.to_vec();
-    // `None` sorts first ascending, so descending puts it last.
-    order.sort_by(|&a, &b| runs[b].started.cmp(&runs[a].started).then_with(|| runs[a].id.cmp(&runs[b].id)));
+    order.sort_unstable_by_key(|&i| cx.newest_first[i]);
     order
 }
 
@@ -72,24 +71,21 @@ pub struct ListingCache<'a> {
 impl<'a> ListingCache<'a> {
     pub fn new(cx: &PageContext, runs: &[RunView], previous: &'a BTreeMap<String, u64>, template_hash: u64) -> Self {
         use rayon::prelude::*;
-        let rows = (0..runs.len())
-            .into_par_iter()
-            .map(|i| Fnv::default().json(&summary(&runs[i], &cx.titles[i])).finish())
-            .collect();
-        let mut frame = Fnv::default();
-        frame.piece(&cx.nav_hash.to_le_bytes()).piece(&template_hash.to_le_bytes());
+        let rows = (0..runs.len()).into_par_iter().map(|i| summary(&runs[i], &cx.titles[i]).hash()).collect();
+        let mut frame = InputHash::default();
+        frame.u64(cx.nav_hash).u64(template_hash);
         ListingCache { previous, rows, frame: frame.finish() }
     }
 
     /// A hash of `order`'s rows (in that order) with `extra`.
     fn hash(&self, order: &[usize], extra: &[&[u8]]) -> u64 {
-        let mut h = Fnv::default();
-        h.piece(&self.frame.to_le_bytes());
+        let mut h = InputHash::default();
+        h.u64(self.frame);
         for piece in extra {
             h.piece(piece);
         }
         for &i in order {
-            h.piece(&self.rows[i].to_le_bytes());
+            h.u64(self.rows[i]);
         }
         h.finish()
     }
@@ -115,7 +111,7 @@ pub fn render_listing(
     stats: &mut RenderStats,
 ) -> Result<RenderedListing> {
     let Listing { members, dir, heading, preset } = *listing;
-    let order = newest_first(runs, members);
+    let order = newest_first(cx, members);
     let pages = order.len().div_ceil(PAGE_SIZE).max(1);
     let page = |n: usize, from_list_page: bool| {
         let rows: Vec<RunSummary> =
@@ -165,7 +161,7 @@ pub fn render_index_data(
     stats: &mut RenderStats,
 ) -> Result<BTreeMap<String, u64>> {
     let all: Vec<usize> = (0..runs.len()).collect();
-    let order = newest_first(runs, &all);
+    let order = newest_first(cx, &all);
     let files = vec!["index.js".to_string(), "index.json".to_string()];
     let hash = cache.hash(&order, &[b"index.json"]);
     let unit = Unit::listed("index.json".into(), hash, RenderStats { files: 2, ..Default::default() }, files);

@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 use minijinja::context;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::charts::{marker_shape, scatter_chart, ScatterGroup, ScatterPoint, ScatterSpec};
@@ -60,7 +61,7 @@ pub fn render(
 ) -> Result<()> {
     let group = &site.models[view.model];
     let contexts: Vec<ContextView> =
-        view.contexts.iter().map(|c| context_view(cx, site, c.context, &c.configs, view.priced)).collect();
+        view.contexts.par_iter().map(|c| context_view(cx, site, c.context, &c.configs, view.priced)).collect();
     stats.charts +=
         contexts.iter().map(|c| (!c.chart.is_empty()) as usize + (!c.cost_chart.is_empty()) as usize).sum::<usize>();
     let html = cx.env.get_template("pareto.html")?.render(context! {

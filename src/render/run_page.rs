@@ -12,27 +12,48 @@ use super::{downloads, markdown};
 use crate::analysis::figures::CrossCheckBasis;
 use crate::analysis::{BoardKey, CellView, RunView, SiteModel};
 use crate::format::Status;
-use crate::units::{numbers, Fnv};
+use crate::units::{numbers, InputHash};
 use crate::write::Sink;
 
 /// Each run's place on the leaderboards of its cells, by run index.
 pub struct Ranks {
-    by_run: Vec<Vec<(BoardKey, usize, usize)>>,
+    /// Run `i`'s places are `places[starts[i]..starts[i + 1]]` (one flat list: 10,000 runs
+    /// have half a million places).
+    starts: Vec<usize>,
+    /// (board, rank, how many are ranked there).
+    places: Vec<(BoardKey, usize, usize)>,
 }
 
 impl Ranks {
     pub fn of(site: &SiteModel) -> Ranks {
-        let mut by_run = vec![Vec::new(); site.runs.len()];
+        let mut starts = vec![0; site.runs.len() + 1];
+        for e in site.leaderboards.iter().flat_map(|b| &b.ranked) {
+            starts[e.run + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut next = starts.clone();
+        let mut places = vec![(BoardKey::Prefill { context: 0 }, 0, 0); starts[site.runs.len()]];
         for b in &site.leaderboards {
             for e in &b.ranked {
-                by_run[e.run].push((b.key, e.rank, b.ranked.len()));
+                places[next[e.run]] = (b.key, e.rank, b.ranked.len());
+                next[e.run] += 1;
             }
         }
-        Ranks { by_run }
+        Ranks { starts, places }
+    }
+
+    /// Run `run`'s places, in board order.
+    fn of_run(&self, run: usize) -> &[(BoardKey, usize, usize)] {
+        match (self.starts.get(run), self.starts.get(run + 1)) {
+            (Some(&from), Some(&to)) => &self.places[from..to],
+            _ => &[],
+        }
     }
 
     fn rank(&self, run: usize, key: BoardKey) -> Option<(usize, usize)> {
-        self.by_run.get(run)?.iter().find(|(k, _, _)| *k == key).map(|&(_, r, of)| (r, of))
+        self.of_run(run).iter().find(|(k, _, _)| *k == key).map(|&(_, r, of)| (r, of))
     }
 }
 
@@ -125,24 +146,22 @@ pub fn files(run: &RunView) -> [String; 3] {
 /// leaderboards, its title, comparisons and the navigation, and the templates. Equal
 /// hashes mean byte-identical files, so a rebuild can keep the previous ones.
 pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, ranks: &Ranks, template_hash: u64) -> u64 {
-    let mut h = Fnv::default();
-    h.piece(&run.view_hash.to_le_bytes());
+    let mut h = InputHash::default();
+    h.u64(run.view_hash);
     h.json(&run.slugs);
-    for &(key, rank, of) in ranks.by_run.get(index).into_iter().flatten() {
+    for &(key, rank, of) in ranks.of_run(index) {
         let (phase, context, concurrency) = match key {
             BoardKey::Prefill { context } => (0u32, context, 0),
             BoardKey::Decode { context, concurrency } => (1, context, concurrency),
         };
-        for v in [phase, context, concurrency, rank as u32, of as u32] {
-            h.write(&v.to_le_bytes());
-        }
+        h.u64((phase as u64) << 32 | context as u64).u64((concurrency as u64) << 32 | rank as u64).u64(of as u64);
     }
     h.piece(cx.titles[index].as_bytes());
     for c in cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id) {
         h.json(c);
     }
-    h.piece(&cx.nav_hash.to_le_bytes());
-    h.piece(&template_hash.to_le_bytes());
+    h.u64(cx.nav_hash);
+    h.u64(template_hash);
     h.finish()
 }
 

@@ -11,7 +11,7 @@ use minijinja::context;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::cached::{render_cached, Unit};
+use super::cached::{render_cached, render_parallel, Unit};
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::feeds::PageRecorder;
 use super::series_page::series_title;
@@ -20,11 +20,11 @@ use super::{
 };
 use crate::analysis::series::Trend;
 use crate::analysis::{
-    Comparison, GroupKind, RunView, SiteModel, ACTIVE_MISMATCH_TOLERANCE, CLIENT_CPU_LIMIT_CORES,
+    Comparison, GroupKind, GroupView, RunView, SiteModel, ACTIVE_MISMATCH_TOLERANCE, CLIENT_CPU_LIMIT_CORES,
     SERVER_DISAGREEMENT_TOLERANCE,
 };
 use crate::format::{LoadedRun, PageSource, SiteSettings};
-use crate::units::Fnv;
+use crate::units::InputHash;
 use crate::write::Sink;
 
 pub struct SitePages<'a> {
@@ -67,13 +67,7 @@ impl SitePages<'_> {
         let runs = self.render_runs(&cx, &rec, &mut stats)?;
         let mut hashes = runs.by_folder;
         let listings = listing::ListingCache::new(&cx, &self.site.runs, self.previous, self.template_hash);
-        for kind in GroupKind::ALL {
-            for g in self.site.groups(kind) {
-                let kept = group_page::render(&cx, self.site, kind, g, &listings, &rec, &mut stats)
-                    .with_context(|| format!("rendering {} page {}", group_page::names(kind).1, g.slug))?;
-                hashes.extend(kept);
-            }
-        }
+        hashes.extend(self.render_groups(&cx, &listings, &rec, &mut stats)?);
         let boards = leaderboard_page::render_all(&cx, self.site, self.previous, listings.frame, &rec, &mut stats);
         hashes.extend(boards.context("rendering the leaderboards")?);
         for v in &self.site.tools {
@@ -89,6 +83,28 @@ impl SitePages<'_> {
             feeds::render(&cx, base, &self.site.runs, &pages, sink, &mut stats)?;
         }
         Ok((stats, hashes))
+    }
+
+    /// Model, hardware and engine pages with their list pages, in parallel; returns the
+    /// hashes of their units.
+    fn render_groups(
+        &self,
+        cx: &PageContext,
+        listings: &listing::ListingCache,
+        sink: &dyn Sink,
+        stats: &mut RenderStats,
+    ) -> Result<BTreeMap<String, u64>> {
+        let groups: Vec<(GroupKind, &GroupView)> =
+            GroupKind::ALL.into_iter().flat_map(|kind| self.site.groups(kind).iter().map(move |g| (kind, g))).collect();
+        let hashes = std::sync::Mutex::new(BTreeMap::new());
+        let render = |&(kind, g): &(GroupKind, &GroupView), sink: &dyn Sink, st: &mut RenderStats| {
+            let kept = group_page::render(cx, self.site, kind, g, listings, sink, st)
+                .with_context(|| format!("rendering {} page {}", group_page::names(kind).1, g.slug))?;
+            hashes.lock().expect("no writer panics").extend(kept);
+            Ok(())
+        };
+        render_parallel(&groups, render, sink, stats)?;
+        Ok(hashes.into_inner().expect("no writer panics"))
     }
 
     /// Run pages, in parallel, kept where their inputs did not change; returns each run's
@@ -146,12 +162,12 @@ impl SitePages<'_> {
         // A view is made from its runs (their pages' hashes cover each run's figures, title
         // and links) and the settings (in `template_hash`).
         let unit = |dir: String, runs: &[usize]| {
-            let mut h = Fnv::default();
+            let mut h = InputHash::default();
             h.piece(dir.as_bytes());
             for &i in runs {
-                h.piece(&run_hashes[i].to_le_bytes());
+                h.u64(run_hashes[i]);
             }
-            h.piece(&self.template_hash.to_le_bytes());
+            h.u64(self.template_hash);
             let files = vec![format!("{dir}/index.html")];
             Unit::listed(dir, h.finish(), RenderStats { pages: 1, files: 1, ..Default::default() }, files)
         };
@@ -196,11 +212,11 @@ impl SitePages<'_> {
         let units: Vec<Unit> = all
             .iter()
             .map(|&(slug, a, b, threshold, _)| {
-                let mut h = Fnv::default();
+                let mut h = InputHash::default();
                 // A comparison is made from its two runs and its threshold.
-                h.piece(slug.as_bytes()).piece(&threshold.to_bits().to_le_bytes());
-                h.piece(&run_hashes[a].to_le_bytes()).piece(&run_hashes[b].to_le_bytes());
-                h.piece(&self.template_hash.to_le_bytes());
+                h.piece(slug.as_bytes()).u64(threshold.to_bits());
+                h.u64(run_hashes[a]).u64(run_hashes[b]);
+                h.u64(self.template_hash);
                 let dir = format!("compare/{slug}");
                 let files = vec![format!("{dir}/index.html"), format!("{dir}/comparison.csv")];
                 Unit::listed(dir, h.finish(), RenderStats { pages: 1, files: 2, ..Default::default() }, files)

@@ -76,7 +76,7 @@ pub fn environment(overrides: Option<&Path>, settings: &SiteSettings) -> Result<
 /// A hash of every template's source (defaults and overrides): pages made with other
 /// templates are never kept from a previous build.
 pub fn source_hash(overrides: Option<&Path>) -> Result<u64> {
-    let mut h = crate::units::Fnv::default();
+    let mut h = crate::units::InputHash::default();
     for (name, source) in DEFAULT_TEMPLATES {
         h.piece(name.as_bytes());
         match overrides.map(|d| d.join(name)).filter(|p| p.is_file()) {
