@@ -32,12 +32,10 @@ pub fn unique_name(label: &str) -> String {
 
 /// Replaces `path` with `bytes` through a temp file and a rename, without syncing: for
 /// output that can be rebuilt, where a reader must see the old or the new file whole.
-pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let tmp = dir.join(unique_name("write"));
-    let result = fs::write(&tmp, bytes)
-        .with_context(|| format!("writing {}", tmp.display()))
-        .and_then(|()| fs::rename(&tmp, path).with_context(|| format!("renaming into {}", path.display())));
+    let result = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }

@@ -37,19 +37,18 @@ pub trait Sink: Sync {
 
 /// Runs `write(path)`; when the folder is missing, creates it and runs it again (one
 /// system call per file where the folder exists, instead of asking first).
-pub(crate) fn write_creating_dirs(path: &Path, write: impl Fn(&Path) -> Result<()>) -> Result<()> {
+pub(crate) fn write_creating_dirs(path: &Path, write: impl Fn(&Path) -> std::io::Result<()>) -> Result<()> {
+    // An io::Error is looked at before any context is added: a missing folder is the common
+    // case in a new output folder, not an error to describe.
     match write(path) {
-        Err(e) if is_not_found(&e) => {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let dir = path.parent().expect("output files are inside the output folder");
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             write(path)
         }
         other => other,
     }
-}
-
-fn is_not_found(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound))
+    .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Written into every output folder we build; a folder without it is never replaced.
@@ -65,6 +64,9 @@ pub struct Staging {
     previous: Option<PathBuf>,
     files: AtomicUsize,
     bytes: AtomicU64,
+    /// Folders made so far: a file's folder is made before the file, not after a failed try
+    /// (most pages are the only file of their folder).
+    dirs: std::sync::Mutex<rustc_hash::FxHashSet<PathBuf>>,
     _lock: Lock,
 }
 
@@ -88,6 +90,7 @@ impl Staging {
             previous,
             files: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
+            dirs: Default::default(),
             _lock: lock,
         })
     }
@@ -171,7 +174,8 @@ fn remove_stale_staging(siblings: &Siblings) {
 impl Sink for Staging {
     fn put(&self, rel_path: &str, bytes: &[u8]) -> Result<()> {
         let path = self.path().join(safe_relative(rel_path)?);
-        write_creating_dirs(&path, |p| create_new(p, bytes))?;
+        self.make_folder_of(&path)?;
+        create_new(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
         self.files.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(())
@@ -188,6 +192,16 @@ impl Sink for Staging {
 }
 
 impl Staging {
+    fn make_folder_of(&self, path: &Path) -> Result<()> {
+        let dir = path.parent().expect("output files are inside the output folder");
+        if self.dirs.lock().expect("no writer panics").contains(dir) {
+            return Ok(());
+        }
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        self.dirs.lock().expect("no writer panics").insert(dir.to_path_buf());
+        Ok(())
+    }
+
     /// Keeps `rel_path` by a hard link to the previous build's file; whether it could.
     fn link_previous(&self, rel_path: &str) -> Result<bool> {
         let rel = safe_relative(rel_path)?;
@@ -195,9 +209,8 @@ impl Staging {
         let path = self.path().join(rel);
         // A link to the old file (the old folder is moved aside and removed after the swap:
         // the link keeps the file). A missing old file only means rendering it again.
-        let linked =
-            write_creating_dirs(&path, |p| fs::hard_link(&old, p).with_context(|| format!("linking {}", p.display())));
-        if linked.is_err() {
+        self.make_folder_of(&path)?;
+        if fs::hard_link(&old, &path).is_err() {
             return Ok(false);
         }
         // `link` does not follow a symlink: whatever is not a plain file is not kept.
@@ -217,17 +230,16 @@ impl Staging {
 
 /// Creates `path` with `bytes`; an existing file (a page kept by link, then rendered again) is
 /// replaced, never truncated in place: it may be a link to the previous build's output.
-fn create_new(path: &Path, bytes: &[u8]) -> Result<()> {
+fn create_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let create = || fs::OpenOptions::new().write(true).create_new(true).open(path);
     let mut f = match create() {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            fs::remove_file(path).with_context(|| format!("replacing {}", path.display()))?;
+            fs::remove_file(path)?;
             create()
         }
         other => other,
-    }
-    .with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(bytes).with_context(|| format!("writing {}", path.display()))
+    }?;
+    f.write_all(bytes)
 }
 
 /// An output path must stay inside the output folder: relative, no `..`, no root.
