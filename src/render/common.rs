@@ -321,3 +321,57 @@ pub fn put_file(sink: &dyn Sink, path: &str, body: &str, stats: &mut RenderStats
     stats.files += 1;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> RunSummary<'static> {
+        RunSummary {
+            id: "r1",
+            title: "t",
+            date: Some("2026-11-30"),
+            model: "m",
+            model_id: "org/m",
+            model_slug: "org-m",
+            engine: "vllm",
+            engine_version: "0.10.0",
+            engine_slug: "vllm",
+            quantization: None,
+            device: "H200",
+            hardware_slug: "h200",
+            count: 1,
+            bench_tool: "site bench",
+            origin: Origin::Measured,
+            peak: Some(10.0),
+            peak_text: "10.0".into(),
+            peak_at: None,
+            single: None,
+            single_text: "—".into(),
+            single_at: None,
+            prefill: None,
+            prefill_text: "—".into(),
+        }
+    }
+
+    #[test]
+    fn a_listing_row_hash_changes_with_any_field() {
+        let base = row().hash();
+        assert_eq!(row().hash(), base);
+        let changed: Vec<RunSummary> = vec![
+            RunSummary { quantization: Some(""), ..row() },
+            RunSummary { date: None, ..row() },
+            RunSummary { title: "t2", ..row() },
+            // Adjacent texts cannot trade characters.
+            RunSummary { model: "mo", model_id: "rg/m", ..row() },
+            RunSummary { count: 2, ..row() },
+            RunSummary { origin: Origin::Imported, ..row() },
+            RunSummary { peak: Some(10.000001), ..row() },
+            RunSummary { peak_at: Some("8K ×4".into()), ..row() },
+            RunSummary { single: Some(0.0), ..row() },
+        ];
+        for (n, r) in changed.iter().enumerate() {
+            assert_ne!(r.hash(), base, "change {n} kept the hash");
+        }
+    }
+}
