@@ -96,14 +96,17 @@ struct EvidenceView {
 }
 
 /// Renders the page of every cell of `run`; `raw` is the run as loaded (its records).
+/// Every cell page of `run`; `in_parallel` on every core, for when this run is about all
+/// there is to render (`site serve` after a change). Not otherwise: a thread waiting on its
+/// cells would take up other runs meanwhile, each holding its raw records.
 pub fn render_all(
     cx: &PageContext,
     run: &RunView,
     raw: &LoadedRun,
+    in_parallel: bool,
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
-    // On every core: where one run changed (`site serve`), its cells are all there is to do.
     let views: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
     let one = |&view: &&CellView, sink: &dyn Sink, st: &mut RenderStats| {
         let cell = raw
@@ -113,7 +116,10 @@ pub fn render_all(
             .find(|c| c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency);
         render(cx, run, view, cell, sink, st)
     };
-    super::cached::render_parallel(&views, one, sink, stats)
+    if in_parallel {
+        return super::cached::render_parallel(&views, one, sink, stats);
+    }
+    views.iter().try_for_each(|view| one(view, sink, stats))
 }
 
 fn render(

@@ -137,12 +137,15 @@ impl SitePages<'_> {
                 Unit { key: format!("runs/{}", r.id), files: Box::new(files), hash, kept }
             })
             .collect();
+        // Fewer runs to render than cores (a change while serving): their cells in parallel.
+        let stale = units.iter().filter(|u| self.previous.get(&u.key) != Some(&u.hash)).count();
+        let cells_in_parallel = stale < rayon::current_num_threads();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
             run_page::render(cx, run, Some(i), &ranks, sink, st)
                 .with_context(|| format!("rendering run {}", run.id))?;
             let raw = (self.raw_run)(run)?;
-            cell_page::render_all(cx, run, &raw, sink, st)
+            cell_page::render_all(cx, run, &raw, cells_in_parallel, sink, st)
                 .with_context(|| format!("rendering the cells of run {}", run.id))
         };
         let by_folder = render_cached(&units, self.previous, render, sink, stats)?;

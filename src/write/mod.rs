@@ -64,9 +64,6 @@ pub struct Staging {
     previous: Option<PathBuf>,
     files: AtomicUsize,
     bytes: AtomicU64,
-    /// Folders made so far: a file's folder is made before the file, not after a failed try
-    /// (most pages are the only file of their folder).
-    dirs: std::sync::Mutex<rustc_hash::FxHashSet<PathBuf>>,
     _lock: Lock,
 }
 
@@ -90,7 +87,6 @@ impl Staging {
             previous,
             files: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
-            dirs: Default::default(),
             _lock: lock,
         })
     }
@@ -192,14 +188,16 @@ impl Sink for Staging {
 }
 
 impl Staging {
+    /// Makes a file's folder before the file: most pages are the only file of their folder,
+    /// so one `mkdir` beats a failed open and a retry (and a set of the folders made would
+    /// be half a million paths at 10,000 runs).
     fn make_folder_of(&self, path: &Path) -> Result<()> {
         let dir = path.parent().expect("output files are inside the output folder");
-        if self.dirs.lock().expect("no writer panics").contains(dir) {
-            return Ok(());
+        match fs::create_dir(dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(_) => fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display())),
         }
-        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        self.dirs.lock().expect("no writer panics").insert(dir.to_path_buf());
-        Ok(())
     }
 
     /// Keeps `rel_path` by a hard link to the previous build's file; whether it could.
