@@ -210,6 +210,43 @@ fn serve_one_change(dir: &Path, config: &SiteConfig) -> f64 {
     serve_ms
 }
 
+/// `site serve` itself, the real binary with its OS watcher and 30 ms settle: milliseconds
+/// from writing one cell file to serve's report that the output is rewritten (every changed
+/// file in place, so the next request of the page gets the new one).
+fn serve_watched(dir: &Path) -> f64 {
+    use std::io::BufRead as _;
+    let (_, cell) = changed_cell(dir);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_site"))
+        .args(["serve", "--port", "0", "--no-live-reload"])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send((Instant::now(), line));
+        }
+    });
+    let wait_for = |prefix: &str| loop {
+        let (at, line) = rx.recv_timeout(std::time::Duration::from_secs(600)).expect("site serve went quiet");
+        if line.starts_with(prefix) {
+            return at;
+        }
+    };
+    wait_for("Watching for changes");
+    // Let the watcher see the first build's own writes go by.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let t = Instant::now();
+    edit(&cell, 100);
+    let done = wait_for("Rebuilt after a change");
+    let _ = child.kill();
+    let _ = child.wait();
+    done.duration_since(t).as_secs_f64() * 1000.0
+}
+
 fn one(dir: &Path) {
     let config = config_in(dir);
     // Cold: no output yet.
@@ -235,8 +272,12 @@ fn one(dir: &Path) {
     let onechange = t.elapsed().as_secs_f64();
     eprintln!("one cell changed\n{}", format_steps(&report.steps));
     let serve_ms = serve_one_change(dir, &config);
+    let watched_ms = serve_watched(dir);
     let floor = write_floor(&config.out_dir);
-    println!("{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor}", report.stats.run_pages);
+    println!(
+        "{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor} {watched_ms}",
+        report.stats.run_pages
+    );
 }
 
 /// The filesystem's own floor for a cold build: seconds to write the files of `out` again
@@ -310,6 +351,7 @@ fn main() {
         let site = Site::load(config).unwrap();
         let rss = fs::read_to_string("/proc/self/status").unwrap_or_default();
         let rss = rss.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("").to_string();
+        let rss = format!("{rss}, peak so far {} KiB", peak_rss_kib());
         let report = site.build().unwrap();
         eprintln!("{}\nloaded and analyzed: {rss}, peak {} KiB", format_steps(&report.steps), peak_rss_kib());
         eprintln!(
@@ -337,6 +379,11 @@ fn main() {
         println!("{:.1} ms", serve_one_change(Path::new(&args[i + 1]), &config_in(Path::new(&args[i + 1]))));
         return;
     }
+    // `--serve-watched DIR` times only the real `site serve` after one change.
+    if let Some(i) = args.iter().position(|a| a == "--serve-watched") {
+        println!("{:.1} ms", serve_watched(Path::new(&args[i + 1])));
+        return;
+    }
     let ns: Vec<usize> = std::env::var("SITE_BENCH_NS")
         .unwrap_or_else(|_| "100,1000,10000".into())
         .split(',')
@@ -347,8 +394,17 @@ fn main() {
         rayon::current_num_threads()
     );
     println!(
-        "{:>6} {:>8} {:>9} {:>9} {:>12} {:>9} {:>14} {:>15} {:>12}",
-        "N", "files", "build s", "floor s", "run pages/s", "peak MiB", "no change s", "one change s", "serve ms"
+        "{:>6} {:>8} {:>9} {:>9} {:>12} {:>9} {:>14} {:>15} {:>12} {:>15}",
+        "N",
+        "files",
+        "build s",
+        "floor s",
+        "run pages/s",
+        "peak MiB",
+        "no change s",
+        "one change s",
+        "serve ms",
+        "site serve ms"
     );
     for n in ns {
         let dir = tempfile::tempdir().unwrap();
@@ -360,10 +416,10 @@ fn main() {
         }
         let line = String::from_utf8_lossy(&out.stdout);
         let f: Vec<f64> = line.split_whitespace().map(|x| x.parse().unwrap()).collect();
-        let (pages, files, secs, kib, nochange, onechange, serve_ms, floor) =
-            (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
+        let (pages, files, secs, kib, nochange, onechange, serve_ms, floor, watched_ms) =
+            (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]);
         println!(
-            "{:>6} {:>8} {:>9.2} {:>9.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0}",
+            "{:>6} {:>8} {:>9.2} {:>9.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0} {:>15.0}",
             n,
             files,
             secs,
@@ -372,7 +428,8 @@ fn main() {
             kib / 1024.0,
             nochange,
             onechange,
-            serve_ms
+            serve_ms,
+            watched_ms
         );
     }
 }
