@@ -176,8 +176,16 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
     let out = ws.site(&["build"]);
     assert_ok(&out);
     assert!(common::stdout(&out).starts_with("public is up to date"), "{}", common::stdout(&out));
-    // One figure changes: that run is re-rendered, and so is every run whose place on the
-    // 8K x 4 board moves (the rerun drops from 3rd to last); the others are kept.
+    let inode = |rel: &str| {
+        use std::os::unix::fs::MetadataExt as _;
+        fs::metadata(ws.path().join("public").join(rel)).unwrap().ino()
+    };
+    let moved_run = "runs/d-vllm-0.11.0/index.html";
+    let moved_cell = "runs/d-vllm-0.11.0/cells/decode-8k-x4/index.html";
+    let before = (inode(moved_run), inode(moved_cell));
+    // One figure changes: that run is re-rendered, and so is the page of every run whose
+    // place on the 8K x 4 board moves (the rerun drops from 3rd to last), but not their cell
+    // pages (kept by a link); the others are kept whole.
     let cell = ws.path().join("data/runs/e-vllm-0.10.0-rerun/cells/decode-8192-c4.json");
     let text = fs::read_to_string(&cell).unwrap();
     fs::write(&cell, text.replace("470.0", "100.0")).unwrap();
@@ -190,6 +198,8 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
     let fresh = common::tree(&ws.path().join("fresh"));
     assert_eq!(rebuilt, fresh, "a rebuild that kept pages differs from a fresh build");
     assert!(ws.read("public/runs/d-vllm-0.11.0/index.html").contains("#5 of 6</a>"));
+    assert_ne!(inode(moved_run), before.0, "the moved run's page was kept");
+    assert_eq!(inode(moved_cell), before.1, "the moved run's cell page was rendered again");
 }
 
 #[test]

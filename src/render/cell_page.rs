@@ -34,6 +34,15 @@ pub fn files(run: &RunView) -> Vec<String> {
         .collect()
 }
 
+/// A hash of everything a run's cell pages are made from: the run's view (its cells, facts
+/// and title), the navigation and the templates (not its leaderboard places: a cell page
+/// links to its board without one).
+pub fn input_hash(cx: &PageContext, run: &RunView, template_hash: u64) -> u64 {
+    let mut h = crate::units::InputHash::default();
+    h.u64(run.view_hash).u64(cx.nav_hash).u64(template_hash);
+    h.finish()
+}
+
 /// `8K × 64` or `Prefill 8K`.
 pub fn cell_name(c: &CellView) -> String {
     board_name(BoardKey::of(c))

@@ -107,8 +107,10 @@ impl SitePages<'_> {
         Ok(hashes.into_inner().expect("no writer panics"))
     }
 
-    /// Run pages, in parallel, kept where their inputs did not change; returns each run's
-    /// input hash by its folder.
+    /// Run pages (with their downloads) and cell pages, in parallel, kept where their
+    /// inputs did not change; returns each run page's input hash, and every unit's by
+    /// folder. A run's cell pages are a unit of their own: they do not show the run's
+    /// places, which one run's change can move on thousands of runs.
     fn render_runs(&self, cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<Rendered> {
         let site = self.site;
         let ranks = run_page::Ranks::of(site);
@@ -116,43 +118,48 @@ impl SitePages<'_> {
             .into_par_iter()
             .map(|i| run_page::input_hash(cx, &site.runs[i], i, &ranks, self.template_hash))
             .collect();
+        let kept = RenderStats { pages: 1, run_pages: 1, files: 3, reused_run_pages: 1, ..Default::default() };
         let units: Vec<Unit> = site
             .runs
             .par_iter()
             .zip(&hashes)
             .map(|(r, &hash)| {
-                let cells = r.prefill.len() + r.decode.len();
-                let kept = RenderStats {
-                    pages: 1 + cells,
-                    run_pages: 1,
-                    files: 3 + cells,
-                    reused_run_pages: 1,
-                    ..Default::default()
-                };
-                let files = move || {
-                    let mut files = run_page::files(r).to_vec();
-                    files.extend(cell_page::files(r));
-                    files
-                };
+                let files = move || run_page::files(r).to_vec();
                 Unit { key: format!("runs/{}", r.id), files: Box::new(files), hash, kept }
             })
             .collect();
-        // Fewer runs to render than cores (a change while serving): their cells in parallel.
-        let stale = units.iter().filter(|u| self.previous.get(&u.key) != Some(&u.hash)).count();
-        let cells_in_parallel = stale < rayon::current_num_threads();
+        let cell_units: Vec<Unit> = site
+            .runs
+            .par_iter()
+            .map(|r| {
+                let cells = r.prefill.len() + r.decode.len();
+                Unit {
+                    key: format!("runs/{}/cells", r.id),
+                    files: Box::new(move || cell_page::files(r)),
+                    hash: cell_page::input_hash(cx, r, self.template_hash),
+                    kept: RenderStats { pages: cells, files: cells, ..Default::default() },
+                }
+            })
+            .collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
-            run_page::render(cx, run, Some(i), &ranks, sink, st)
-                .with_context(|| format!("rendering run {}", run.id))?;
+            run_page::render(cx, run, Some(i), &ranks, sink, st).with_context(|| format!("rendering run {}", run.id))
+        };
+        let mut by_folder = render_cached(&units, self.previous, render, sink, stats)?;
+        // Fewer runs' cells to render than cores (a change while serving): their cells in
+        // parallel.
+        let stale = cell_units.iter().filter(|u| self.previous.get(&u.key) != Some(&u.hash)).count();
+        let cells_in_parallel = stale < rayon::current_num_threads();
+        let render_cells = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
+            let run = &site.runs[i];
             let raw = (self.raw_run)(run)?;
             cell_page::render_all(cx, run, &raw, cells_in_parallel, sink, st)
                 .with_context(|| format!("rendering the cells of run {}", run.id))
         };
-        let by_folder = render_cached(&units, self.previous, render, sink, stats)?;
+        by_folder.extend(render_cached(&cell_units, self.previous, render_cells, sink, stats)?);
         Ok(Rendered { hashes, by_folder })
     }
 
-    /// The throughput views (one per model) and the trend series, in parallel, kept where
     /// neither the view nor its runs' pages changed.
     fn render_views(
         &self,
