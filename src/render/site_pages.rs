@@ -67,22 +67,55 @@ impl SitePages<'_> {
         let runs = self.render_runs(&cx, &rec, &mut stats)?;
         let mut hashes = runs.by_folder;
         let listings = listing::ListingCache::new(&cx, &self.site.runs, self.previous, self.template_hash);
-        hashes.extend(self.render_groups(&cx, &listings, &rec, &mut stats)?);
-        let boards = leaderboard_page::render_all(&cx, self.site, self.previous, listings.frame, &rec, &mut stats);
-        hashes.extend(boards.context("rendering the leaderboards")?);
-        for v in &self.site.tools {
-            tools_page::render(&cx, self.site, v, &rec, &mut stats).context("rendering a tools page")?;
+        // The kinds of page that follow are independent of each other: rendered side by
+        // side, one kind's last big page (a model's Pareto view, a board) overlaps the others.
+        let (cx, rec, run_hashes) = (&cx, &rec, &runs.hashes);
+        let ((groups, boards), (views, (comparisons, index))) = rayon::join(
+            || {
+                rayon::join(
+                    || part(|st| self.render_groups(cx, &listings, rec, st)),
+                    || part(|st| self.render_boards_and_tools(cx, listings.frame, rec, st)),
+                )
+            },
+            || {
+                rayon::join(
+                    || part(|st| self.render_views(cx, run_hashes, rec, st)),
+                    || {
+                        rayon::join(
+                            || part(|st| self.render_comparisons(cx, run_hashes, rec, st)),
+                            || part(|st| self.render_index(cx, &listings, rec, st)),
+                        )
+                    },
+                )
+            },
+        );
+        for rendered in [groups, boards, views, comparisons, index] {
+            let (kept, st) = rendered?;
+            hashes.extend(kept);
+            stats.add(&st);
         }
-        hashes.extend(self.render_views(&cx, &runs.hashes, &rec, &mut stats)?);
-        hashes.extend(self.render_comparisons(&cx, &runs.hashes, &rec, &mut stats)?);
-        hashes.extend(self.render_index(&cx, &listings, &rec, &mut stats)?);
-        self.render_text_pages(&cx, &rec, &mut stats)?;
-        let PageRecorder { inner: sink, pages, .. } = rec;
-        let pages = pages.into_inner().expect("no writer panics");
+        self.render_text_pages(cx, rec, &mut stats)?;
+        let pages = std::mem::take(&mut *rec.pages.lock().expect("no writer panics"));
         if let Some(base) = &self.settings.base_url {
-            feeds::render(&cx, base, &self.site.runs, &pages, sink, &mut stats)?;
+            feeds::render(cx, base, &self.site.runs, &pages, sink, &mut stats)?;
         }
         Ok((stats, hashes))
+    }
+
+    /// The leaderboards and the tools pages; returns the boards' hashes.
+    fn render_boards_and_tools(
+        &self,
+        cx: &PageContext,
+        frame: u64,
+        sink: &dyn Sink,
+        stats: &mut RenderStats,
+    ) -> Result<BTreeMap<String, u64>> {
+        let boards = leaderboard_page::render_all(cx, self.site, self.previous, frame, sink, stats);
+        let hashes = boards.context("rendering the leaderboards")?;
+        for v in &self.site.tools {
+            tools_page::render(cx, self.site, v, sink, stats).context("rendering a tools page")?;
+        }
+        Ok(hashes)
     }
 
     /// Model, hardware and engine pages with their list pages, in parallel; returns the
@@ -325,6 +358,15 @@ impl SitePages<'_> {
 
 /// The per-format field mappings of `docs/import-formats.md` (its `## ... → our columns`
 /// sections, one heading level down), so the methodology page and the docs never differ.
+/// What one kind of page rendered: its units' hashes and its own counts.
+fn part(
+    render: impl FnOnce(&mut RenderStats) -> Result<BTreeMap<String, u64>>,
+) -> Result<(BTreeMap<String, u64>, RenderStats)> {
+    let mut stats = RenderStats::default();
+    let hashes = render(&mut stats)?;
+    Ok((hashes, stats))
+}
+
 fn import_mappings() -> String {
     const DOC: &str = include_str!("../../docs/import-formats.md");
     let sections: Vec<&str> =
