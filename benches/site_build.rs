@@ -194,10 +194,11 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// `site serve`'s rebuild in process: the site stays loaded; after one cell changes, the
-/// changed run is read again and the output rewritten in place (the watcher's 30 ms settle
-/// not counted). Returns the median milliseconds from a change to the rewritten output over
-/// `SERVE_CHANGES` successive changes (`SITE_BENCH_SERVE_REPEAT=n` for n, to profile).
+/// `site serve`'s rebuild in process: the site stays loaded; after one cell changes (its TTFT:
+/// no run's place moves), the changed run is read again and the output rewritten in place
+/// (the watcher's 30 ms settle not counted). Returns the median milliseconds from a change
+/// to the rewritten output over `SERVE_CHANGES` successive changes
+/// (`SITE_BENCH_SERVE_REPEAT=n` for n, to profile).
 fn serve_one_change(dir: &Path, config: &SiteConfig) -> f64 {
     let (run, cell) = changed_cell(dir);
     let site = Site::load(config.clone()).unwrap();
@@ -207,7 +208,7 @@ fn serve_one_change(dir: &Path, config: &SiteConfig) -> f64 {
     let mut site = Some(site);
     let mut times = Vec::new();
     for n in 0..repeat.max(1) {
-        edit(&cell, 2 + n);
+        edit_ttft(&cell, 2 + n);
         let t = Instant::now();
         let reloaded = site.take().unwrap().reload_runs(&BTreeSet::from([run.clone()])).unwrap();
         let report = reloaded.build_in_place(&mut written).unwrap();
@@ -220,8 +221,8 @@ fn serve_one_change(dir: &Path, config: &SiteConfig) -> f64 {
 
 /// `site serve` itself, the real binary with its OS watcher and 30 ms settle: milliseconds
 /// from writing one cell file to serve's report that the output is rewritten (every changed
-/// file in place, so the next request of the page gets the new one), the median of
-/// `SERVE_CHANGES` small changes, and one large change.
+/// file in place, so the next request of the page gets the new one): the median of
+/// `SERVE_CHANGES` changes that move no run's place, and one change that does.
 fn serve_watched(dir: &Path) -> (f64, f64) {
     use std::io::BufRead as _;
     let (_, cell) = changed_cell(dir);
@@ -247,18 +248,19 @@ fn serve_watched(dir: &Path) -> (f64, f64) {
         }
     };
     wait_for("Watching for changes");
-    let change = |f: &dyn Fn(f64) -> f64| {
+    let change = |edit: &dyn Fn(&Path)| {
         // Until serve has been quiet for a second: whatever it still had to do is done.
         while rx.recv_timeout(std::time::Duration::from_secs(1)).is_ok() {}
         let t = Instant::now();
-        edit_with(&cell, f);
+        edit(&cell);
         wait_for("Rebuilt after a change").duration_since(t).as_secs_f64() * 1000.0
     };
-    // Small changes (a few tok/s: the run keeps about its places), then one that halves its
-    // figures and so moves it past thousands of runs on its leaderboard (each of their run
-    // pages shows its place).
-    let small = median((0..SERVE_CHANGES).map(|n| change(&|v| v + 2.0 + n as f64)).collect());
-    let large = change(&|v| v / 2.0);
+    // Changes that move no run's place (TTFT), then one that halves the cell's throughput and
+    // so moves the run past many others on its leaderboard (each of their run pages shows
+    // its place there).
+    let small = median((0..SERVE_CHANGES).map(|n| change(&|c| edit_ttft(c, 2 + n))).collect());
+    let halve = ["total_tps", "per_request_tps"];
+    let large = change(&|c| edit_with(c, &halve, |v| v / 2.0));
     let _ = child.kill();
     let _ = child.wait();
     (small, large)
@@ -343,14 +345,21 @@ fn changed_cell(dir: &Path) -> (String, std::path::PathBuf) {
 /// Changes a cell's figures as a re-measured cell would: its first TTFT, total tok/s and
 /// per-request tok/s each get `n` more (so its leaderboard, Pareto view and series change).
 fn edit(cell: &Path, n: u32) {
-    edit_with(cell, |v| v + n as f64);
+    edit_with(cell, &["ttft_ms", "total_tps", "per_request_tps"], |v| v + n as f64);
 }
 
-/// Changes a cell's first TTFT, total tok/s and per-request tok/s to `f` of each.
-fn edit_with(cell: &Path, f: impl Fn(f64) -> f64) {
+/// Changes a cell's first TTFT by `n` ms: the run's pages, its board and its series change,
+/// but no run's place on a leaderboard moves.
+fn edit_ttft(cell: &Path, n: u32) {
+    edit_with(cell, &["ttft_ms"], |v| v + n as f64);
+}
+
+/// Sets each of the cell's first figures named `keys` to `f` of it.
+fn edit_with(cell: &Path, keys: &[&str], f: impl Fn(f64) -> f64) {
     let mut text = fs::read_to_string(cell).unwrap();
-    for key in ["\"ttft_ms\": ", "\"total_tps\": ", "\"per_request_tps\": "] {
-        let at = text.find(key).unwrap() + key.len();
+    for key in keys {
+        let key = format!("\"{key}\": ");
+        let at = text.find(&key).unwrap() + key.len();
         let end = at + text[at..].find([',', '\n']).unwrap();
         let value: f64 = text[at..end].trim().parse().unwrap();
         text = format!("{}{}{}", &text[..at], f(value), &text[end..]);
@@ -408,7 +417,7 @@ fn main() {
     // `--serve-watched DIR` times only the real `site serve` after one change.
     if let Some(i) = args.iter().position(|a| a == "--serve-watched") {
         let (small, large) = serve_watched(Path::new(&args[i + 1]));
-        println!("{small:.1} ms (small changes), {large:.1} ms (one that moves the run's places)");
+        println!("{small:.1} ms (no place moves), {large:.1} ms (one that moves the run's places)");
         return;
     }
     let ns: Vec<usize> = std::env::var("SITE_BENCH_NS")
