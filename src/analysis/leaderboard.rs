@@ -87,11 +87,7 @@ pub fn leaderboards(runs: &[RunView]) -> Vec<Leaderboard> {
         .collect();
     let mut boards = Boards::default();
     for part in parts {
-        for (key, mut b) in part {
-            let board = boards.entry(key).or_insert_with(|| Leaderboard { key, ranked: vec![], unranked: vec![] });
-            board.ranked.append(&mut b.ranked);
-            board.unranked.append(&mut b.unranked);
-        }
+        append(&mut boards, part);
     }
     let mut boards: Vec<Leaderboard> = boards.into_values().collect();
     boards.sort_unstable_by_key(|b| b.key);
@@ -117,11 +113,7 @@ pub fn mend(boards: Vec<Leaderboard>, runs: &[RunView], changed: &[usize]) -> Ve
             touched.insert(b.key);
         }
     }
-    for (key, mut b) in fresh {
-        let board = boards.entry(key).or_insert_with(|| Leaderboard { key, ranked: vec![], unranked: vec![] });
-        board.ranked.append(&mut b.ranked);
-        board.unranked.append(&mut b.unranked);
-    }
+    append(&mut boards, fresh);
     boards.retain(|_, b| !b.ranked.is_empty() || !b.unranked.is_empty());
     let mut boards: Vec<Leaderboard> = boards.into_values().collect();
     boards.sort_unstable_by_key(|b| b.key);
@@ -138,6 +130,15 @@ pub fn mend(boards: Vec<Leaderboard>, runs: &[RunView], changed: &[usize]) -> Ve
 }
 
 type Boards = rustc_hash::FxHashMap<BoardKey, Leaderboard>;
+
+/// `more`'s entries after those of the same boards in `boards`.
+fn append(boards: &mut Boards, more: Boards) {
+    for (key, mut b) in more {
+        let board = boards.entry(key).or_insert_with(|| Leaderboard { key, ranked: vec![], unranked: vec![] });
+        board.ranked.append(&mut b.ranked);
+        board.unranked.append(&mut b.unranked);
+    }
+}
 
 /// Run `i`'s cells onto their boards, unranked.
 fn add_run(boards: &mut Boards, i: usize, run: &RunView) {

@@ -19,14 +19,26 @@ pub struct ConfigKey {
     pub quantization: Option<String>,
 }
 
+/// `ConfigKey`'s fields borrowed from a run, in its order (so it sorts as a `ConfigKey`
+/// would): for grouping many runs without cloning their strings.
+pub type ConfigKeyRef<'a> = (&'a str, u32, &'a str, Option<&'a str>);
+
 impl ConfigKey {
     pub fn of(run: &RunView) -> ConfigKey {
-        let m = &run.manifest;
+        ConfigKey::owned(ConfigKey::borrowed(run))
+    }
+
+    pub fn borrowed(run: &RunView) -> ConfigKeyRef<'_> {
+        let (hw, engine) = (&run.manifest.hardware, &run.manifest.engine);
+        (hw.device.as_str(), hw.count, engine.name.as_str(), engine.quantization.as_deref())
+    }
+
+    pub fn owned((device, count, engine, quantization): ConfigKeyRef) -> ConfigKey {
         ConfigKey {
-            device: m.hardware.device.clone(),
-            count: m.hardware.count,
-            engine: m.engine.name.clone(),
-            quantization: m.engine.quantization.clone(),
+            device: device.to_string(),
+            count,
+            engine: engine.to_string(),
+            quantization: quantization.map(str::to_string),
         }
     }
 }
@@ -82,17 +94,13 @@ pub fn usd_per_mtok(price: f64, devices: u32, total_tps: f64) -> f64 {
 
 /// The view of the runs `members` (one model's runs).
 pub fn pareto(model: usize, runs: &[RunView], members: &[usize], settings: &SiteSettings) -> ParetoView {
-    // Points by configuration (looked up once per run, by borrowed fields in `ConfigKey`'s
-    // order), then by context.
-    type Key<'a> = (&'a str, u32, &'a str, Option<&'a str>);
-    let mut by_config: BTreeMap<Key, BTreeMap<u32, Vec<ParetoPoint>>> = BTreeMap::new();
+    // Points by configuration (looked up once per run), then by context.
+    let mut by_config: BTreeMap<ConfigKeyRef, BTreeMap<u32, Vec<ParetoPoint>>> = BTreeMap::new();
     for &i in members {
         let run = &runs[i];
-        let (hw, engine) = (&run.manifest.hardware, &run.manifest.engine);
-        let devices = hw.count.max(1);
-        let price = settings.price(&hw.device);
-        let key = (hw.device.as_str(), hw.count, engine.name.as_str(), engine.quantization.as_deref());
-        let by_context = by_config.entry(key).or_default();
+        let devices = run.manifest.hardware.count.max(1);
+        let price = settings.price(&run.manifest.hardware.device);
+        let by_context = by_config.entry(ConfigKey::borrowed(run)).or_default();
         for c in run.decode.iter().filter(|c| c.status == Status::Valid) {
             let (Some(x), Some(total)) = (c.figures.per_request_tps, c.figures.total_tps) else { continue };
             if !(x.is_finite() && total.is_finite() && total > 0.0) {
@@ -109,13 +117,8 @@ pub fn pareto(model: usize, runs: &[RunView], members: &[usize], settings: &Site
         }
     }
     let mut by_context: BTreeMap<u32, Vec<(ConfigKey, Vec<ParetoPoint>)>> = BTreeMap::new();
-    for ((device, count, engine, quantization), contexts) in by_config {
-        let key = ConfigKey {
-            device: device.to_string(),
-            count,
-            engine: engine.to_string(),
-            quantization: quantization.map(str::to_string),
-        };
+    for (key, contexts) in by_config {
+        let key = ConfigKey::owned(key);
         for (context, points) in contexts {
             by_context.entry(context).or_default().push((key.clone(), points));
         }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::compare::{comparable, comparison_slug, delta, Verdict};
 use super::group::unique_slug;
-use super::pareto::ConfigKey;
+use super::pareto::{ConfigKey, ConfigKeyRef};
 use super::run::RunView;
 use super::version::compare_versions;
 use crate::format::Status;
@@ -82,34 +82,24 @@ pub struct SeriesView {
 
 /// Every series of two or more runs (one run is no trend), by model then configuration.
 pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
-    // Keyed by borrowed fields in `(model id, ConfigKey, tool)` order: the series come out in
-    // the order of their owned keys without cloning five strings per run.
-    type Key<'a> = (&'a str, &'a str, u32, &'a str, Option<&'a str>, &'a str);
-    let mut by_key: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    // Keyed by borrowed (model id, configuration, tool): the series come out in the order of
+    // their owned keys without cloning five strings per run.
+    let mut by_key: BTreeMap<(&str, ConfigKeyRef, &str), Vec<usize>> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
         let m = &r.manifest;
-        let key = (
-            m.model.id.as_str(),
-            m.hardware.device.as_str(),
-            m.hardware.count,
-            m.engine.name.as_str(),
-            m.engine.quantization.as_deref(),
-            m.bench_tool.name.as_str(),
-        );
-        by_key.entry(key).or_default().push(i);
+        by_key.entry((m.model.id.as_str(), ConfigKey::borrowed(r), m.bench_tool.name.as_str())).or_default().push(i);
     }
     let releases = release_places(runs);
     // Each series compares its neighbours (the costly part): one series per core.
     let groups: Vec<_> = by_key.into_iter().filter(|(_, members)| members.len() > 1).collect();
     let mut all: Vec<SeriesView> = groups
         .into_par_iter()
-        .map(|((model_id, _, _, _, _, bench_tool), mut members)| {
+        .map(|((model_id, key, bench_tool), mut members)| {
             members.sort_by(|&a, &b| {
                 let (ra, rb) = (&runs[a], &runs[b]);
                 releases[a].cmp(&releases[b]).then_with(|| ra.started.cmp(&rb.started)).then_with(|| ra.id.cmp(&rb.id))
             });
-            let key = ConfigKey::of(&runs[members[0]]);
-            let mut s = one_series(runs, model_id.to_string(), key, members, threshold_pct);
+            let mut s = one_series(runs, model_id.to_string(), ConfigKey::owned(key), members, threshold_pct);
             s.bench_tool = bench_tool.to_string();
             s
         })
