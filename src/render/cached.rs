@@ -27,6 +27,12 @@ impl<'a> Unit<'a> {
     pub fn listed(key: String, hash: u64, kept: RenderStats, files: Vec<String>) -> Unit<'a> {
         Unit { key, files: Box::new(move || files.clone()), hash, kept }
     }
+
+    /// Whether the previous build recorded this unit with the same input hash (its files
+    /// can then be kept, if the sink still has them).
+    pub fn unchanged(&self, previous: &BTreeMap<String, u64>) -> bool {
+        previous.get(&self.key) == Some(&self.hash)
+    }
 }
 
 /// Passes every file put on to `inner`, remembering their paths (a unit's files as rendered).
@@ -57,7 +63,7 @@ where
     let indices: Vec<usize> = (0..units.len()).collect();
     let one = |&i: &usize, sink: &dyn Sink, st: &mut RenderStats| {
         let unit = &units[i];
-        if previous.get(&unit.key) == Some(&unit.hash) && sink.reuse_unit(&unit.key, unit.hash, &unit.files)? {
+        if unit.unchanged(previous) && sink.reuse_unit(&unit.key, unit.hash, &unit.files)? {
             st.add(&unit.kept);
             return Ok(());
         }

@@ -181,7 +181,7 @@ impl SitePages<'_> {
         let mut by_folder = render_cached(&units, self.previous, render, sink, stats)?;
         // Fewer runs' cells to render than cores (a change while serving): their cells in
         // parallel.
-        let stale = cell_units.iter().filter(|u| self.previous.get(&u.key) != Some(&u.hash)).count();
+        let stale = cell_units.iter().filter(|u| !u.unchanged(self.previous)).count();
         let cells_in_parallel = stale < rayon::current_num_threads();
         let render_cells = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
