@@ -317,7 +317,7 @@ fn serve_mends_the_analysis_to_what_a_fresh_load_gives() {
     edit("a-vllm-0.9.2", "\"total_tps\": 400.0", "\"total_tps\": 100.0");
     let changed = ["a-vllm-0.9.2", "d-vllm-0.11.0"].map(String::from).into_iter().collect();
     let mended = before.reload_runs(&changed).unwrap();
-    let fresh = Site::load(config).unwrap();
+    let fresh = Site::load(config.clone()).unwrap();
     let ranked = |pairs: &[(&str, usize)]| pairs.iter().map(|&(id, r)| (id.to_string(), r)).collect::<Vec<_>>();
     assert_eq!(
         board(&mended),
@@ -331,5 +331,23 @@ fn serve_mends_the_analysis_to_what_a_fresh_load_gives() {
         ])
     );
     assert_ne!(board(&mended), was);
+    assert_eq!(serde_json::to_value(&mended.model).unwrap(), serde_json::to_value(&fresh.model).unwrap());
+
+    // A run's manifest changes too (c is re-labelled the newest vLLM): it moves to the end
+    // of its series, and the mended model still equals a fresh load.
+    let series_of = |site: &Site, id: &str| -> Vec<String> {
+        let i = site.model.run_index(id).unwrap();
+        let s = site.model.series.iter().find(|s| s.runs.contains(&i)).unwrap();
+        s.runs.iter().map(|&r| site.model.runs[r].id.clone()).collect()
+    };
+    assert_eq!(series_of(&mended, "c-vllm-0.9.1")[0], "c-vllm-0.9.1");
+    let manifest = dir.path().join("data/runs/c-vllm-0.9.1/run.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replacen("\"version\": \"0.9.1\"", "\"version\": \"0.12.0\"", 1)).unwrap();
+    edit("c-vllm-0.9.1", "\"total_tps\": ", "\"total_tps\": 1");
+    let changed = ["c-vllm-0.9.1".to_string()].into_iter().collect();
+    let mended = mended.reload_runs(&changed).unwrap();
+    let fresh = Site::load(config).unwrap();
+    assert_eq!(series_of(&mended, "c-vllm-0.9.1").last().unwrap(), "c-vllm-0.9.1");
     assert_eq!(serde_json::to_value(&mended.model).unwrap(), serde_json::to_value(&fresh.model).unwrap());
 }

@@ -107,31 +107,64 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
 /// after a cell file changed). The leaderboards are mended and the Pareto views of models
 /// no changed run belongs to are kept, instead of made again from every cell of the site.
 pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settings: &SiteSettings) -> SiteModel {
-    let SiteModel { runs, models: old_models, leaderboards, paretos: old_paretos, .. } = previous;
-    let mut runs: Vec<PreparedRun> = runs.into_iter().map(PreparedRun).collect();
-    let mut indices: Vec<usize> = Vec::with_capacity(changed.len());
-    for (i, run) in changed {
-        runs[i] = run;
-        indices.push(i);
-    }
+    let SiteModel {
+        runs,
+        models: old_models,
+        hardware,
+        engines,
+        leaderboards,
+        paretos: old_paretos,
+        series: old_series,
+        ..
+    } = previous;
+    let mut indices: Vec<usize> = changed.iter().map(|(i, _)| *i).collect();
     indices.sort_unstable();
     indices.dedup();
-    let Grouped { runs, models, hardware, engines } = grouped(runs);
+    // Only cells changed (the usual edit while serving): every run stays in the groups and
+    // series it was in, in its place, so those are kept and only touched series compared again.
+    let in_place = changed.iter().all(|(i, PreparedRun(run))| {
+        let old = &runs[*i];
+        old.manifest == run.manifest && old.started == run.started
+    });
+    let (Grouped { runs, models, hardware, engines }, regrouped) = if in_place {
+        let mut runs = runs;
+        for (i, PreparedRun(mut run)) in changed {
+            run.slugs = runs[i].slugs.clone();
+            runs[i] = run;
+        }
+        (Grouped { runs, models: old_models, hardware, engines }, false)
+    } else {
+        let mut prepared: Vec<PreparedRun> = runs.into_iter().map(PreparedRun).collect();
+        for (i, run) in changed {
+            prepared[i] = run;
+        }
+        let grouped = grouped(prepared);
+        let regrouped = grouped.models != old_models;
+        (grouped, regrouped)
+    };
+    let touched = |members: &[usize]| members.iter().any(|i| indices.binary_search(i).is_ok());
     let mended_paretos = || {
-        if models != old_models {
+        if regrouped {
             return paretos(&runs, &models, settings);
         }
-        let touched = |g: &GroupView| g.runs.iter().any(|i| indices.binary_search(i).is_ok());
         old_paretos
             .into_par_iter()
             .zip(&models)
             .enumerate()
-            .map(|(i, (view, g))| if touched(g) { pareto::pareto(i, &runs, &g.runs, settings) } else { view })
+            .map(|(i, (view, g))| if touched(&g.runs) { pareto::pareto(i, &runs, &g.runs, settings) } else { view })
             .collect()
+    };
+    let threshold = settings.change_threshold_pct;
+    let mended_series = || {
+        if in_place {
+            series::mend(old_series, &runs, &touched, threshold)
+        } else {
+            series::series(&runs, threshold)
+        }
     };
     let ((leaderboards, tools), (paretos, series)) = rayon::join(
         || (leaderboard::mend(leaderboards, &runs, &indices), tools::tools(&runs)),
-        || rayon::join(mended_paretos, || series::series(&runs, settings.change_threshold_pct)),
+        || rayon::join(mended_paretos, mended_series),
     );
     SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools }
 }

@@ -111,6 +111,29 @@ pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
     all
 }
 
+/// `previous` (the series of the same runs in the same places) with each series `touched`
+/// says holds a changed run compared again; the others are kept as they were.
+pub fn mend(
+    previous: Vec<SeriesView>,
+    runs: &[RunView],
+    touched: &(dyn Fn(&[usize]) -> bool + Sync),
+    threshold_pct: f64,
+) -> Vec<SeriesView> {
+    previous
+        .into_par_iter()
+        .map(|s| {
+            if !touched(&s.runs) {
+                return s;
+            }
+            let SeriesView { slug, model_id, key, bench_tool, runs: members, .. } = s;
+            let mut fresh = one_series(runs, model_id, key, members, threshold_pct);
+            fresh.slug = slug;
+            fresh.bench_tool = bench_tool;
+            fresh
+        })
+        .collect()
+}
+
 /// Each run's engine version as a place in release order (`compare_versions` of every
 /// distinct version once, not of every pair of runs).
 fn release_places(runs: &[RunView]) -> Vec<u32> {

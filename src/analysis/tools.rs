@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::group::unique_slug;
-use super::pareto::ConfigKey;
+use super::pareto::{ConfigKey, ConfigKeyRef};
 use super::run::RunView;
 
 #[derive(Debug, Clone, Serialize)]
@@ -23,17 +23,18 @@ pub struct ToolsView {
 
 /// Every model, configuration and engine version measured by two tools or more.
 pub fn tools(runs: &[RunView]) -> Vec<ToolsView> {
-    type Key = (String, ConfigKey, String);
-    let mut by_key: BTreeMap<Key, BTreeMap<String, usize>> = BTreeMap::new();
+    // Keyed by borrowed strings (a rebuild while serving groups 10,000 runs again): the
+    // views come out in the order of their owned keys, which order the same way.
+    let mut by_key: BTreeMap<(&str, ConfigKeyRef, &str), BTreeMap<&str, usize>> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
         let m = &r.manifest;
-        let key = (m.model.id.clone(), ConfigKey::of(r), m.engine.version.clone());
+        let key = (m.model.id.as_str(), ConfigKey::borrowed(r), m.engine.version.as_str());
         let tools = by_key.entry(key).or_default();
         let newer = |j: usize| runs[j].started < r.started;
-        match tools.get(&m.bench_tool.name) {
+        match tools.get(m.bench_tool.name.as_str()) {
             Some(&j) if !newer(j) => {}
             _ => {
-                tools.insert(m.bench_tool.name.clone(), i);
+                tools.insert(m.bench_tool.name.as_str(), i);
             }
         }
     }
@@ -47,7 +48,9 @@ pub fn tools(runs: &[RunView]) -> Vec<ToolsView> {
                 members.iter().flat_map(|&i| runs[i].decode.iter().map(|c| (c.context, c.concurrency))).collect();
             cells.sort_unstable();
             cells.dedup();
+            let key = ConfigKey::owned(key);
             let name = format!("{model_id} {} {engine_version} {}x {}", key.engine, key.count, key.device);
+            let (model_id, engine_version) = (model_id.to_string(), engine_version.to_string());
             ToolsView { slug: unique_slug(&mut used, &name), model_id, key, engine_version, runs: members, cells }
         })
         .collect()

@@ -314,10 +314,14 @@ impl LabelPlacer {
     }
 }
 
-/// A point of a scatter chart: where it is, what it says on hover, where it links.
+/// A point of a scatter chart: where it is.
 pub struct ScatterPoint {
     pub x: f64,
     pub y: f64,
+}
+
+/// What a point says on hover and where it links.
+pub struct PointLabel {
     pub title: String,
     pub href: Option<String>,
 }
@@ -338,6 +342,8 @@ pub struct ScatterSpec<'a> {
     /// Points beyond this many are drawn without their title and link (frontier points keep
     /// theirs), so a chart of thousands of cells stays small.
     pub max_linked: usize,
+    /// The label of point `j` of group `i`; asked only of the points that keep theirs.
+    pub label: &'a dyn Fn(usize, usize) -> PointLabel,
 }
 
 /// The marker of series `i`: a shape as well as a colour tells series apart.
@@ -412,7 +418,7 @@ fn draw_scatter<DB: DrawingBackend>(
             let shape = marker(marker_shape(i), cx, cy, if on_frontier { 5 } else { 3 }, &css);
             if on_frontier || linked < spec.max_linked {
                 linked += 1;
-                push_linked(marks, &shape, p);
+                push_linked(marks, &shape, &(spec.label)(i, j));
             } else {
                 marks.push_str(&shape[..shape.len() - 1]);
                 marks.push_str("/>");
@@ -447,7 +453,7 @@ fn marker(shape: &str, x: i32, y: i32, r: i32, fill: &str) -> String {
     }
 }
 
-fn push_linked(marks: &mut String, open: &str, p: &ScatterPoint) {
+fn push_linked(marks: &mut String, open: &str, p: &PointLabel) {
     use std::fmt::Write as _;
     let tag = open[1..].split(' ').next().unwrap_or("circle");
     let title = xml_escape(&p.title);

@@ -7,7 +7,7 @@ use minijinja::context;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::charts::{marker_shape, scatter_chart, ScatterGroup, ScatterPoint, ScatterSpec};
+use super::charts::{marker_shape, scatter_chart, PointLabel, ScatterGroup, ScatterPoint, ScatterSpec};
 use super::common::{colour_css, put_page, root, ser, PageContext, RenderStats};
 use crate::analysis::pareto::{ConfigKey, ConfigPoints, ParetoPoint};
 use crate::analysis::{ParetoView, SiteModel};
@@ -86,8 +86,15 @@ fn context_view<'a>(
     let point = |p: &ParetoPoint, cost: bool| ScatterPoint {
         x: p.per_request_tps,
         y: if cost { p.usd_per_mtok.unwrap_or(f64::NAN) } else { p.tps_per_device },
-        title: point_title(&cx.titles[p.run], &label, p),
-        href: Some(format!("../../runs/{}/index.html", site.runs[p.run].id)),
+    };
+    // Formatted only for the points that keep their title and link (most do not, on a
+    // model with thousands of cells).
+    let point_label = |i: usize, j: usize| {
+        let p = &configs[i].points[j];
+        PointLabel {
+            title: point_title(&cx.titles[p.run], &label, p),
+            href: Some(format!("../../runs/{}/index.html", site.runs[p.run].id)),
+        }
     };
     let groups = |cost: bool| -> Vec<ScatterGroup> {
         configs
@@ -104,6 +111,7 @@ fn context_view<'a>(
         y_desc: "total tok/s per device",
         groups: &groups(false),
         max_linked: MAX_LINKED_POINTS,
+        label: &point_label,
     });
     let cost_chart = if priced {
         scatter_chart(&ScatterSpec {
@@ -112,6 +120,7 @@ fn context_view<'a>(
             y_desc: "dollars per million output tokens",
             groups: &groups(true),
             max_linked: MAX_LINKED_POINTS,
+            label: &point_label,
         })
     } else {
         String::new()
