@@ -209,7 +209,8 @@ impl Site {
     /// Renders every page into a staging folder and swaps it into place.
     pub fn build(&self) -> Result<BuildReport> {
         let staging = Staging::new(&self.config.out_dir)?;
-        let (mut steps, stats, cache) = self.render(&staging)?;
+        let previous = BuildCache::read(&self.config.out_dir).hashes();
+        let (mut steps, stats, cache) = self.render(&staging, &previous)?;
         let (files, bytes) = staging.written();
         let t = Instant::now();
         staging.commit().with_context(|| format!("publishing {}", self.config.out_dir.display()))?;
@@ -227,8 +228,10 @@ impl Site {
     /// serve`, where a rebuild must be quick and a reader sees each file whole. `index` is
     /// what the previous build in place wrote (empty for the first), and becomes this one's.
     pub fn build_in_place(&self, index: &mut OutputIndex) -> Result<BuildReport> {
+        // Serve holds what its last build wrote: its units' hashes are the build cache's.
+        let previous = index.unit_hashes().unwrap_or_else(|| BuildCache::read(&self.config.out_dir).hashes());
         let out = InPlace::new(&self.config.out_dir, std::mem::take(index))?;
-        let (mut steps, stats, cache) = self.render(&out)?;
+        let (mut steps, stats, cache) = self.render(&out, &previous)?;
         let t = Instant::now();
         let (files, bytes, removed, written) = out.finish()?;
         *index = written;
@@ -247,7 +250,7 @@ impl Site {
 
     /// Every page and asset into `out`; the steps so far plus render, and the cache for the
     /// next build.
-    fn render(&self, out: &dyn Sink) -> Result<(Vec<Step>, RenderStats, BuildCache)> {
+    fn render(&self, out: &dyn Sink, previous: &BTreeMap<String, u64>) -> Result<(Vec<Step>, RenderStats, BuildCache)> {
         let t = Instant::now();
         let config = &self.config;
         let env = templates::environment(config.templates_dir.as_deref(), &self.settings)?;
@@ -256,15 +259,13 @@ impl Site {
         frame.piece(&templates::source_hash(config.templates_dir.as_deref())?.to_le_bytes());
         frame.json(&self.settings);
         let template_hash = frame.finish();
-        let previous = BuildCache::read(&config.out_dir);
-        let previous = previous.hashes();
         let runs_dir = config.data_dir.join(format::RUNS_DIR);
         let raw_run = |run: &RunView| format::load_run_dir(&runs_dir.join(&run.id));
         let pages = SitePages {
             site: &self.model,
             raw_run: &raw_run,
             template_hash,
-            previous: &previous,
+            previous,
             settings: &self.settings,
             comparisons: &self.comparisons,
             pages: &self.data.pages,

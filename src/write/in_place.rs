@@ -4,6 +4,7 @@
 //! (a run's folder, a leaderboard, ...) wrote, so keeping a unit is one lookup and stale
 //! files are found without walking a folder of half a million files.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -43,6 +44,13 @@ impl OutputIndex {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The input hash of every unit the last build in place wrote or kept; `None` before
+    /// the first (then the build cache beside the folder tells).
+    pub fn unit_hashes(&self) -> Option<BTreeMap<String, u64>> {
+        let known = self.known.as_ref()?;
+        Some(known.units.iter().map(|(key, unit)| (key.clone(), unit.hash)).collect())
     }
 }
 
