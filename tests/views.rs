@@ -203,6 +203,31 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
 }
 
 #[test]
+fn a_rebuild_renders_a_cell_page_again_when_only_its_samples_changed() {
+    // An imported cell's per-request samples are drawn on its page but are not among the
+    // run's figures: changing one must still reach the page a rebuild would otherwise keep.
+    let ws = Workspace::from_repo_data();
+    assert_ok(&ws.site(&["build"]));
+    let run = "smollm2-135m-llamacpp-cpu-sglang-bench-serving";
+    let page = format!("public/runs/{run}/cells/decode-256-x1/index.html");
+    let before = ws.read(&page);
+    let cell = ws.path().join(format!("data/runs/{run}/cells/decode-256-c1.json"));
+    let mut json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&cell).unwrap()).unwrap();
+    let samples = json["reported"]["samples"].as_array_mut().unwrap();
+    for s in samples.iter_mut() {
+        s["ttft_s"] = serde_json::json!(9.876);
+    }
+    fs::write(&cell, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    let after = ws.read(&page);
+    assert!(!before.contains("max 9,876.0 ms"), "{before}");
+    assert!(after.contains("max 9,876.0 ms"), "the cell page kept its old samples");
+    let rebuilt = common::tree(&ws.path().join("public"));
+    assert_ok(&ws.site(&["build", "--force", "--out", "fresh"]));
+    assert_eq!(rebuilt, common::tree(&ws.path().join("fresh")), "a rebuild differs from a fresh build");
+}
+
+#[test]
 fn a_changed_site_toml_reaches_the_pages_a_rebuild_would_keep() {
     let ws = built_series();
     let before = ws.read("public/runs/d-vllm-0.11.0/index.html");

@@ -87,6 +87,8 @@ impl PreparedRun {
 pub fn prepare(run: &LoadedRun) -> PreparedRun {
     let mut view = normalize_run(run, RunSlugs::plain(&run.manifest));
     view.view_hash = crate::units::InputHash::default().json(&view).finish();
+    let detail: Vec<&crate::format::Cell> = run.cells.iter().map(|c| &c.cell).filter(|c| c.keeps_detail()).collect();
+    view.detail_hash = (!detail.is_empty()).then(|| crate::units::InputHash::default().json(&detail).finish());
     PreparedRun(view)
 }
 

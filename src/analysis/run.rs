@@ -45,6 +45,11 @@ pub struct RunView {
     /// are made from, for the build cache. Computed once, when the run is loaded.
     #[serde(skip)]
     pub view_hash: u64,
+    /// A hash of what the run's cell files keep beyond this view (request records, a tool's
+    /// samples and own figures), which its cell pages show; `None` where they keep nothing
+    /// more: the cell pages are then made from the view alone, without reading the run again.
+    #[serde(skip)]
+    pub detail_hash: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -228,6 +233,7 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
         notes_markdown: run.notes_markdown.clone(),
         counts,
         view_hash: 0,
+        detail_hash: None,
     }
 }
 

@@ -628,6 +628,13 @@ impl RequestRecord {
 }
 
 impl Cell {
+    /// Whether the file keeps more than the cell's figures and findings: request records,
+    /// or the source's per-request samples or its own figures.
+    pub fn keeps_detail(&self) -> bool {
+        self.measurement.is_some()
+            || self.reported.as_ref().is_some_and(|r| !r.samples.is_empty() || !r.tool_figures.is_empty())
+    }
+
     /// An error cell written because the server could not be reached.
     pub fn server_unreachable(&self) -> bool {
         self.status == Status::Error && self.error.as_ref().is_some_and(|e| e.cause == Some(ErrorCause::Unreachable))

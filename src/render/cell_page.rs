@@ -35,11 +35,12 @@ pub fn files(run: &RunView) -> Vec<String> {
 }
 
 /// A hash of everything a run's cell pages are made from: the run's view (its cells, facts
-/// and title), the navigation and the templates (not its leaderboard places: a cell page
-/// links to its board without one).
+/// and title), what its cell files keep beyond the view (records, samples), the navigation
+/// and the templates (not its leaderboard places: a cell page links to its board without
+/// one).
 pub fn input_hash(cx: &PageContext, run: &RunView, template_hash: u64) -> u64 {
     let mut h = crate::units::InputHash::default();
-    h.u64(run.view_hash).u64(cx.nav_hash).u64(template_hash);
+    h.u64(run.view_hash).u64(run.detail_hash.map_or(0, |d| d.wrapping_add(1))).u64(cx.nav_hash).u64(template_hash);
     h.finish()
 }
 
@@ -104,14 +105,15 @@ struct EvidenceView {
     token_sources: Vec<(&'static str, usize)>,
 }
 
-/// Renders the page of every cell of `run`; `raw` is the run as loaded (its records).
-/// Every cell page of `run`; `in_parallel` on every core, for when this run is about all
-/// there is to render (`site serve` after a change). Not otherwise: a thread waiting on its
-/// cells would take up other runs meanwhile, each holding its raw records.
+/// Every cell page of `run`; `raw` is the run as loaded (its records), `None` where its
+/// cells keep nothing beyond the view (`RunView::detail_hash`). `in_parallel` on every core,
+/// for when this run is about all there is to render (`site serve` after a change). Not
+/// otherwise: a thread waiting on its cells would take up other runs meanwhile, each
+/// holding its raw records.
 pub fn render_all(
     cx: &PageContext,
     run: &RunView,
-    raw: &LoadedRun,
+    raw: Option<&LoadedRun>,
     in_parallel: bool,
     sink: &dyn Sink,
     stats: &mut RenderStats,
@@ -119,8 +121,8 @@ pub fn render_all(
     let views: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
     let one = |&view: &&CellView, sink: &dyn Sink, st: &mut RenderStats| {
         let cell = raw
-            .cells
-            .iter()
+            .into_iter()
+            .flat_map(|r| &r.cells)
             .map(|c| &c.cell)
             .find(|c| c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency);
         render(cx, run, view, cell, sink, st)

@@ -185,8 +185,8 @@ impl SitePages<'_> {
         let cells_in_parallel = stale < rayon::current_num_threads();
         let render_cells = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
-            let raw = (self.raw_run)(run)?;
-            cell_page::render_all(cx, run, &raw, cells_in_parallel, sink, st)
+            let raw = run.detail_hash.map(|_| (self.raw_run)(run)).transpose()?;
+            cell_page::render_all(cx, run, raw.as_ref(), cells_in_parallel, sink, st)
                 .with_context(|| format!("rendering the cells of run {}", run.id))
         };
         by_folder.extend(render_cached(&cell_units, self.previous, render_cells, sink, stats)?);
