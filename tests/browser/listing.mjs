@@ -103,7 +103,8 @@ const live = (page) => page.waitForSelector('.runs-listing.live', { timeout: 100
   const { context, page } = await open(base + '/', { javaScriptEnabled: false });
   eq(await rows(page), 100, 'no script: first page');
   ok(await page.locator('nav.pager').isVisible(), 'no script: pager visible');
-  await page.click('nav.pager a:text-is("3")');
+  // A click starts the navigation without waiting for it: count the rows of the new page.
+  await Promise.all([page.waitForURL('**/list/3/index.html', { waitUntil: 'load' }), page.click('nav.pager a:text-is("3")')]);
   eq(await rows(page), 30, 'no script: page 3');
   ok(page.url().endsWith('/list/3/index.html'), `no script: page 3 address ${page.url()}`);
   await context.close();
