@@ -40,7 +40,8 @@ pub fn files(run: &RunView) -> Vec<String> {
 /// one).
 pub fn input_hash(cx: &PageContext, run: &RunView, template_hash: u64) -> u64 {
     let mut h = crate::units::InputHash::default();
-    h.u64(run.view_hash).u64(run.detail_hash.map_or(0, |d| d.wrapping_add(1))).u64(cx.nav_hash).u64(template_hash);
+    h.u64(run.view_hash).u64(run.detail_hash.is_some() as u64).u64(run.detail_hash.unwrap_or(0));
+    h.u64(cx.nav_hash).u64(template_hash);
     h.finish()
 }
 
