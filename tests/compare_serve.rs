@@ -160,6 +160,58 @@ fn serve_answers_pages_assets_404_and_refuses_traversal() {
 }
 
 #[test]
+fn serve_with_a_broken_first_build_serves_the_last_site_or_stops() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let manifest = ws.path().join("data/runs/tiny-vllm-l4/run.json");
+    let good = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, "{ broken").unwrap();
+    // No earlier site: serve says why and stops (its build thread does not keep it alive).
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_site"))
+        .args(["serve", "--port", "0"])
+        .current_dir(ws.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("serve kept running after its first build failed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success());
+    assert!(err.contains("the first build failed and there is no earlier site to serve"), "{err}");
+    assert!(err.contains("run.json"), "{err}");
+    // An earlier site of ours: served as it was, and a fixed edit rebuilds it.
+    fs::write(&manifest, &good).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    fs::write(&manifest, "{ broken").unwrap();
+    let srv = start_serve(&ws);
+    // Said on stderr, read apart from the URL on stdout: it may trail it by a moment.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !srv.printed().contains("serving the previous site") {
+        assert!(Instant::now() < deadline, "{}", srv.printed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (s, _, body) = get(&srv.addr, "/runs/tiny-vllm-l4/");
+    assert_eq!(s, 200);
+    assert!(body.contains("Tiny-1B"));
+    fs::write(&manifest, good.replace("acme/Tiny-1B", "acme/Fixed-1B")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !get(&srv.addr, "/runs/tiny-vllm-l4/").2.contains("Fixed-1B") {
+        assert!(Instant::now() < deadline, "the fixed edit was never built: {}", srv.printed());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
 fn serve_rebuilds_on_change_and_survives_a_bad_edit() {
     let ws = Workspace::from_fixture("valid/measured");
     let srv = start_serve(&ws);

@@ -6,6 +6,7 @@
 pub mod files;
 pub mod watch;
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -96,8 +97,38 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
     // Watching starts before the first build: an edit made during it still rebuilds.
     let inputs = watch::Inputs::of(&opts.config, ignored_outputs(&opts.config));
     let changes = watch::Changes::start(inputs, opts.poll)?;
+    let changes_kind = changes.kind.clone();
     let mut builder = Builder { config: opts.config.clone(), site: None, written: OutputIndex::default() };
-    match builder.rebuild(watch::Change::Everything) {
+    let shared = Arc::new(Shared {
+        root: opts.config.out_dir.clone(),
+        build_id: AtomicU64::new(1),
+        live_reload: opts.live_reload,
+    });
+    // Every build runs on one thread of its own: the first before serving, then one per
+    // change once serving started (`go`). A rebuild then finds the memory its allocator
+    // needs already touched by the first build, where a fresh thread's first rebuild read
+    // one run in 8-70 ms instead of 0.5.
+    let (first_tx, first_rx) = std::sync::mpsc::sync_channel(1);
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let watch_shared = shared.clone();
+    std::thread::spawn(move || {
+        if first_tx.send(builder.rebuild(watch::Change::Everything)).is_err() || go_rx.recv().is_err() {
+            return;
+        }
+        while let Some(change) = changes.next(SETTLE) {
+            let t = std::time::Instant::now();
+            match builder.rebuild(change) {
+                Ok(steps) => {
+                    watch_shared.build_id.fetch_add(1, Ordering::SeqCst);
+                    println!("Rebuilt after a change in {:.1} ms\n{steps}", t.elapsed().as_secs_f64() * 1000.0);
+                }
+                Err(e) => eprintln!("error: rebuild failed, still serving the last good site: {e:#}"),
+            }
+            let _ = std::io::stdout().flush();
+        }
+    });
+    let first = first_rx.recv().context("the build thread stopped")?;
+    match first {
         Ok(steps) => println!("Built {}\n{steps}", opts.config.out_dir.display()),
         Err(e) => {
             // Nothing good to serve yet unless an earlier build of ours is there: a folder
@@ -116,35 +147,15 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
     let addr = listener.local_addr()?;
     let url = format!("http://{addr}/");
     println!("Serving {} at {url} (Ctrl-C to stop)", opts.config.out_dir.display());
-    use std::io::Write as _;
     let _ = std::io::stdout().flush();
     if opts.open {
         let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
         let _ = std::process::Command::new(opener).arg(&url).spawn();
     }
-    let shared = Arc::new(Shared {
-        root: opts.config.out_dir.clone(),
-        build_id: AtomicU64::new(1),
-        live_reload: opts.live_reload,
-    });
-
-    // Rebuild on change, on a thread of its own (the build is synchronous; the process
-    // does not wait for this thread when it exits).
-    println!("Watching for changes ({})", changes.kind);
-    let watch_shared = shared.clone();
-    std::thread::spawn(move || {
-        while let Some(change) = changes.next(SETTLE) {
-            let t = std::time::Instant::now();
-            match builder.rebuild(change) {
-                Ok(steps) => {
-                    watch_shared.build_id.fetch_add(1, Ordering::SeqCst);
-                    println!("Rebuilt after a change in {:.1} ms\n{steps}", t.elapsed().as_secs_f64() * 1000.0);
-                }
-                Err(e) => eprintln!("error: rebuild failed, still serving the last good site: {e:#}"),
-            }
-            let _ = std::io::stdout().flush();
-        }
-    });
+    // Rebuilds start once serving does (the process does not wait for the build thread
+    // when it exits).
+    println!("Watching for changes ({})", changes_kind);
+    let _ = go_tx.send(());
 
     let serve_loop = crate::httpserve::accept_loop(listener, None, move |req| {
         let shared = shared.clone();
