@@ -194,21 +194,12 @@ fn serve_with_a_broken_first_build_serves_the_last_site_or_stops() {
     assert_ok(&ws.site(&["build"]));
     fs::write(&manifest, "{ broken").unwrap();
     let srv = start_serve(&ws);
-    // Said on stderr, read apart from the URL on stdout: it may trail it by a moment.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !srv.printed().contains("serving the previous site") {
-        assert!(Instant::now() < deadline, "{}", srv.printed());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    srv.wait_printed("serving the previous site");
     let (s, _, body) = get(&srv.addr, "/runs/tiny-vllm-l4/");
     assert_eq!(s, 200);
     assert!(body.contains("Tiny-1B"));
     fs::write(&manifest, good.replace("acme/Tiny-1B", "acme/Fixed-1B")).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !get(&srv.addr, "/runs/tiny-vllm-l4/").2.contains("Fixed-1B") {
-        assert!(Instant::now() < deadline, "the fixed edit was never built: {}", srv.printed());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    srv.wait_page("/runs/tiny-vllm-l4/", "Fixed-1B");
 }
 
 #[test]
@@ -220,38 +211,18 @@ fn serve_rebuilds_on_change_and_survives_a_bad_edit() {
     let manifest = ws.path().join("data/runs/tiny-vllm-l4/run.json");
     let text = fs::read_to_string(&manifest).unwrap();
     fs::write(&manifest, text.replace("acme/Tiny-1B", "acme/Renamed-2B")).unwrap();
-    let wait_for = |needle: &str| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let (_, _, body) = get(&srv.addr, "/runs/tiny-vllm-l4/");
-            if body.contains(needle) {
-                return body;
-            }
-            assert!(Instant::now() < deadline, "the page never showed {needle:?}");
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    };
-    wait_for("Renamed-2B");
-    // Only the changed run folder was read again (the report is printed just after the
-    // pages are written, so it may trail the page by a moment).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !srv.printed().contains("1 run folders read again") {
-        assert!(Instant::now() < deadline, "{}", srv.printed());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    srv.wait_page("/runs/tiny-vllm-l4/", "Renamed-2B");
+    // Only the changed run folder was read again.
+    srv.wait_printed("1 run folders read again");
     // A broken edit: the last good site stays up.
     fs::write(&manifest, "{ broken").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !srv.printed().contains("rebuild failed, still serving the last good site") {
-        assert!(Instant::now() < deadline, "the broken edit was never reported: {}", srv.printed());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    srv.wait_printed("rebuild failed, still serving the last good site");
     let (s, _, body) = get(&srv.addr, "/runs/tiny-vllm-l4/");
     assert_eq!(s, 200);
     assert!(body.contains("Renamed-2B"));
     // Fixed again: served again.
     fs::write(&manifest, text.replace("acme/Tiny-1B", "acme/Third-3B")).unwrap();
-    wait_for("Third-3B");
+    srv.wait_page("/runs/tiny-vllm-l4/", "Third-3B");
     // A live-reload hook is injected by the server only.
     assert!(get(&srv.addr, "/").2.contains("/__build"));
     assert!(!ws.read("public/index.html").contains("/__build"));

@@ -667,11 +667,7 @@ fn serve_does_not_rebuild_forever_when_its_output_is_inside_the_data_folder() {
     assert!(!srv.printed().contains("Rebuilt"), "{}", srv.printed());
     // A real edit still rebuilds.
     fs::write(ws.path().join(RUN).join("notes.md"), "edited").unwrap();
-    let t = Instant::now();
-    while !srv.printed().contains("Rebuilt") {
-        assert!(t.elapsed() < Duration::from_secs(20), "{}", srv.printed());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    srv.wait_printed("Rebuilt");
     let (status, head, _) = serve::get(&srv.addr, "//runs/tiny-vllm-l4");
     assert_eq!(status, 301);
     assert!(head.contains("location: /runs/tiny-vllm-l4/\r\n"), "{head}");

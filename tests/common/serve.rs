@@ -6,6 +6,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 pub struct Server {
     pub child: Child,
@@ -71,6 +72,29 @@ impl Server {
 
     pub fn printed(&self) -> String {
         self.output.lock().unwrap().join("\n")
+    }
+
+    /// Waits up to 20 s for the server to print `needle` (a line on stderr may trail one on
+    /// stdout, and a rebuild's report the pages it wrote).
+    pub fn wait_printed(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.printed().contains(needle) {
+            assert!(Instant::now() < deadline, "serve never printed {needle:?}: {}", self.printed());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits up to 20 s for `path` to answer with a body holding `needle`; returns the body.
+    pub fn wait_page(&self, path: &str, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (_, _, body) = get(&self.addr, path);
+            if body.contains(needle) {
+                return body;
+            }
+            assert!(Instant::now() < deadline, "{path} never showed {needle:?}: {}", self.printed());
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 
