@@ -266,8 +266,26 @@ fn every_cell_has_a_page_linked_from_the_heatmap_and_the_table() {
     // A looped cell shows its finding; an Over capacity cell its rule.
     let looped = ws.read("public/runs/tiny-vllm-l4/cells/decode-16k-x1/index.html");
     assert!(looped.contains("<h2>Looped</h2>"), "looped cell page");
+    assert!(looped.contains(
+        "measurement was discarded. output repeated with a period of 37 characters over 4107 characters.</p>"
+    ));
     let over = ws.read("public/runs/tiny-vllm-l4/cells/decode-16k-x2/index.html");
     assert!(over.contains("<h2>Over capacity</h2>"), "over capacity cell page");
+    assert!(
+        over.contains("<p>Not run: C x (context + max output) &gt; KV budget: needs 40960 tokens, budget 40000.</p>")
+    );
+}
+
+#[test]
+fn a_looped_cell_without_a_finding_ends_its_sentence_once() {
+    // The seed run's looped cells say only that they looped: no empty detail after it.
+    let ws = Workspace::from_repo_data();
+    assert_ok(&ws.site(&["build"]));
+    let page = ws.read("public/runs/step-3.5-flash-vllm-0.29.0-4x-h200-sxm/cells/decode-64k-x4/index.html");
+    assert!(
+        page.contains("<p>The model kept repeating the same text, so the measurement was discarded.</p>"),
+        "{page}"
+    );
 }
 
 #[test]
