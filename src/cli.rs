@@ -145,8 +145,10 @@ pub struct BenchArgs {
     /// A stream silent this long has stalled (the cell becomes an error).
     #[arg(long, default_value = "120s", help_heading = "Timing", value_parser = duration)]
     pub stall_timeout: Duration,
-    #[arg(long, default_value = "1s", help_heading = "Timing", value_parser = duration)]
-    pub gauge_interval: Duration,
+    /// How often the server's running-requests gauge is read [default: a tenth of
+    /// --duration, at most 1s, at least 100ms] (a short window still gets ten samples).
+    #[arg(long, help_heading = "Timing", value_parser = duration)]
+    pub gauge_interval: Option<Duration>,
     /// Repeated characters that make a loop.
     #[arg(long, default_value_t = 4096, help_heading = "Loop detection")]
     pub loop_min_chars: usize,

@@ -88,3 +88,23 @@ pub fn run_blocking(cfg: BenchConfig) -> Result<BenchSummary> {
     let scrubber = crate::redact::Scrubber::new(cfg.credentials.secrets());
     rt.block_on(run(cfg)).map_err(|e| anyhow::anyhow!(scrubber.scrub(&format!("{e:#}"))))
 }
+
+/// The gauge's sampling interval when none is given: about once a second (the method), but
+/// a tenth of a short window, so a 3 s cell still averages ten samples rather than three
+/// (one read between two requests would otherwise move the mean by a third).
+pub fn default_gauge_interval(window: Duration) -> Duration {
+    (window / 10).clamp(Duration::from_millis(100), Duration::from_secs(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gauge_is_read_ten_times_in_a_short_window_and_once_a_second_in_a_long_one() {
+        let ms = |v| Duration::from_millis(v);
+        assert_eq!(default_gauge_interval(ms(3_000)), ms(300));
+        assert_eq!(default_gauge_interval(ms(30_000)), ms(1_000));
+        assert_eq!(default_gauge_interval(ms(500)), ms(100));
+    }
+}

@@ -37,7 +37,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         warmup_timeout: a.warmup_timeout,
         drain_timeout: a.drain_timeout,
         stall_timeout: a.stall_timeout,
-        gauge_interval: a.gauge_interval,
+        gauge_interval: a.gauge_interval.unwrap_or_else(|| bench::default_gauge_interval(a.duration)),
         loop_settings: LoopSettings {
             min_chars: a.loop_min_chars,
             min_cycles: a.loop_min_cycles.max(2),
