@@ -258,6 +258,10 @@ fn every_cell_has_a_page_linked_from_the_heatmap_and_the_table() {
     assert!(page.contains("<td>4,500 tokens &#x2f; 30.000 s</td>"), "total tok/s formula");
     assert_eq!(page.matches("<g><title>request ").count(), 2);
     assert!(page.contains("target: 2"));
+    assert!(
+        page.contains("against the target of 2, read every 1 s.</figcaption>"),
+        "the gauge's interval, from its reads"
+    );
     assert!(page.contains("<figcaption>Time to first token: 2 requests · p50 75.0 ms · p90 95.0 ms · p99 99.5 ms · max 100.0 ms</figcaption>"));
     // Neighbours along the row and the column, and the cell's leaderboard.
     assert!(page.contains("<a href=\"../decode-8k-x1/index.html\">Fewer requests: 8K × 1</a>"));

@@ -73,7 +73,7 @@ pub struct OutcomeCounts {
     pub error: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Evidence {
     pub requests: usize,
     /// The measurement window, in seconds from the first send.
@@ -93,6 +93,15 @@ pub struct Evidence {
     pub outcomes: OutcomeCounts,
     /// Output tokens inside the window, and the seconds they are divided by.
     pub window_tokens: u64,
+}
+
+impl Evidence {
+    /// How often the gauge was read: the median time between successive reads, in seconds
+    /// (`None` with fewer than two).
+    pub fn gauge_every_s(&self) -> Option<f64> {
+        let gaps: Vec<f64> = self.gauge.windows(2).map(|w| w[1].t_s - w[0].t_s).collect();
+        percentile(&gaps, 50.0)
+    }
 }
 
 pub fn outcome(r: &RequestRecord) -> Outcome {
@@ -329,5 +338,15 @@ mod tests {
         let m = Measurement::of_requests(None, many);
         let e = evidence(&Cell { measurement: Some(m), ..Cell::new(Phase::Decode, 1024, 4, Status::Valid) }).unwrap();
         assert_eq!((e.lane_group, e.lanes.len(), e.lanes.last().unwrap().requests), (4, 250, 4));
+    }
+
+    #[test]
+    fn the_gauge_interval_is_the_median_gap_between_reads() {
+        let read = |t_s| GaugeSample { t_s, running: 2.0, waiting: None };
+        let mut e = Evidence { gauge: [0.0, 0.3, 0.6, 1.5, 1.8].map(read).to_vec(), ..Evidence::default() };
+        // Gaps 0.3, 0.3, 0.9, 0.3: one slow read does not move it.
+        assert!((e.gauge_every_s().unwrap() - 0.3).abs() < 1e-9);
+        e.gauge.truncate(1);
+        assert_eq!(e.gauge_every_s(), None);
     }
 }

@@ -344,7 +344,7 @@ pub struct Measurement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<Window>,
     pub requests: Vec<RequestRecord>,
-    /// Running-requests gauge sampled about once a second inside the window.
+    /// Running-requests gauge, read about once a second (more often in a short window).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gauge: Vec<GaugeSample>,
     /// Metric the gauge came from (e.g. `vllm:num_requests_running`) or `client_in_flight`.

@@ -101,6 +101,8 @@ struct EvidenceView {
     timeline: String,
     gauge: String,
     gauge_source: Option<String>,
+    /// How often the gauge was read, in words (`0.3 s`).
+    gauge_every: Option<String>,
     throughput: String,
     outcomes: Vec<(&'static str, &'static str, usize)>,
     token_sources: Vec<(&'static str, usize)>,
@@ -192,6 +194,7 @@ fn evidence_view(
         timeline: cell_charts::timeline(e),
         gauge: cell_charts::gauge(e, target),
         gauge_source,
+        gauge_every: e.gauge_every_s().map(numbers::seconds_setting),
         throughput: cell_charts::throughput(e),
         outcomes,
         token_sources: e.token_sources.iter().map(|(s, n)| (token_source_label(*s), *n)).collect(),

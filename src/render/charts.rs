@@ -59,6 +59,18 @@ pub struct ChartSpec<'a> {
 
 const WIDTH: u32 = 600;
 const HEIGHT: u32 = 330;
+/// The drawing's margin and the label areas left of and below the plot.
+const MARGIN: i32 = 12;
+const Y_LABEL_AREA: i32 = 72;
+const X_LABEL_AREA: i32 = 46;
+/// Where a line chart's data is drawn, in drawing pixels (what the margin and label areas
+/// leave of the drawing).
+const PLOT: Rect = Rect {
+    x0: MARGIN + Y_LABEL_AREA,
+    y0: MARGIN,
+    x1: WIDTH as i32 - MARGIN,
+    y1: HEIGHT as i32 - MARGIN - X_LABEL_AREA,
+};
 /// Tick labels, legend and point labels; axis names one size up.
 const TEXT_PX: u32 = 14;
 
@@ -83,6 +95,7 @@ pub fn line_chart(spec: &ChartSpec) -> String {
     let pad = ((x1 - x0) * 0.06).max(0.25);
     let (x0, x1) = (x0 - pad, x1 + pad);
     let y1 = if y1 > 0.0 { y1 * 1.15 } else { 1.0 };
+    let y1 = if spec.legend { top_clear_of_legend(spec, (x0, x1), y1) } else { y1 };
     let mut svg = String::new();
     let mut marks = String::new();
     {
@@ -158,9 +171,9 @@ fn draw<DB: DrawingBackend>(
     marks: &mut String,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let mut chart = ChartBuilder::on(root)
-        .margin(12)
-        .x_label_area_size(46)
-        .y_label_area_size(72)
+        .margin(MARGIN)
+        .x_label_area_size(X_LABEL_AREA)
+        .y_label_area_size(Y_LABEL_AREA)
         .build_cartesian_2d(x0..x1, 0f64..y1)?;
     let axis = spec.x_axis;
     let names = spec.x_names;
@@ -223,11 +236,10 @@ fn draw<DB: DrawingBackend>(
 /// series; the space it takes is kept free of point labels.
 fn legend(series: &[Series], labels: &mut LabelPlacer) -> String {
     use std::fmt::Write as _;
-    let line_h = TEXT_PX as i32 + 6;
-    let text_w = series.iter().map(|s| text_width(&s.label)).max().unwrap_or(0);
-    let (w, h) = (text_w + 40, line_h * series.len() as i32 + 8);
-    let (x0, y0) = (WIDTH as i32 - 16 - w, 16);
-    labels.occupy(Rect { x0, y0, x1: x0 + w, y1: y0 + h });
+    let line_h = LEGEND_LINE_PX;
+    let b = legend_box(series);
+    let (x0, y0, w, h) = (b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0);
+    labels.occupy(b);
     let mut svg = format!(
         "<rect x=\"{x0}\" y=\"{y0}\" width=\"{w}\" height=\"{h}\" fill=\"none\" stroke=\"currentColor\" stroke-opacity=\"0.3\"/>"
     );
@@ -252,6 +264,34 @@ fn legend(series: &[Series], labels: &mut LabelPlacer) -> String {
         );
     }
     svg
+}
+
+const LEGEND_LINE_PX: i32 = TEXT_PX as i32 + 6;
+
+/// Where the legend goes: the plot's top right, a line a series.
+fn legend_box(series: &[Series]) -> Rect {
+    let text_w = series.iter().map(|s| text_width(&s.label)).max().unwrap_or(0);
+    let (w, h) = (text_w + 40, LEGEND_LINE_PX * series.len() as i32 + 8);
+    let (x0, y0) = (WIDTH as i32 - 16 - w, 16);
+    Rect { x0, y0, x1: x0 + w, y1: y0 + h }
+}
+
+/// The top of the y axis (at least `top`) that draws every point within the legend's
+/// columns below the legend: a series along the top of the chart on the right (a gauge at
+/// its target) would otherwise be drawn through it. The legend takes at most 60% of the
+/// height this way; a taller legend (many series) may cover points.
+fn top_clear_of_legend(spec: &ChartSpec, (x0, x1): (f64, f64), top: f64) -> f64 {
+    let b = legend_box(spec.series);
+    let px = |x: f64| PLOT.x0 as f64 + (x - x0) / (x1 - x0) * (PLOT.x1 - PLOT.x0) as f64;
+    let under = spec
+        .series
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|&(x, y)| (project_x(spec.x_axis, x), y))
+        .filter(|&(x, y)| drawable(x, y) && px(x) >= (b.x0 - 6) as f64)
+        .fold(0.0f64, |m, (_, y)| m.max(y));
+    let covered = ((b.y1 + 6 - PLOT.y0) as f64 / (PLOT.y1 - PLOT.y0) as f64).min(0.6);
+    top.max(under / (1.0 - covered))
 }
 
 /// About how wide `text` is at the chart's text size: sans-serif characters average a
@@ -571,5 +611,45 @@ mod tests {
             svg.split("<text").skip(1).filter_map(|t| t.split('>').nth(1)?.split('<').next()).map(str::trim).collect();
         // y ticks up to the largest sane value (20 plus headroom), then the x ticks.
         assert_eq!(labels[..7], ["y", "x", "0", "5", "10", "15", "20"]);
+    }
+
+    /// The number after `name="` in each element of `svg` that starts with `tag`.
+    fn attr_values(svg: &str, tag: &str, name: &str) -> Vec<i32> {
+        svg.split(tag)
+            .skip(1)
+            .filter_map(|e| e.split(&format!(" {name}=\"")).nth(1)?.split('"').next()?.parse().ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_series_along_the_top_is_drawn_below_the_legend() {
+        // A gauge at its target across the whole cell: the legend's corner would cover it.
+        let flat = |label: &str, y: f64| Series {
+            label: label.into(),
+            points: (0..10).map(|i| (i as f64, y)).collect(),
+            point_labels: vec![],
+        };
+        let series = [flat("running", 2.0), flat("target: 2", 2.0), flat("waiting", 0.0)];
+        let spec = ChartSpec {
+            x_axis: XAxis::Linear,
+            title: "gauge",
+            x_desc: "s",
+            y_desc: "requests",
+            series: &series,
+            legend: true,
+            x_names: None,
+        };
+        let svg = line_chart(&spec);
+        let b = legend_box(&series);
+        let frame = format!("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"", b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0);
+        assert!(svg.contains(&frame), "the legend is drawn where legend_box says: {svg}");
+        let legend_bottom = b.y1;
+        let running: Vec<i32> = attr_values(&svg, "<circle class=\"point\"", "cy");
+        assert_eq!(running.len(), 10, "{svg}");
+        assert!(running.iter().all(|&cy| cy > legend_bottom), "points at {running:?}, legend down to {legend_bottom}");
+        // Without a legend the same series rise to the usual headroom, into that corner.
+        let bare = line_chart(&ChartSpec { legend: false, ..spec });
+        let cy = attr_values(&bare, "<circle class=\"point\"", "cy");
+        assert!(cy.iter().all(|&cy| cy < legend_bottom), "{cy:?}");
     }
 }

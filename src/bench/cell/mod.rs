@@ -127,7 +127,7 @@ pub async fn warm_slots(cx: &CellContext, prompt: &str, c: u32, cancel: &watch::
     }
 }
 
-/// Samples the running-requests gauge about once a second for the whole run.
+/// Samples the running-requests gauge every `interval` for the whole run.
 pub fn spawn_gauge_sampler(
     cx: CellContext,
     interval: Duration,
