@@ -152,6 +152,14 @@ impl Drop for Lock {
 /// Reads a data file as UTF-8 text: a regular file (not a symlink, FIFO, device or folder),
 /// at most `limit` bytes. Every refusal names the path.
 pub fn read_data_file(path: &Path, limit: u64) -> Result<String> {
+    let bytes = read_regular_file(path, limit)?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow!("{}: not UTF-8 text (invalid byte at offset {})", path.display(), e.utf8_error().valid_up_to())
+    })
+}
+
+/// Reads a regular file (not a symlink, FIFO, device or folder) of at most `limit` bytes.
+pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
     let meta = fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
     check_regular(path, &meta)?;
     // O_NOFOLLOW: a file swapped for a symlink after the check is still refused;
@@ -171,9 +179,7 @@ pub fn read_data_file(path: &Path, limit: u64) -> Result<String> {
     if bytes.len() as u64 > limit {
         bail!("{}: more than the {limit} bytes a data file may have", path.display());
     }
-    String::from_utf8(bytes).map_err(|e| {
-        anyhow!("{}: not UTF-8 text (invalid byte at offset {})", path.display(), e.utf8_error().valid_up_to())
-    })
+    Ok(bytes)
 }
 
 fn check_regular(path: &Path, meta: &fs::Metadata) -> Result<()> {

@@ -282,8 +282,8 @@ impl Site {
             name: "render",
             took: t.elapsed(),
             detail: format!(
-                "{} pages ({} run pages, {} kept from the previous build), {} charts, {} assets",
-                stats.pages, stats.run_pages, stats.reused_run_pages, stats.charts, n_assets
+                "{} pages ({} run pages, {} kept from the previous build, {} with new places only), {} charts, {} assets",
+                stats.pages, stats.run_pages, stats.reused_run_pages, stats.patched_run_pages, stats.charts, n_assets
             ),
         });
         Ok((steps, stats, cache))

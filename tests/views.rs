@@ -31,7 +31,7 @@ fn a_leaderboard_ranks_every_run_and_the_run_page_links_to_its_place() {
     // The run page: its 8K x 4 cell links to the board with its place.
     let run = ws.read("public/runs/e-vllm-0.10.0-rerun/index.html");
     assert!(run.contains(
-        "<a class=\"rank\" href=\"../../leaderboards/8k-x4/index.html#run-e-vllm-0.10.0-rerun\" title=\"Leaderboard 8K × 4\">#3 of 6</a>"
+        "<a class=\"rank\" href=\"../../leaderboards/8k-x4/index.html#run-e-vllm-0.10.0-rerun\" title=\"Leaderboard 8K × 4\"><!--place 8k-x4-->#3 of 6<!--/place--></a>"
     ));
     let index = ws.read("public/leaderboards/index.html");
     for slug in ["prefill-8k", "8k-x1", "8k-x4"] {
@@ -182,24 +182,27 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
     };
     let moved_run = "runs/d-vllm-0.11.0/index.html";
     let moved_cell = "runs/d-vllm-0.11.0/cells/decode-8k-x4/index.html";
-    let before = (inode(moved_run), inode(moved_cell));
-    // One figure changes: that run is re-rendered, and so is the page of every run whose
-    // place on the 8K x 4 board moves (the rerun drops from 3rd to last), but not their cell
-    // pages (kept by a link); the others are kept whole.
+    let moved_download = "runs/d-vllm-0.11.0/cells.json";
+    let before = (inode(moved_run), inode(moved_cell), inode(moved_download));
+    // One figure changes: that run is re-rendered; every run whose place on the 8K x 4
+    // board moves (the rerun drops from 3rd to last) gets its page from the previous one
+    // with the new places, its downloads and cell pages kept by a link; the others are kept
+    // whole.
     let cell = ws.path().join("data/runs/e-vllm-0.10.0-rerun/cells/decode-8192-c4.json");
     let text = fs::read_to_string(&cell).unwrap();
     fs::write(&cell, text.replace("470.0", "100.0")).unwrap();
     let out = ws.site(&["build"]);
     assert_ok(&out);
     let summary = common::stdout(&out);
-    assert!(summary.contains("(7 run pages, 3 kept from the previous build)"), "{summary}");
+    assert!(summary.contains("(7 run pages, 3 kept from the previous build, 3 with new places only)"), "{summary}");
     let rebuilt = common::tree(&ws.path().join("public"));
     assert_ok(&ws.site(&["build", "--force", "--out", "fresh"]));
     let fresh = common::tree(&ws.path().join("fresh"));
     assert_eq!(rebuilt, fresh, "a rebuild that kept pages differs from a fresh build");
-    assert!(ws.read("public/runs/d-vllm-0.11.0/index.html").contains("#5 of 6</a>"));
+    assert!(ws.read("public/runs/d-vllm-0.11.0/index.html").contains("#5 of 6<!--/place--></a>"));
     assert_ne!(inode(moved_run), before.0, "the moved run's page was kept");
     assert_eq!(inode(moved_cell), before.1, "the moved run's cell page was rendered again");
+    assert_eq!(inode(moved_download), before.2, "the moved run's download was written again");
 }
 
 #[test]

@@ -21,11 +21,54 @@ pub struct Unit<'a> {
     pub hash: u64,
     /// What keeping the unit counts for in the build summary.
     pub kept: RenderStats,
+    /// A part of one of its files that changes apart from the rest (a run page's places).
+    pub patch: Option<Patch<'a>>,
+}
+
+/// Makes a file anew from the previous build's bytes (`None`: it cannot).
+pub type PatchFn<'a> = Box<dyn Fn(&[u8]) -> Option<Vec<u8>> + Send + Sync + 'a>;
+
+/// A part of a unit's file with a hash of its own (its inputs are left out of the unit's
+/// hash): when only this part changed, the file is made from the previous build's by
+/// `apply` instead of rendered, and the unit's other files are kept.
+pub struct Patch<'a> {
+    /// The key of the part's hash in the build cache (`runs/<id>#places`).
+    pub key: String,
+    pub hash: u64,
+    /// The file it is in.
+    pub file: String,
+    /// The file with this part made anew, from the previous build's bytes; `None` where
+    /// they are not what this build would have left (then the unit is rendered).
+    pub apply: PatchFn<'a>,
+    /// What patching the unit counts for in the build summary.
+    pub patched: RenderStats,
 }
 
 impl<'a> Unit<'a> {
     pub fn listed(key: String, hash: u64, kept: RenderStats, files: Vec<String>) -> Unit<'a> {
-        Unit { key, files: Box::new(move || files.clone()), hash, kept }
+        Unit { key, files: Box::new(move || files.clone()), hash, kept, patch: None }
+    }
+
+    /// Whether the unit's patchable part is as the previous build recorded it (a unit
+    /// without one has nothing apart).
+    fn patch_unchanged(&self, previous: &BTreeMap<String, u64>) -> bool {
+        self.patch.as_ref().is_none_or(|p| previous.get(&p.key) == Some(&p.hash))
+    }
+
+    /// Keeps the unit's files but its patched one, and makes that one from the previous
+    /// build's; whether it could (else the unit is rendered).
+    fn patch_in(&self, patch: &Patch, sink: &dyn Sink) -> Result<bool> {
+        let Some(old) = sink.previous_file(&patch.file)? else { return Ok(false) };
+        let Some(new) = (patch.apply)(&old) else { return Ok(false) };
+        let files = (self.files)();
+        let others: Vec<String> = files.iter().filter(|f| **f != patch.file).cloned().collect();
+        if !sink.keep_files(&others)? {
+            return Ok(false);
+        }
+        sink.put(&patch.file, &new)?;
+        sink.unit_written(&self.key, self.hash, files);
+        sink.unit_written(&patch.key, patch.hash, Vec::new());
+        Ok(true)
     }
 
     /// Whether the previous build recorded this unit with the same input hash (its files
@@ -46,6 +89,18 @@ impl Sink for Recording<'_> {
         self.paths.lock().expect("no writer panics").push(rel_path.to_string());
         self.inner.put(rel_path, bytes)
     }
+
+    fn previous_file(&self, rel_path: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.previous_file(rel_path)
+    }
+
+    fn keep_files(&self, files: &[String]) -> Result<bool> {
+        let kept = self.inner.keep_files(files)?;
+        if kept {
+            self.paths.lock().expect("no writer panics").extend(files.iter().cloned());
+        }
+        Ok(kept)
+    }
 }
 
 /// Renders `units` (unit `i` by `render(i, ...)`) unless kept, on every core; returns every
@@ -63,18 +118,35 @@ where
     let indices: Vec<usize> = (0..units.len()).collect();
     let one = |&i: &usize, sink: &dyn Sink, st: &mut RenderStats| {
         let unit = &units[i];
-        if unit.unchanged(previous) && sink.reuse_unit(&unit.key, unit.hash, &unit.files)? {
-            st.add(&unit.kept);
-            return Ok(());
+        if unit.unchanged(previous) {
+            let patch_unchanged = unit.patch_unchanged(previous);
+            let no_files = || Vec::new();
+            if patch_unchanged
+                && sink.reuse_unit(&unit.key, unit.hash, &unit.files)?
+                && unit.patch.as_ref().map_or(Ok(true), |p| sink.reuse_unit(&p.key, p.hash, &no_files))?
+            {
+                st.add(&unit.kept);
+                return Ok(());
+            }
+            if let Some(patch) = unit.patch.as_ref().filter(|_| !patch_unchanged) {
+                if unit.patch_in(patch, sink)? {
+                    st.add(&patch.patched);
+                    return Ok(());
+                }
+            }
         }
         let recording = Recording { inner: sink, paths: Default::default() };
         render(i, &recording, st)?;
         let files = recording.paths.into_inner().expect("no writer panics");
         sink.unit_written(&unit.key, unit.hash, files);
+        if let Some(p) = &unit.patch {
+            sink.unit_written(&p.key, p.hash, Vec::new());
+        }
         Ok(())
     };
     render_parallel(&indices, one, sink, stats)?;
-    Ok(units.iter().map(|u| (u.key.clone(), u.hash)).collect())
+    let parts = units.iter().filter_map(|u| u.patch.as_ref().map(|p| (p.key.clone(), p.hash)));
+    Ok(units.iter().map(|u| (u.key.clone(), u.hash)).chain(parts).collect())
 }
 
 /// Renders each of `items` on every core, each thread writing what it rendered (files are

@@ -21,6 +21,9 @@ pub struct RenderStats {
     pub files: usize,
     /// Run pages kept from the previous build (their inputs did not change).
     pub reused_run_pages: usize,
+    /// Run pages made from the previous build's with new places on the leaderboards (all
+    /// else the same).
+    pub patched_run_pages: usize,
 }
 
 impl RenderStats {
@@ -30,6 +33,7 @@ impl RenderStats {
         self.charts += other.charts;
         self.files += other.files;
         self.reused_run_pages += other.reused_run_pages;
+        self.patched_run_pages += other.patched_run_pages;
     }
 }
 

@@ -48,6 +48,18 @@ impl Sink for PageRecorder<'_> {
     fn unit_written(&self, key: &str, hash: u64, files: Vec<String>) {
         self.inner.unit_written(key, hash, files)
     }
+
+    fn previous_file(&self, rel_path: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.previous_file(rel_path)
+    }
+
+    fn keep_files(&self, files: &[String]) -> Result<bool> {
+        let kept = self.inner.keep_files(files)?;
+        if kept && self.on {
+            files.iter().for_each(|f| self.record(f));
+        }
+        Ok(kept)
+    }
 }
 
 #[derive(Debug, Serialize)]

@@ -45,7 +45,7 @@ impl Ranks {
     }
 
     /// Run `run`'s places, in board order.
-    fn of_run(&self, run: usize) -> &[(BoardKey, usize, usize)] {
+    pub fn of_run(&self, run: usize) -> &[(BoardKey, usize, usize)] {
         match (self.starts.get(run), self.starts.get(run + 1)) {
             (Some(&from), Some(&to)) => &self.places[from..to],
             _ => &[],
@@ -65,19 +65,52 @@ struct HeatRowView<'a> {
 }
 
 /// Where a cell links: its own page, and its leaderboard with the run's place there when
-/// it is ranked.
+/// it is ranked (`place_html`).
 #[derive(Debug, Serialize)]
 struct CellLinks {
     cell: String,
     slug: String,
-    rank: Option<usize>,
-    of: Option<usize>,
+    place: Option<String>,
 }
 
 fn cell_links(ranks: &Ranks, index: Option<usize>, cell: &CellView) -> CellLinks {
     let key = BoardKey::of(cell);
-    let place = index.and_then(|i| ranks.rank(i, key));
-    CellLinks { cell: cell_slug(cell), slug: board_slug(key), rank: place.map(|p| p.0), of: place.map(|p| p.1) }
+    let slug = board_slug(key);
+    let place = index.and_then(|i| ranks.rank(i, key)).map(|(rank, of)| place_html(&slug, rank, of));
+    CellLinks { cell: cell_slug(cell), slug, place }
+}
+
+const PLACE_OPEN: &str = "<!--place ";
+const PLACE_CLOSE: &str = "<!--/place-->";
+
+/// A run's place on the board `slug` as its page prints it (`#3 of 40`), between comments
+/// that name the board: a change elsewhere that only moves places (one run faster, a run
+/// added) rewrites these in the previous page (`patch_places`) instead of rendering it.
+fn place_html(slug: &str, rank: usize, of: usize) -> String {
+    format!("{PLACE_OPEN}{slug}-->#{rank} of {of}{PLACE_CLOSE}")
+}
+
+/// `page` with every place in it set to `places` (the run's); `None` unless the page shows
+/// each of them and no other (a template that leaves a place out, or a board the run is no
+/// longer on: then the page is rendered again).
+pub fn patch_places(page: &[u8], places: &[(BoardKey, usize, usize)]) -> Option<Vec<u8>> {
+    let page = std::str::from_utf8(page).ok()?;
+    let mut by_slug: rustc_hash::FxHashMap<String, (usize, usize, bool)> =
+        places.iter().map(|&(key, rank, of)| (board_slug(key), (rank, of, false))).collect();
+    let mut out = String::with_capacity(page.len() + 64);
+    let mut rest = page;
+    while let Some(at) = rest.find(PLACE_OPEN) {
+        let after = &rest[at + PLACE_OPEN.len()..];
+        let slug = &after[..after.find("-->")?];
+        let (rank, of, seen) = by_slug.get_mut(slug)?;
+        *seen = true;
+        let end = after.find(PLACE_CLOSE)? + PLACE_CLOSE.len();
+        out.push_str(&rest[..at]);
+        out.push_str(&place_html(slug, *rank, *of));
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    by_slug.values().all(|p| p.2).then(|| out.into_bytes())
 }
 
 /// One decode cell's figure beside the server's own, and the client's CPU.
@@ -141,27 +174,30 @@ pub fn files(run: &RunView) -> [String; 3] {
     ["index.html", "cells.csv", "cells.json"].map(|f| format!("runs/{}/{f}", run.id))
 }
 
-/// A hash of everything a run's files are made from: the run's view (`view_hash`, and the
-/// slugs set after it), its places on the
-/// leaderboards, its title, comparisons and the navigation, and the templates. Equal
-/// hashes mean byte-identical files, so a rebuild can keep the previous ones.
-pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, ranks: &Ranks, template_hash: u64) -> u64 {
+/// A hash of everything a run's files are made from but its places on the leaderboards
+/// (`places_hash`): the run's view (`view_hash`, and the slugs set after it), its title,
+/// comparisons and the navigation, and the templates. Equal hashes (both) mean
+/// byte-identical files, so a rebuild can keep the previous ones.
+pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, template_hash: u64) -> u64 {
     let mut h = InputHash::default();
     h.u64(run.view_hash);
     h.json(&run.slugs);
-    for &(key, rank, of) in ranks.of_run(index) {
-        let (phase, context, concurrency) = match key {
-            BoardKey::Prefill { context } => (0u32, context, 0),
-            BoardKey::Decode { context, concurrency } => (1, context, concurrency),
-        };
-        h.u64((phase as u64) << 32 | context as u64).u64((concurrency as u64) << 32 | rank as u64).u64(of as u64);
-    }
     h.piece(cx.titles[index].as_bytes());
     for c in cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id) {
         h.json(c);
     }
     h.u64(cx.nav_hash);
     h.u64(template_hash);
+    h.finish()
+}
+
+/// A hash of run `index`'s places on the leaderboards (which boards it is on follows from
+/// its cells, so only the ranks and the boards' sizes tell).
+pub fn places_hash(ranks: &Ranks, index: usize) -> u64 {
+    let mut h = InputHash::default();
+    for &(_, rank, of) in ranks.of_run(index) {
+        h.u64((rank as u64) << 32 | of as u64);
+    }
     h.finish()
 }
 
@@ -277,4 +313,40 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
         legend: series.len() > 1,
         x_names: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOARD: BoardKey = BoardKey::Decode { context: 8192, concurrency: 4 };
+    const PREFILL: BoardKey = BoardKey::Prefill { context: 8192 };
+
+    fn page(places: &[(BoardKey, usize, usize)]) -> String {
+        let cells: Vec<String> =
+            places.iter().map(|&(k, r, of)| format!("<a>{}</a>", place_html(&board_slug(k), r, of))).collect();
+        format!("<p>head</p>{}<p>tail</p>", cells.join("<br>"))
+    }
+
+    #[test]
+    fn places_are_set_anew_in_the_previous_page() {
+        let old = page(&[(PREFILL, 4, 7), (BOARD, 3, 6)]);
+        let new = [(PREFILL, 5, 8), (BOARD, 3, 7)];
+        let patched = patch_places(old.as_bytes(), &new).unwrap();
+        assert_eq!(String::from_utf8(patched).unwrap(), page(&new));
+        assert!(page(&new).contains("<a><!--place 8k-x4-->#3 of 7<!--/place--></a>"), "{}", page(&new));
+    }
+
+    #[test]
+    fn a_page_that_does_not_show_exactly_the_runs_places_is_rendered_again() {
+        let old = page(&[(PREFILL, 4, 7), (BOARD, 3, 6)]);
+        // A place the page does not show (a template that leaves it out).
+        assert_eq!(patch_places(page(&[(BOARD, 3, 6)]).as_bytes(), &[(PREFILL, 1, 7), (BOARD, 3, 6)]), None);
+        // A board the run is not on.
+        assert_eq!(patch_places(old.as_bytes(), &[(BOARD, 3, 6)]), None);
+        // A place cut short.
+        let cut = &old[..old.rfind(PLACE_CLOSE).unwrap()];
+        assert_eq!(patch_places(cut.as_bytes(), &[(PREFILL, 4, 7), (BOARD, 3, 6)]), None);
+        assert_eq!(patch_places(&[0xff, 0xfe], &[]), None);
+    }
 }

@@ -11,7 +11,7 @@ use minijinja::context;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::cached::{render_cached, render_parallel, Unit};
+use super::cached::{render_cached, render_parallel, Patch, Unit};
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::feeds::PageRecorder;
 use super::series_page::series_title;
@@ -147,18 +147,40 @@ impl SitePages<'_> {
     fn render_runs(&self, cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<Rendered> {
         let site = self.site;
         let ranks = run_page::Ranks::of(site);
-        let hashes: Vec<u64> = (0..site.runs.len())
+        let page_hashes: Vec<(u64, u64)> = (0..site.runs.len())
             .into_par_iter()
-            .map(|i| run_page::input_hash(cx, &site.runs[i], i, &ranks, self.template_hash))
+            .map(|i| {
+                let content = run_page::input_hash(cx, &site.runs[i], i, self.template_hash);
+                (content, run_page::places_hash(&ranks, i))
+            })
             .collect();
         let kept = RenderStats { pages: 1, run_pages: 1, files: 3, reused_run_pages: 1, ..Default::default() };
+        let patched = RenderStats { pages: 1, run_pages: 1, files: 3, patched_run_pages: 1, ..Default::default() };
+        let ranks = &ranks;
         let units: Vec<Unit> = site
             .runs
             .par_iter()
-            .zip(&hashes)
-            .map(|(r, &hash)| {
+            .enumerate()
+            .zip(&page_hashes)
+            .map(|((i, r), &(hash, places))| {
                 let files = move || run_page::files(r).to_vec();
-                Unit { key: format!("runs/{}", r.id), files: Box::new(files), hash, kept }
+                let patch = Patch {
+                    key: format!("runs/{}#places", r.id),
+                    hash: places,
+                    file: format!("runs/{}/index.html", r.id),
+                    apply: Box::new(move |old| run_page::patch_places(old, ranks.of_run(i))),
+                    patched,
+                };
+                Unit { key: format!("runs/{}", r.id), files: Box::new(files), hash, kept, patch: Some(patch) }
+            })
+            .collect();
+        // What the views are made from: each run page whole, its places included.
+        let hashes: Vec<u64> = page_hashes
+            .iter()
+            .map(|&(content, places)| {
+                let mut h = InputHash::default();
+                h.u64(content).u64(places);
+                h.finish()
             })
             .collect();
         let cell_units: Vec<Unit> = site
@@ -167,6 +189,7 @@ impl SitePages<'_> {
             .map(|r| {
                 let cells = r.prefill.len() + r.decode.len();
                 Unit {
+                    patch: None,
                     key: format!("runs/{}/cells", r.id),
                     files: Box::new(move || cell_page::files(r)),
                     hash: cell_page::input_hash(cx, r, self.template_hash),
@@ -176,7 +199,7 @@ impl SitePages<'_> {
             .collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
-            run_page::render(cx, run, Some(i), &ranks, sink, st).with_context(|| format!("rendering run {}", run.id))
+            run_page::render(cx, run, Some(i), ranks, sink, st).with_context(|| format!("rendering run {}", run.id))
         };
         let mut by_folder = render_cached(&units, self.previous, render, sink, stats)?;
         // Fewer runs' cells to render than cores (a change while serving): their cells in

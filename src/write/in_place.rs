@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{check_replaceable, safe_relative, write_creating_dirs, Siblings, Sink, MARKER};
+use super::{check_replaceable, read_previous, safe_relative, write_creating_dirs, Siblings, Sink, MARKER};
 use crate::fsutil::{self, Lock};
 
 /// What a build in place left in the output folder.
@@ -167,6 +167,22 @@ impl Sink for InPlace {
     fn unit_written(&self, key: &str, hash: u64, files: Vec<String>) {
         self.units.lock().expect("no writer panics").insert(key.to_string(), UnitFiles { hash, files });
         self.rendered.lock().expect("no writer panics").push(key.to_string());
+    }
+
+    fn previous_file(&self, rel_path: &str) -> Result<Option<Vec<u8>>> {
+        Ok(read_previous(&self.out.join(safe_relative(rel_path)?)))
+    }
+
+    /// The files stay where they are; they count as written by this build, so `finish`
+    /// does not remove them.
+    fn keep_files(&self, files: &[String]) -> Result<bool> {
+        for f in files {
+            if !self.on_disk(f)? {
+                return Ok(false);
+            }
+        }
+        self.put.lock().expect("no writer panics").extend(files.iter().cloned());
+        Ok(true)
     }
 }
 

@@ -33,6 +33,24 @@ pub trait Sink: Sync {
 
     /// The unit `key` was rendered and wrote `files`.
     fn unit_written(&self, _key: &str, _hash: u64, _files: Vec<String>) {}
+
+    /// The previous build's bytes of `rel_path` where the sink has them (a plain file, never
+    /// read through a symlink), to patch instead of rendering it again; `None` otherwise.
+    /// (No default: a sink that wraps another must pass this on.)
+    fn previous_file(&self, rel_path: &str) -> Result<Option<Vec<u8>>>;
+
+    /// Keeps the previous build's `files` as they are (the rest of a patched unit); whether
+    /// it could.
+    fn keep_files(&self, files: &[String]) -> Result<bool>;
+}
+
+/// The most a previous build's file may hold to be patched rather than rendered again.
+const PATCHABLE_BYTES: u64 = 64 << 20;
+
+/// The bytes of `path` when it is a plain file of at most `PATCHABLE_BYTES`, else `None`
+/// (then the page is rendered: a missing or odd file is not an error here).
+fn read_previous(path: &Path) -> Option<Vec<u8>> {
+    fsutil::read_regular_file(path, PATCHABLE_BYTES).ok()
 }
 
 /// Runs `write(path)`; when the folder is missing, creates it and runs it again (one
@@ -178,8 +196,17 @@ impl Sink for Staging {
     }
 
     fn reuse_unit(&self, _key: &str, _hash: u64, files: &dyn Fn() -> Vec<String>) -> Result<bool> {
-        for f in files() {
-            if !self.link_previous(&f)? {
+        self.keep_files(&files())
+    }
+
+    fn previous_file(&self, rel_path: &str) -> Result<Option<Vec<u8>>> {
+        let rel = safe_relative(rel_path)?;
+        Ok(self.previous.as_ref().and_then(|p| read_previous(&p.join(rel))))
+    }
+
+    fn keep_files(&self, files: &[String]) -> Result<bool> {
+        for f in files {
+            if !self.link_previous(f)? {
                 return Ok(false);
             }
         }
