@@ -55,6 +55,30 @@ impl<'a> Unit<'a> {
         self.patch.as_ref().is_none_or(|p| previous.get(&p.key) == Some(&p.hash))
     }
 
+    /// Keeps the unit's files as the previous build left them, or all but its patched one
+    /// when only that part changed; whether it did (else the unit is rendered).
+    fn kept_or_patched(&self, previous: &BTreeMap<String, u64>, sink: &dyn Sink, st: &mut RenderStats) -> Result<bool> {
+        if !self.unchanged(previous) {
+            return Ok(false);
+        }
+        let patch_unchanged = self.patch_unchanged(previous);
+        let no_files = || Vec::new();
+        if patch_unchanged
+            && sink.reuse_unit(&self.key, self.hash, &self.files)?
+            && self.patch.as_ref().map_or(Ok(true), |p| sink.reuse_unit(&p.key, p.hash, &no_files))?
+        {
+            st.add(&self.kept);
+            return Ok(true);
+        }
+        match self.patch.as_ref().filter(|_| !patch_unchanged) {
+            Some(patch) if self.patch_in(patch, sink)? => {
+                st.add(&patch.patched);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     /// Keeps the unit's files but its patched one, and makes that one from the previous
     /// build's; whether it could (else the unit is rendered).
     fn patch_in(&self, patch: &Patch, sink: &dyn Sink) -> Result<bool> {
@@ -118,22 +142,8 @@ where
     let indices: Vec<usize> = (0..units.len()).collect();
     let one = |&i: &usize, sink: &dyn Sink, st: &mut RenderStats| {
         let unit = &units[i];
-        if unit.unchanged(previous) {
-            let patch_unchanged = unit.patch_unchanged(previous);
-            let no_files = || Vec::new();
-            if patch_unchanged
-                && sink.reuse_unit(&unit.key, unit.hash, &unit.files)?
-                && unit.patch.as_ref().map_or(Ok(true), |p| sink.reuse_unit(&p.key, p.hash, &no_files))?
-            {
-                st.add(&unit.kept);
-                return Ok(());
-            }
-            if let Some(patch) = unit.patch.as_ref().filter(|_| !patch_unchanged) {
-                if unit.patch_in(patch, sink)? {
-                    st.add(&patch.patched);
-                    return Ok(());
-                }
-            }
+        if unit.kept_or_patched(previous, sink, st)? {
+            return Ok(());
         }
         let recording = Recording { inner: sink, paths: Default::default() };
         render(i, &recording, st)?;
