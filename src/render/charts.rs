@@ -257,10 +257,11 @@ fn legend(series: &[Series], labels: &mut LabelPlacer) -> String {
         let _ = write!(svg, "{}/>", &open[..open.len() - 1]);
         let _ = write!(
             svg,
-            "<text x=\"{}\" y=\"{}\" font-size=\"{TEXT_PX}\" font-family=\"sans-serif\" fill=\"currentColor\">{}</text>",
+            "<text x=\"{}\" y=\"{}\" font-size=\"{TEXT_PX}\" font-family=\"sans-serif\" fill=\"currentColor\"><title>{}</title>{}</text>",
             x0 + 34,
             y + TEXT_PX as i32 / 2 - 2,
-            xml_escape(&s.label)
+            xml_escape(&s.label),
+            xml_escape(&legend_label(&s.label))
         );
     }
     svg
@@ -270,10 +271,24 @@ const LEGEND_LINE_PX: i32 = TEXT_PX as i32 + 6;
 
 /// Where the legend goes: the plot's top right, a line a series.
 fn legend_box(series: &[Series]) -> Rect {
-    let text_w = series.iter().map(|s| text_width(&s.label)).max().unwrap_or(0);
+    let text_w = series.iter().map(|s| text_width(&legend_label(&s.label))).max().unwrap_or(0);
     let (w, h) = (text_w + 40, LEGEND_LINE_PX * series.len() as i32 + 8);
     let (x0, y0) = (WIDTH as i32 - 16 - w, 16);
     Rect { x0, y0, x1: x0 + w, y1: y0 + h }
+}
+
+/// The widest a legend's text may be: the legend stays over the plot (a run's full name on a
+/// comparison is wider than the chart).
+const LEGEND_TEXT_MAX_PX: i32 = PLOT.x1 - PLOT.x0 - 40 - 8;
+
+/// `label` as the legend prints it: whole where it fits, else cut with an ellipsis (the
+/// whole label is the entry's `<title>`).
+fn legend_label(label: &str) -> std::borrow::Cow<'_, str> {
+    if text_width(label) <= LEGEND_TEXT_MAX_PX {
+        return label.into();
+    }
+    let keep = (LEGEND_TEXT_MAX_PX as f64 / (TEXT_PX as f64 * 0.56)).floor() as usize - 1;
+    format!("{}…", label.chars().take(keep).collect::<String>().trim_end()).into()
 }
 
 /// The top of the y axis (at least `top`) that draws every point within the legend's
@@ -651,5 +666,28 @@ mod tests {
         let bare = line_chart(&ChartSpec { legend: false, ..spec });
         let cy = attr_values(&bare, "<circle class=\"point\"", "cy");
         assert!(cy.iter().all(|&cy| cy < legend_bottom), "{cy:?}");
+    }
+
+    #[test]
+    fn a_long_legend_label_is_cut_to_stay_over_the_plot() {
+        let long = "A: Step-3.7-Flash-FP8 · sglang 0.5.6.post3.dev9269+g834400705 · 2× H200 NVL · step-3.7-flash";
+        let series = [Series { label: long.into(), points: vec![(1.0, 1.0), (2.0, 2.0)], point_labels: vec![] }];
+        let b = legend_box(&series);
+        assert!(b.x0 >= PLOT.x0, "the legend starts at {} left of the plot's {}", b.x0, PLOT.x0);
+        let shown = legend_label(long);
+        assert!(shown.ends_with('…') && long.starts_with(shown.trim_end_matches('…')), "{shown}");
+        let spec = ChartSpec {
+            x_axis: XAxis::Linear,
+            title: "t",
+            x_desc: "x",
+            y_desc: "y",
+            series: &series,
+            legend: true,
+            x_names: None,
+        };
+        let svg = line_chart(&spec);
+        assert!(svg.contains(&format!("<title>{}</title>{}</text>", xml_escape(long), xml_escape(&shown))), "{svg}");
+        // A label that fits is printed whole.
+        assert_eq!(legend_label("running"), "running");
     }
 }
