@@ -254,10 +254,12 @@ impl Site {
         let t = Instant::now();
         let config = &self.config;
         let env = templates::environment(config.templates_dir.as_deref(), &self.settings)?;
-        // What every page is framed by: the templates and site.toml (title, base URL, prices).
+        // What every page is framed by: the templates, site.toml (title, base URL, prices) and
+        // the program that draws them (a new one keeps no page of the old).
         let mut frame = InputHash::default();
         frame.piece(&templates::source_hash(config.templates_dir.as_deref())?.to_le_bytes());
         frame.json(&self.settings);
+        frame.piece(&program_identity());
         let template_hash = frame.finish();
         let runs_dir = config.data_dir.join(format::RUNS_DIR);
         let raw_run = |run: &RunView| format::load_run_dir(&runs_dir.join(&run.id));
@@ -326,11 +328,18 @@ pub fn input_fingerprint(config: &SiteConfig) -> u64 {
         // The data folder's own files (pages/, compare.json); its runs were hashed above.
         h.piece(&tree_hash_except(dir, Some(&runs)).to_le_bytes());
     }
-    if let Some(exe) = std::env::current_exe().ok().and_then(|p| fs::metadata(p).ok()) {
-        h.piece(&meta_bytes(&exe));
-    }
-    h.piece(env!("CARGO_PKG_VERSION").as_bytes());
+    h.piece(&program_identity());
     h.finish()
+}
+
+/// The `site` program that builds: its version, and its executable's size and modification
+/// time (a program built again with the same version draws its pages anew).
+fn program_identity() -> Vec<u8> {
+    let mut id = env!("CARGO_PKG_VERSION").as_bytes().to_vec();
+    if let Some(exe) = std::env::current_exe().ok().and_then(|p| fs::metadata(p).ok()) {
+        id.extend_from_slice(&meta_bytes(&exe));
+    }
+    id
 }
 
 fn tree_hash(root: &Path) -> u64 {

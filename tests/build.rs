@@ -221,6 +221,27 @@ fn same_input_gives_byte_identical_output() {
 }
 
 #[test]
+fn another_site_program_keeps_no_page_of_the_last_build() {
+    // Pages are kept by a hash of their inputs; the program that draws them is one of them,
+    // or a new `site` (a chart drawn differently) would leave the old drawings in place.
+    let ws = Workspace::from_fixture("valid/measured");
+    assert_ok(&ws.site(&["build"]));
+    let other = tempfile::tempdir().unwrap();
+    let exe = other.path().join("site");
+    fs::copy(env!("CARGO_BIN_EXE_site"), &exe).unwrap();
+    let out = std::process::Command::new(&exe).arg("build").current_dir(ws.path()).output().unwrap();
+    assert_ok(&out);
+    assert!(stdout(&out).contains("(1 run pages, 0 kept from the previous build,"), "{}", stdout(&out));
+    // The same program again, after a data file was written with the same bytes (a new
+    // modification time, so the build runs), keeps them.
+    let touched = ws.path().join("data/runs/tiny-vllm-l4/notes.md");
+    fs::write(&touched, fs::read(&touched).unwrap()).unwrap();
+    let out = std::process::Command::new(&exe).arg("build").current_dir(ws.path()).output().unwrap();
+    assert_ok(&out);
+    assert!(stdout(&out).contains("(1 run pages, 1 kept from the previous build,"), "{}", stdout(&out));
+}
+
+#[test]
 fn a_failed_build_leaves_the_previous_site_untouched() {
     let ws = Workspace::from_fixture("valid/measured");
     assert_ok(&ws.site(&["build"]));
