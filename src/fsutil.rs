@@ -96,9 +96,30 @@ pub fn replace_dir(new: &Path, dest: &Path) -> Result<()> {
         return Err(e).with_context(|| format!("moving the new folder into {}", dest.display()));
     }
     if let Some(a) = &aside {
-        fs::remove_dir_all(a).with_context(|| format!("removing the previous {}", a.display()))?;
+        remove_tree(a).with_context(|| format!("removing the previous {}", a.display()))?;
     }
     Ok(())
+}
+
+/// Removes `dir` and everything in it, the folders two levels down on every core (a site of
+/// 10,000 runs is half a million files, `runs/<id>/...` among them). Symlinks are removed,
+/// never followed.
+pub fn remove_tree(dir: &Path) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    let mut subtrees = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            for sub in fs::read_dir(entry.path())? {
+                let sub = sub?;
+                if sub.file_type()?.is_dir() {
+                    subtrees.push(sub.path());
+                }
+            }
+        }
+    }
+    subtrees.par_iter().try_for_each(fs::remove_dir_all)?;
+    fs::remove_dir_all(dir)
 }
 
 /// An exclusive advisory lock on a lock file, released (and the file removed) on drop. Held
@@ -262,5 +283,26 @@ mod tests {
         fs::write(&big, "0123456789").unwrap();
         assert!(read_data_file(&big, 9).unwrap_err().to_string().contains("more than the 9 bytes"));
         assert_eq!(read_data_file(&big, 10).unwrap(), "0123456789");
+    }
+
+    #[test]
+    fn a_tree_is_removed_whole_and_links_out_of_it_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("keep.txt"), "k").unwrap();
+        let tree = dir.path().join("site");
+        for run in ["a", "b"] {
+            let cell = tree.join("runs").join(run).join("cells/decode-8k-x1");
+            fs::create_dir_all(&cell).unwrap();
+            fs::write(cell.join("index.html"), "x").unwrap();
+            fs::write(tree.join("runs").join(run).join("index.html"), "x").unwrap();
+        }
+        fs::write(tree.join("index.html"), "x").unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("runs/linked")).unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("top-link")).unwrap();
+        remove_tree(&tree).unwrap();
+        assert!(!tree.exists());
+        assert_eq!(fs::read_to_string(outside.join("keep.txt")).unwrap(), "k");
     }
 }
