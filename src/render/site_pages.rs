@@ -42,7 +42,9 @@ pub struct SitePages<'a> {
     pub env: &'a minijinja::Environment<'static>,
 }
 
-/// The run pages' input hashes, by run index and by folder.
+/// The run pages' input hashes without their places (what views and comparisons are made
+/// from), by run index; and every unit's hash by folder (places included, under
+/// `runs/<id>#places`).
 struct Rendered {
     hashes: Vec<u64>,
     by_folder: BTreeMap<String, u64>,
@@ -141,9 +143,10 @@ impl SitePages<'_> {
     }
 
     /// Run pages (with their downloads) and cell pages, in parallel, kept where their
-    /// inputs did not change; returns each run page's input hash, and every unit's by
-    /// folder. A run's cell pages are a unit of their own: they do not show the run's
-    /// places, which one run's change can move on thousands of runs.
+    /// inputs did not change and patched where only their places did; returns each run
+    /// page's input hash without its places, and every unit's by folder. A run's cell pages
+    /// are a unit of their own: they do not show the run's places, which one run's change
+    /// can move on thousands of runs.
     fn render_runs(&self, cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<Rendered> {
         let site = self.site;
         let ranks = run_page::Ranks::of(site);
