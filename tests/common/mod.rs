@@ -122,14 +122,30 @@ pub fn table_rows(html: &str, table_marker: &str) -> Vec<Vec<String>> {
 
 /// All files under `dir` with their bytes, sorted by path.
 pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    live_tree(dir).unwrap_or_else(|| panic!("a file under {} went away while it was read", dir.display()))
+}
+
+/// All files under `dir` while another process may still be writing there (serve): `None`
+/// when a file or folder went away between the listing and the read, which means "not
+/// settled yet", not a failure.
+pub fn live_tree(dir: &Path) -> Option<Vec<(String, Vec<u8>)>> {
     let mut out = Vec::new();
     for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
-        let e = e.unwrap();
+        let e = match e {
+            Ok(e) => e,
+            Err(err) if err.io_error().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound) => return None,
+            Err(err) => panic!("walking {}: {err}", dir.display()),
+        };
         if e.file_type().is_file() {
-            out.push((e.path().strip_prefix(dir).unwrap().display().to_string(), fs::read(e.path()).unwrap()));
+            let bytes = match fs::read(e.path()) {
+                Ok(b) => b,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(err) => panic!("reading {}: {err}", e.path().display()),
+            };
+            out.push((e.path().strip_prefix(dir).unwrap().display().to_string(), bytes));
         }
     }
-    out
+    Some(out)
 }
 
 /// The points (circles) of each chart of a page, in page order.
