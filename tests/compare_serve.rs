@@ -249,10 +249,15 @@ fn serve_leaves_the_output_a_fresh_build_would_after_runs_and_cells_go() {
     assert!(!ws.path().join("public/runs/d-vllm-0.11.0/cells/decode-8k-x4").exists());
     // The runs whose only change is their places (one run fewer on each board) had their
     // pages patched in place, not rendered.
-    let printed = srv.printed();
-    let patched: usize = printed
-        .lines()
-        .filter_map(|l| l.split(" kept from the previous build, ").nth(1)?.split(' ').next()?.parse::<usize>().ok())
-        .sum();
-    assert!(patched > 0, "no page was patched: {printed}");
+    // (Serve prints a build's summary after its last file, so the summary may lag the tree.)
+    let patched = |printed: &str| -> usize {
+        printed
+            .lines()
+            .filter_map(|l| l.split(" kept from the previous build, ").nth(1)?.split(' ').next()?.parse::<usize>().ok())
+            .sum()
+    };
+    while patched(&srv.printed()) == 0 {
+        assert!(Instant::now() < deadline, "no page was patched: {}", srv.printed());
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
