@@ -220,14 +220,14 @@ fn serve_one_change(dir: &Path, config: &SiteConfig) -> f64 {
 }
 
 /// `site serve` itself, the real binary with its OS watcher and 30 ms settle: milliseconds
-/// from writing one cell file to serve's report that the output is rewritten (every changed
-/// file in place, so the next request of the page gets the new one): the median of
+/// from writing one cell file to the changed run page fetched again, as an open page does
+/// (live reload tells it of the build over its WebSocket, it fetches itself): the median of
 /// `SERVE_CHANGES` changes that move no run's place, and one change that does.
 fn serve_watched(dir: &Path) -> (f64, f64) {
     use std::io::BufRead as _;
-    let (_, cell) = changed_cell(dir);
+    let (run_id, cell) = changed_cell(dir);
     let mut child = Command::new(env!("CARGO_BIN_EXE_site"))
-        .args(["serve", "--port", "0", "--no-live-reload"])
+        .args(["serve", "--port", "0"])
         .current_dir(dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -238,22 +238,31 @@ fn serve_watched(dir: &Path) -> (f64, f64) {
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
             eprintln!("site serve: {line}");
-            let _ = tx.send((Instant::now(), line));
+            let _ = tx.send(line);
         }
     });
     let wait_for = |prefix: &str| loop {
-        let (at, line) = rx.recv_timeout(std::time::Duration::from_secs(600)).expect("site serve went quiet");
+        let line = rx.recv_timeout(std::time::Duration::from_secs(600)).expect("site serve went quiet");
         if line.starts_with(prefix) {
-            return at;
+            return line;
         }
     };
+    let serving = wait_for("Serving ");
+    let addr = serving.split("http://").nth(1).and_then(|a| a.split('/').next()).unwrap().to_string();
     wait_for("Watching for changes");
-    let change = |edit: &dyn Fn(&Path)| {
+    // What an open page does: hear the build over the socket, then fetch itself again.
+    let (mut socket, _) = tungstenite::connect(format!("ws://{addr}/__build")).unwrap();
+    let mut next_build = move || socket.read().unwrap();
+    next_build();
+    let page = format!("/runs/{run_id}/");
+    let mut change = |edit: &dyn Fn(&Path)| {
         // Until serve has been quiet for a second: whatever it still had to do is done.
         while rx.recv_timeout(std::time::Duration::from_secs(1)).is_ok() {}
         let t = Instant::now();
         edit(&cell);
-        wait_for("Rebuilt after a change").duration_since(t).as_secs_f64() * 1000.0
+        next_build();
+        assert!(http_get(&addr, &page).starts_with("HTTP/1.1 200"), "the run page is not served");
+        t.elapsed().as_secs_f64() * 1000.0
     };
     // Changes that move no run's place (TTFT), then one that halves the cell's throughput and
     // so moves the run past many others on its leaderboard (each of their run pages shows
@@ -264,6 +273,16 @@ fn serve_watched(dir: &Path) -> (f64, f64) {
     let _ = child.kill();
     let _ = child.wait();
     (small, large)
+}
+
+/// The whole answer to a plain `GET path` (the page a browser fetches when it reloads).
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 fn one(dir: &Path) {

@@ -106,4 +106,7 @@ for _ in $(seq 1 100); do grep -q 'Serving .* at http' "$WORK/many-serve.log" &&
 BASE=$(sed -n 's/^Serving .* at \(http[^ ]*\)\/ .*/\1/p' "$WORK/many-serve.log" | head -1)
 [ -n "$BASE" ] || { cat "$WORK/many-serve.log" >&2; echo "e2e: site serve printed no URL" >&2; exit 1; }
 node tests/browser/listing.mjs "$BASE" "$WORK/many/public"
+
+step "live reload: a run page open in Chromium while its run file changes"
+node tests/browser/reload.mjs "$BASE" copy-000 "$WORK/many/data/runs/copy-000/run.json"
 echo "e2e: screenshots in target/screenshots/"

@@ -1,5 +1,5 @@
 //! Leaf: the one HTTP/1.1 accept loop, for `site serve` and the simulated engine (plain, or
-//! TLS for the simulator's https tests). A failed accept (out of file descriptors, or
+//! TLS for the simulator's https tests), upgrades allowed (serve's live-reload WebSocket). A failed accept (out of file descriptors, or
 //! another passing failure) is reported and retried with a growing pause instead of ending
 //! the server.
 
@@ -49,11 +49,11 @@ where
             match tls {
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(stream).await {
-                        let _ = http.serve_connection(TokioIo::new(stream), svc).await;
+                        let _ = http.serve_connection(TokioIo::new(stream), svc).with_upgrades().await;
                     }
                 }
                 None => {
-                    let _ = http.serve_connection(TokioIo::new(stream), svc).await;
+                    let _ = http.serve_connection(TokioIo::new(stream), svc).with_upgrades().await;
                 }
             }
         });

@@ -261,3 +261,28 @@ fn serve_leaves_the_output_a_fresh_build_would_after_runs_and_cells_go() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn serve_tells_open_pages_of_each_build_over_a_websocket() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let srv = start_serve(&ws);
+    let (mut socket, _) = tungstenite::connect(format!("ws://{}/__build", srv.addr)).unwrap();
+    if let tungstenite::stream::MaybeTlsStream::Plain(tcp) = socket.get_ref() {
+        tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    }
+    let mut next_build = || socket.read().unwrap().into_text().unwrap().parse::<u64>().unwrap();
+    // On connect: the last build, the one a page served now is marked with.
+    let first = next_build();
+    assert_eq!(get(&srv.addr, "/__build").2, first.to_string());
+    let page = get(&srv.addr, "/runs/tiny-vllm-l4/").2;
+    assert!(page.contains(&format!("const v='{first}'")), "the page does not name its build");
+    // A change: the socket hears of the new build without asking, and the page is new by then.
+    let manifest = ws.path().join("data/runs/tiny-vllm-l4/run.json");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, text.replace("acme/Tiny-1B", "acme/Pushed-1B")).unwrap();
+    let second = next_build();
+    assert!(second > first, "build {second} after {first}");
+    let page = get(&srv.addr, "/runs/tiny-vllm-l4/").2;
+    assert!(page.contains("Pushed-1B"), "the page was not rebuilt when its build was announced");
+    assert!(page.contains(&format!("const v='{second}'")));
+}

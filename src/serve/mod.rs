@@ -1,14 +1,15 @@
 //! `site serve`: builds the site, serves the output folder on loopback, and rebuilds when
 //! the data, templates or static assets change. A failed rebuild prints its error and the
-//! last good site stays up (builds are atomic). Pages poll a tiny endpoint to reload when a
-//! rebuild finished (the only script, injected by the server, never written to disk).
+//! last good site stays up (builds are atomic). Pages hear of each finished rebuild over a
+//! WebSocket and reload (`reload`: the only script, injected by the server, never written to
+//! disk).
 
 pub mod files;
+pub mod reload;
 pub mod watch;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,8 +27,6 @@ use tokio_util::io::ReaderStream;
 use crate::site::{format_steps, Site, SiteConfig};
 use crate::write::OutputIndex;
 use files::{content_type, resolve, Resolved};
-
-const RELOAD_SCRIPT: &str = "<script>(()=>{let v=null;setInterval(async()=>{try{const r=await fetch('/__build',{cache:'no-store'});const t=await r.text();if(v!==null&&t!==v)location.reload();v=t}catch(e){}},1000)})()</script>";
 
 /// How long events keep coming after the first one of a change (a save is several).
 const SETTLE: Duration = Duration::from_millis(30);
@@ -66,7 +65,7 @@ impl Builder {
 
 struct Shared {
     root: std::path::PathBuf,
-    build_id: AtomicU64,
+    builds: reload::Builds,
     live_reload: bool,
 }
 
@@ -90,7 +89,7 @@ fn start_builds(
             let t = std::time::Instant::now();
             match builder.rebuild(change) {
                 Ok(steps) => {
-                    shared.build_id.fetch_add(1, Ordering::SeqCst);
+                    shared.builds.finished();
                     println!("Rebuilt after a change in {:.1} ms\n{steps}", t.elapsed().as_secs_f64() * 1000.0);
                 }
                 Err(e) => eprintln!("error: rebuild failed, still serving the last good site: {e:#}"),
@@ -132,7 +131,7 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
     let builder = Builder { config: opts.config.clone(), site: None, written: OutputIndex::default() };
     let shared = Arc::new(Shared {
         root: opts.config.out_dir.clone(),
-        build_id: AtomicU64::new(1),
+        builds: reload::Builds::default(),
         live_reload: opts.live_reload,
     });
     let (first, go) = start_builds(builder, changes, shared.clone());
@@ -208,19 +207,21 @@ async fn file_response(shared: &Shared, path: &std::path::Path, head: bool) -> O
     let file = tokio::fs::File::open(path).await.ok()?;
     let len = file.metadata().await.ok()?.len();
     let ct = content_type(path);
-    let inject = shared.live_reload && ct.starts_with("text/html");
-    let extra = if inject { RELOAD_SCRIPT.len() as u64 } else { 0 };
+    // The build is read before the file, so a page written by a later build reloads once more
+    // at worst, never misses a build.
+    let script = (shared.live_reload && ct.starts_with("text/html")).then(|| reload::script(shared.builds.last()));
+    let extra = script.as_ref().map_or(0, |s| s.len() as u64);
     if head {
         return Some(respond_with(StatusCode::OK, ct, len + extra, full(Bytes::new())));
     }
     // The length is the one announced: a file that grows meanwhile is not read past it.
     let chunks = ReaderStream::new(tokio::io::AsyncReadExt::take(file, len));
-    let tail = futures_util::stream::iter(inject.then(|| Ok(Bytes::from_static(RELOAD_SCRIPT.as_bytes()))));
+    let tail = futures_util::stream::iter(script.map(|s| Ok(Bytes::from(s))));
     let body = StreamBody::new(chunks.chain(tail).map(|r| r.map(Frame::data)));
     Some(respond_with(StatusCode::OK, ct, len + extra, BodyExt::boxed(body)))
 }
 
-async fn respond(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+async fn respond(shared: &Shared, mut req: Request<Incoming>) -> Response<Body> {
     let head = req.method() == Method::HEAD;
     if req.method() != Method::GET && !head {
         return Response::builder()
@@ -229,15 +230,13 @@ async fn respond(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
             .body(full(Bytes::new()))
             .expect("a response from valid parts");
     }
-    let path = req.uri().path();
-    if path == "/__build" {
-        return response(
-            StatusCode::OK,
-            "text/plain",
-            Bytes::from(shared.build_id.load(Ordering::SeqCst).to_string()),
-            head,
-        );
+    if req.uri().path() == reload::PATH {
+        if let Some(upgraded) = shared.builds.upgrade(&mut req) {
+            return upgraded.map(|body| body.map_err(|never| match never {}).boxed());
+        }
+        return response(StatusCode::OK, "text/plain", Bytes::from(shared.builds.last().to_string()), head);
     }
+    let path = req.uri().path();
     match resolve(&shared.root, path) {
         Resolved::File(file) => match file_response(shared, &file, head).await {
             Some(r) => r,
