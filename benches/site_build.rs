@@ -18,6 +18,11 @@ use std::collections::BTreeSet;
 
 use speed_matrix::site::{format_steps, input_fingerprint, up_to_date, Site, SiteConfig};
 
+/// The allocator the `site` binary uses, so the in-process figures are the binary's.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const CONTEXTS: [u32; 6] = [8192, 16384, 32768, 65536, 131072, 257024];
 const CONCURRENCY: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 const PREFILL: [u32; 7] = [8192, 16384, 32768, 65536, 131072, 257024, 262144];

@@ -9,6 +9,13 @@ mod sim;
 
 use cli::{Cli, Command};
 
+/// A build makes and drops millions of small strings and vectors on every core: with glibc's
+/// allocator a third of a `site serve` rebuild at 10,000 runs was malloc and free (jemalloc:
+/// 120-140 ms a rebuild against 240 ms, peak memory of a cold build 428 against 407 MiB).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(cli.command, Command::Build(_) | Command::Check(_) | Command::Diff(_) | Command::Import(_)) {
