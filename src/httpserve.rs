@@ -1,7 +1,7 @@
 //! Leaf: the one HTTP/1.1 accept loop, for `site serve` and the simulated engine (plain, or
-//! TLS for the simulator's https tests), upgrades allowed (serve's live-reload WebSocket). A failed accept (out of file descriptors, or
-//! another passing failure) is reported and retried with a growing pause instead of ending
-//! the server.
+//! TLS for the simulator's https tests), upgrades allowed (serve's live-reload WebSocket).
+//! A failed accept (out of file descriptors, or another passing failure) is reported and
+//! retried with a growing pause instead of ending the server.
 
 use std::convert::Infallible;
 use std::future::Future;
