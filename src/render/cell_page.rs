@@ -4,7 +4,7 @@
 //! to the neighbouring cells and the cell's leaderboard.
 
 use anyhow::Result;
-use minijinja::context;
+use minijinja::{context, Value};
 use serde::Serialize;
 
 use super::cell_charts;
@@ -121,6 +121,7 @@ pub fn render_all(
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
+    let frame = RunFrame::of(cx, run);
     let views: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
     let one = |&view: &&CellView, sink: &dyn Sink, st: &mut RenderStats| {
         let cell = raw
@@ -128,7 +129,7 @@ pub fn render_all(
             .flat_map(|r| &r.cells)
             .map(|c| &c.cell)
             .find(|c| c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency);
-        render(cx, run, view, cell, sink, st)
+        render(cx, &frame, run, view, cell, sink, st)
     };
     if in_parallel {
         return super::cached::render_parallel(&views, one, sink, stats);
@@ -136,8 +137,33 @@ pub fn render_all(
     views.iter().try_for_each(|view| one(view, sink, stats))
 }
 
+/// What every cell page of one run shows alike, made into template values once per run.
+struct RunFrame {
+    root: Value,
+    nav_pages: Value,
+    run_id: Value,
+    run_title: Value,
+    bench_tool: Value,
+    tool_name: Value,
+}
+
+impl RunFrame {
+    fn of(cx: &PageContext, run: &RunView) -> RunFrame {
+        let tool = &run.manifest.bench_tool;
+        RunFrame {
+            root: root("../../../../"),
+            nav_pages: ser(&cx.nav),
+            run_id: Value::from(run.id.as_str()),
+            run_title: Value::from(super::common::run_title(run)),
+            bench_tool: Value::from(format!("{} v{}", tool.name, tool.version)),
+            tool_name: Value::from(tool.name.as_str()),
+        }
+    }
+}
+
 fn render(
     cx: &PageContext,
+    frame: &RunFrame,
     run: &RunView,
     view: &CellView,
     cell: Option<&Cell>,
@@ -151,16 +177,15 @@ fn render(
     };
     stats.charts +=
         charts.as_ref().map_or(0, |c| [&c.timeline, &c.gauge, &c.throughput].iter().filter(|s| !s.is_empty()).count());
-    let m = &run.manifest;
     let html = cx.env.get_template("cell.html")?.render(context! {
-        root => root("../../../../"),
-        nav_pages => ser(&cx.nav),
-        run_id => &run.id,
-        run_title => super::common::run_title(run),
+        root => frame.root.clone(),
+        nav_pages => frame.nav_pages.clone(),
+        run_id => frame.run_id.clone(),
+        run_title => frame.run_title.clone(),
         name => cell_name(view),
         cell => ser(view),
         measured => view.source == FigureSource::Measured,
-        bench_tool => format!("{} v{}", m.bench_tool.name, m.bench_tool.version),
+        bench_tool => frame.bench_tool.clone(),
         detail => cell_detail(view),
         formulas => ser(formulas(view, cell, evidence.as_ref())),
         evidence => ser(charts),
@@ -168,7 +193,7 @@ fn render(
         tbt => ser(tbt),
         prefill_requests => ser(prefill_requests(view, cell)),
         tool_figures => ser(tool_figures(cell)),
-        tool_name => &m.bench_tool.name,
+        tool_name => frame.tool_name.clone(),
         requested_prompt => numbers::integer(view.context as f64),
         neighbours => ser(neighbours(run, view)),
         board => ser(Link { name: cell_name(view), slug: board_slug(BoardKey::of(view)) }),

@@ -28,7 +28,7 @@ pub fn group_thousands(formatted: &str) -> String {
 
 /// One decimal, thousands grouped: total and per-request tok/s, active requests.
 pub fn decimal1(v: f64) -> String {
-    group_thousands(&format!("{v:.1}"))
+    group_thousands(&fixed(v, 1))
 }
 
 /// A figure of unknown scale (another tool's own): one decimal from 100, two from 1,
@@ -46,7 +46,32 @@ pub fn general(v: f64) -> String {
 
 /// Whole number, thousands grouped.
 pub fn integer(v: f64) -> String {
-    group_thousands(&format!("{v:.0}"))
+    group_thousands(&fixed(v, 0))
+}
+
+/// `format!("{v:.0}")` or `format!("{v:.1}")`, byte for byte, without the exact decimal
+/// expansion std does for each (a site build prints millions of figures). Rounding the
+/// scaled value is exact where it is not within rounding error of a tie; ties, huge
+/// values and other precisions go to std.
+pub fn fixed(v: f64, decimals: u32) -> String {
+    let scale = match decimals {
+        0 => 1.0,
+        1 => 10.0,
+        _ => return format!("{v:.prec$}", prec = decimals as usize),
+    };
+    let x = v * scale;
+    // Below 2^52 a double's fraction is exact enough to see a tie; `v * 10` is off from
+    // the exact product by at most half a unit in its last place.
+    if !(x.abs() < 4.5e15) || (x.fract().abs() - 0.5).abs() <= x.abs() * 2.3e-16 {
+        return format!("{v:.prec$}", prec = decimals as usize);
+    }
+    let n = x.round() as i64;
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    let n = n.unsigned_abs();
+    match decimals {
+        0 => format!("{sign}{n}"),
+        _ => format!("{sign}{}.{}", n / 10, n % 10),
+    }
 }
 
 /// `34.2K` for thousands (trailing `.0` dropped: `35K`), `1.2M` for millions, one decimal below.
@@ -58,7 +83,7 @@ pub fn compact(v: f64) -> String {
     } else {
         return decimal1(v);
     };
-    let s = format!("{scaled:.1}");
+    let s = fixed(scaled, 1);
     let s = s.strip_suffix(".0").unwrap_or(&s);
     format!("{s}{suffix}")
 }
@@ -118,6 +143,32 @@ pub fn or_dash(v: Option<f64>, f: fn(f64) -> String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn fixed_prints_as_std_at_ties_signs_and_edges() {
+        let values = [
+            0.0, -0.0, 0.04, 0.05, 0.15, 0.25, 0.35, 0.45, -0.05, -0.4, -0.5, 0.5, 1.5, 2.5, -2.5, 9.95, 99.95,
+            4673.05, 4673.15, 1e15, 4.5e15, 4.6e15, 1e300, -1e300, f64::MIN_POSITIVE, f64::NAN, f64::INFINITY,
+            f64::NEG_INFINITY, 0.049999999999999996, 0.44999999999999996, 1234567.85,
+        ];
+        for v in values {
+            assert_eq!(fixed(v, 0), format!("{v:.0}"), "{v:e} at 0 decimals");
+            assert_eq!(fixed(v, 1), format!("{v:.1}"), "{v:e} at 1 decimal");
+            assert_eq!(fixed(v, 3), format!("{v:.3}"), "{v:e} at 3 decimals");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn fixed_prints_as_std(v in -1e7f64..1e7, tenths in -100_000_000i64..100_000_000, bits in any::<u64>()) {
+            // Any value, a tie or near-tie at one decimal (`x.y5`), any bit pattern.
+            for v in [v, tenths as f64 / 10.0 + 0.05, f64::from_bits(bits)] {
+                prop_assert_eq!(fixed(v, 0), format!("{v:.0}"));
+                prop_assert_eq!(fixed(v, 1), format!("{v:.1}"));
+            }
+        }
+    }
 
     #[test]
     fn settings_in_seconds_drop_needless_decimals() {
