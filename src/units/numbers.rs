@@ -62,7 +62,7 @@ pub fn fixed(v: f64, decimals: u32) -> String {
     let x = v * scale;
     // Below 2^52 a double's fraction is exact enough to see a tie; `v * 10` is off from
     // the exact product by at most half a unit in its last place.
-    if !(x.abs() < 4.5e15) || (x.fract().abs() - 0.5).abs() <= x.abs() * 2.3e-16 {
+    if x.is_nan() || x.abs() >= 4.5e15 || (x.fract().abs() - 0.5).abs() <= x.abs() * 2.3e-16 {
         return format!("{v:.prec$}", prec = decimals as usize);
     }
     let n = x.round() as i64;
