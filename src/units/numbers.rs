@@ -148,14 +148,8 @@ mod tests {
     #[test]
     fn fixed_prints_as_std_at_ties_signs_and_edges() {
         let ties_and_signs = [0.0, -0.0, 0.05, 0.15, 0.25, 0.45, -0.05, -0.4, -0.5, 0.5, 1.5, 2.5, -2.5, 9.95, 4673.05];
-        let edges = [
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::MIN_POSITIVE,
-            0.049999999999999996,
-            0.44999999999999996,
-        ];
+        let edges =
+            [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MIN_POSITIVE, 0.049999999999999996, 0.44999999999999996];
         let large = [1234567.85, 1e15, 4.5e15, 4.6e15, 1e300, -1e300];
         let values = ties_and_signs.into_iter().chain(edges).chain(large);
         for v in values {
