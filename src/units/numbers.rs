@@ -41,7 +41,7 @@ pub fn general(v: f64) -> String {
     } else {
         4
     };
-    group_thousands(&format!("{v:.digits$}"))
+    group_thousands(&fixed(v, digits))
 }
 
 /// Whole number, thousands grouped.
