@@ -17,6 +17,7 @@ use speed_matrix::format::*;
 use std::collections::BTreeSet;
 
 use speed_matrix::site::{format_steps, input_fingerprint, up_to_date, Site, SiteConfig};
+use speed_matrix::write::Sink;
 
 /// The allocator the `site` binary uses, so the in-process figures are the binary's.
 #[cfg(not(target_env = "msvc"))]
@@ -317,8 +318,9 @@ fn one(dir: &Path) {
     let serve_ms = serve_one_change(dir, &config);
     let (watched_ms, moved_ms) = serve_watched(dir);
     let floor = write_floor(&config.out_dir);
+    let render_only = render_only(&config);
     println!(
-        "{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor} {watched_ms} {moved_ms}",
+        "{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor} {watched_ms} {moved_ms} {render_only}",
         report.stats.run_pages
     );
 }
@@ -346,6 +348,38 @@ fn write_floor(out: &Path) -> f64 {
     });
     let secs = t.elapsed().as_secs_f64();
     fs::remove_dir_all(to).unwrap();
+    secs
+}
+
+/// Where `render_only` puts pages: nowhere. It counts them.
+#[derive(Default)]
+struct Discard {
+    files: std::sync::atomic::AtomicUsize,
+}
+
+impl Sink for Discard {
+    fn put(&self, _rel_path: &str, _bytes: &[u8]) -> anyhow::Result<()> {
+        self.files.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+    fn previous_file(&self, _rel_path: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+    fn keep_files(&self, _files: &[String]) -> anyhow::Result<bool> {
+        Ok(false)
+    }
+}
+
+/// Seconds to load the site and render every page with nothing written: the cold build
+/// less the filesystem's part.
+fn render_only(config: &SiteConfig) -> f64 {
+    let t = Instant::now();
+    let site = Site::load(config.clone()).unwrap();
+    let sink = Discard::default();
+    let (steps, _) = site.render_into(&sink).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    eprintln!("render only\n{}", format_steps(&steps));
+    eprintln!("{} files rendered", sink.files.load(std::sync::atomic::Ordering::Relaxed));
     secs
 }
 
@@ -423,6 +457,11 @@ fn main() {
         println!("{:.2} s", t.elapsed().as_secs_f64());
         return;
     }
+    // `--render-only DIR` times a cold build with nothing written.
+    if let Some(i) = args.iter().position(|a| a == "--render-only") {
+        println!("{:.2} s", render_only(&config_in(Path::new(&args[i + 1]))));
+        return;
+    }
     // `--fingerprint DIR` times only the inputs' fingerprint (the no-change check).
     if let Some(i) = args.iter().position(|a| a == "--fingerprint") {
         let config = config_in(Path::new(&args[i + 1]));
@@ -454,11 +493,12 @@ fn main() {
         rayon::current_num_threads()
     );
     println!(
-        "{:>6} {:>8} {:>9} {:>9} {:>12} {:>9} {:>14} {:>15} {:>12} {:>15} {:>17}",
+        "{:>6} {:>8} {:>9} {:>9} {:>15} {:>12} {:>9} {:>14} {:>15} {:>12} {:>15} {:>17}",
         "N",
         "files",
         "build s",
         "floor s",
+        "render only s",
         "run pages/s",
         "peak MiB",
         "no change s",
@@ -477,14 +517,15 @@ fn main() {
         }
         let line = String::from_utf8_lossy(&out.stdout);
         let f: Vec<f64> = line.split_whitespace().map(|x| x.parse().unwrap()).collect();
-        let (pages, files, secs, kib, nochange, onechange, serve_ms, floor, watched_ms, moved_ms) =
-            (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9]);
+        let (pages, files, secs, kib, nochange, onechange, serve_ms, floor, watched_ms, moved_ms, render_only) =
+            (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10]);
         println!(
-            "{:>6} {:>8} {:>9.2} {:>9.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0} {:>15.0} {:>17.0}",
+            "{:>6} {:>8} {:>9.2} {:>9.2} {:>15.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0} {:>15.0} {:>17.0}",
             n,
             files,
             secs,
             floor,
+            render_only,
             pages / secs,
             kib / 1024.0,
             nochange,

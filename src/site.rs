@@ -223,6 +223,14 @@ impl Site {
         Ok(BuildReport { steps, stats, files, bytes })
     }
 
+    /// Renders every page into `sink`, nothing kept from a previous build, and writes no
+    /// build cache: the bench times the rendering apart from the filesystem this way, with
+    /// a sink that only counts.
+    pub fn render_into(&self, sink: &dyn Sink) -> Result<(Vec<Step>, RenderStats)> {
+        let (steps, stats, _) = self.render(sink, &BTreeMap::new())?;
+        Ok((steps, stats))
+    }
+
     /// Renders into the output folder in place: unchanged files stay untouched, changed
     /// ones are replaced one by one (temp file + rename), stale ones removed. For `site
     /// serve`, where a rebuild must be quick and a reader sees each file whole. `index` is
