@@ -54,24 +54,28 @@ pub fn integer(v: f64) -> String {
 /// scaled value is exact where it is not within rounding error of a tie; ties, huge
 /// values and other precisions go to std.
 pub fn fixed(v: f64, decimals: u32) -> String {
+    rounded(v, decimals).unwrap_or_else(|| format!("{v:.prec$}", prec = decimals as usize))
+}
+
+/// `fixed`'s quick way, `None` where it cannot be sure of std's answer.
+fn rounded(v: f64, decimals: u32) -> Option<String> {
     let scale = match decimals {
         0 => 1.0,
         1 => 10.0,
-        _ => return format!("{v:.prec$}", prec = decimals as usize),
+        _ => return None,
     };
     let x = v * scale;
     // Below 2^52 a double's fraction is exact enough to see a tie; `v * 10` is off from
     // the exact product by at most half a unit in its last place.
     if x.is_nan() || x.abs() >= 4.5e15 || (x.fract().abs() - 0.5).abs() <= x.abs() * 2.3e-16 {
-        return format!("{v:.prec$}", prec = decimals as usize);
+        return None;
     }
-    let n = x.round() as i64;
     let sign = if v.is_sign_negative() { "-" } else { "" };
-    let n = n.unsigned_abs();
-    match decimals {
+    let n = (x.round() as i64).unsigned_abs();
+    Some(match decimals {
         0 => format!("{sign}{n}"),
         _ => format!("{sign}{}.{}", n / 10, n % 10),
-    }
+    })
 }
 
 /// `34.2K` for thousands (trailing `.0` dropped: `35K`), `1.2M` for millions, one decimal below.
