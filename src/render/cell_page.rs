@@ -121,7 +121,7 @@ pub fn render_all(
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
-    let frame = RunFrame::of(cx, run);
+    let frame = RunFrame::of(run);
     let views: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
     let one = |&view: &&CellView, sink: &dyn Sink, st: &mut RenderStats| {
         let cell = raw
@@ -140,7 +140,6 @@ pub fn render_all(
 /// What every cell page of one run shows alike, made into template values once per run.
 struct RunFrame {
     root: Value,
-    nav_pages: Value,
     run_id: Value,
     run_title: Value,
     bench_tool: Value,
@@ -148,11 +147,10 @@ struct RunFrame {
 }
 
 impl RunFrame {
-    fn of(cx: &PageContext, run: &RunView) -> RunFrame {
+    fn of(run: &RunView) -> RunFrame {
         let tool = &run.manifest.bench_tool;
         RunFrame {
             root: root("../../../../"),
-            nav_pages: ser(&cx.nav),
             run_id: Value::from(run.id.as_str()),
             run_title: Value::from(super::common::run_title(run)),
             bench_tool: Value::from(format!("{} v{}", tool.name, tool.version)),
@@ -179,7 +177,7 @@ fn render(
         charts.as_ref().map_or(0, |c| [&c.timeline, &c.gauge, &c.throughput].iter().filter(|s| !s.is_empty()).count());
     let html = cx.env.get_template("cell.html")?.render(context! {
         root => frame.root.clone(),
-        nav_pages => frame.nav_pages.clone(),
+        nav_pages => cx.nav_pages(),
         run_id => frame.run_id.clone(),
         run_title => frame.run_title.clone(),
         name => cell_name(view),

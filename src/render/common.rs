@@ -58,6 +58,8 @@ pub struct ComparisonLink {
 pub struct PageContext<'a> {
     pub env: &'a Environment<'static>,
     pub nav: Vec<NavLink>,
+    /// `nav` as a template value, made once for the half a million pages of a large site.
+    nav_value: Value,
     /// A hash of `nav`, which every page shows (for the build cache).
     pub nav_hash: u64,
     pub comparisons: Vec<ComparisonLink>,
@@ -96,7 +98,13 @@ impl PageContext<'_> {
             })
             .collect();
         let nav_hash = crate::units::InputHash::default().json(&nav).finish();
-        PageContext { env, nav, nav_hash, comparisons, titles, newest_first }
+        let nav_value = ser(&nav);
+        PageContext { env, nav, nav_value, nav_hash, comparisons, titles, newest_first }
+    }
+
+    /// The navigation's Markdown pages, for a page's `nav_pages`.
+    pub fn nav_pages(&self) -> Value {
+        self.nav_value.clone()
     }
 }
 

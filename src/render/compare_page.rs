@@ -96,7 +96,7 @@ pub fn comparison_html(
 ) -> Result<String> {
     Ok(cx.env.get_template("compare.html")?.render(context! {
         root => root(site_root),
-        nav_pages => ser(&cx.nav),
+        nav_pages => cx.nav_pages(),
         standalone => standalone,
         cmp => ser(cmp),
         header => ser(header(a, b)),

@@ -112,7 +112,7 @@ fn main_page(
     let pareto_slug = (kind == GroupKind::Model).then_some(&g.slug);
     let html = cx.env.get_template("entity.html")?.render(context! {
         root => root("../../"),
-        nav_pages => ser(&cx.nav),
+        nav_pages => cx.nav_pages(),
         kind => kind_name,
         kind_label => kind_label,
         name => ser(&g.name),

@@ -121,7 +121,7 @@ pub fn render_all(
     contexts.dedup();
     let html = cx.env.get_template("leaderboards.html")?.render(context! {
         root => root("../"),
-        nav_pages => ser(&cx.nav),
+        nav_pages => cx.nav_pages(),
         boards => ser(&links),
         columns => columns,
         contexts => contexts,
@@ -198,7 +198,7 @@ fn render_board(
     put_file(sink, &format!("{dir}/board.csv"), &board_csv(board.key, &rows, &apart), stats)?;
     let html = cx.env.get_template("leaderboard.html")?.render(context! {
         root => root("../../"),
-        nav_pages => ser(&cx.nav),
+        nav_pages => cx.nav_pages(),
         name => board_name(board.key),
         prefill => matches!(board.key, BoardKey::Prefill { .. }),
         context_tokens => numbers::integer(match board.key {

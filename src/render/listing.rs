@@ -140,7 +140,7 @@ pub fn render_listing(
         let n = i + 2;
         let html = cx.env.get_template("list.html")?.render(context! {
             root => root(&"../".repeat(depth + 2)),
-            nav_pages => ser(&cx.nav),
+            nav_pages => cx.nav_pages(),
             heading => heading,
             number => n,
             listing => ser(page(n, true)),

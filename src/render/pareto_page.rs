@@ -66,7 +66,7 @@ pub fn render(
         contexts.iter().map(|c| (!c.chart.is_empty()) as usize + (!c.cost_chart.is_empty()) as usize).sum::<usize>();
     let html = cx.env.get_template("pareto.html")?.render(context! {
         root => root("../../"),
-        nav_pages => ser(&cx.nav),
+        nav_pages => cx.nav_pages(),
         name => ser(&group.name),
         model_slug => ser(&group.slug),
         priced => view.priced,

@@ -231,7 +231,7 @@ pub fn render(
     let energy = energy_rows(&heat_rows);
     let html = cx.env.get_template("run.html")?.render(context! {
         root => root("../../"),
-        nav_pages => ser(&cx.nav),
+        nav_pages => cx.nav_pages(),
         run => ser(run),
         title => run_title(run),
         prefill_chart => prefill_chart,

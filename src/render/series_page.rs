@@ -134,7 +134,7 @@ pub fn render(
     let regressions = s.steps.iter().filter(|st| matches!(st.trend, Trend::Regression | Trend::Mixed)).count();
     let html = cx.env.get_template("series.html")?.render(context! {
         root => root("../../"),
-        nav_pages => ser(&cx.nav),
+        nav_pages => cx.nav_pages(),
         name => series_title(s),
         model_slug => &runs[0].slugs.model_slug,
         figures => KeyFigure::ALL.iter().map(|&f| figure_name(f)).collect::<Vec<_>>(),

@@ -333,7 +333,7 @@ impl SitePages<'_> {
             .collect();
         let index = cx.env.get_template("index.html")?.render(context! {
             root => root(""),
-            nav_pages => ser(&cx.nav),
+            nav_pages => cx.nav_pages(),
             listing => listing,
             models => ser(&self.site.models),
             hardware => ser(&self.site.hardware),
@@ -349,7 +349,7 @@ impl SitePages<'_> {
     /// The glossary, the data folder's Markdown pages and the 404 page.
     fn render_text_pages(&self, cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
         let glossary = cx.env.get_template("glossary.html")?.render(context! {
-            root => root("../"), nav_pages => ser(&cx.nav),
+            root => root("../"), nav_pages => cx.nav_pages(),
             active_mismatch_pct => ACTIVE_MISMATCH_TOLERANCE * 100.0,
             server_disagreement_pct => SERVER_DISAGREEMENT_TOLERANCE * 100.0,
             client_cpu_limit => CLIENT_CPU_LIMIT_CORES,
@@ -359,7 +359,7 @@ impl SitePages<'_> {
         for p in self.pages {
             let title = markdown::first_heading(&p.markdown).unwrap_or_else(|| p.slug.clone());
             let html = cx.env.get_template("page.html")?.render(context! {
-                root => root("../../"), nav_pages => ser(&cx.nav), title => title, body => markdown::to_html(&p.markdown),
+                root => root("../../"), nav_pages => cx.nav_pages(), title => title, body => markdown::to_html(&p.markdown),
             })?;
             put_page(sink, &format!("pages/{}/index.html", p.slug), &html, stats)?;
         }
@@ -369,7 +369,7 @@ impl SitePages<'_> {
         let style = crate::write::assets::DEFAULT_ASSETS.iter().find(|(n, _)| *n == "style.css").map(|(_, b)| *b);
         let not_found = cx.env.get_template("404.html")?.render(context! {
             root => root(site_root),
-            nav_pages => ser(&cx.nav),
+            nav_pages => cx.nav_pages(),
             inline_style => style.map(|b| String::from_utf8_lossy(b).into_owned()),
         })?;
         put_page(sink, "404.html", &not_found, stats)

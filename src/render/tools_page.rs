@@ -65,7 +65,7 @@ pub fn render(
         .collect();
     let html = cx.env.get_template("tools.html")?.render(context! {
         root => root("../../"),
-        nav_pages => ser(&cx.nav),
+        nav_pages => cx.nav_pages(),
         name => tools_title(v),
         tools => ser(&tools),
         rows => ser(&rows),
