@@ -3,7 +3,8 @@
 //! copy of a shipped measured run with its raw records), times a cold `site build` (run
 //! pages per second, peak memory), a build with no change, a build after one cell changed,
 //! and `site serve`'s rebuild after one cell changed; and, for reference, the seconds the
-//! filesystem takes to write the same files with nothing rendered (a cold build's floor).
+//! filesystem takes to read the data files with nothing parsed and to write the same files
+//! with nothing rendered (a cold build's floor: no build can take less than the two).
 //! Each N runs in a child process of its own so its peak resident memory (VmHWM) is its own.
 //! SITE_BENCH_NS=100,1000 chooses N.
 
@@ -317,12 +318,30 @@ fn one(dir: &Path) {
     eprintln!("one cell changed\n{}", format_steps(&report.steps));
     let serve_ms = serve_one_change(dir, &config);
     let (watched_ms, moved_ms) = serve_watched(dir);
+    let read_floor = read_floor(&config.data_dir);
     let floor = write_floor(&config.out_dir);
     let render_only = render_only(&config);
     println!(
-        "{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor} {watched_ms} {moved_ms} {render_only}",
+        "{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor} {watched_ms} {moved_ms} {render_only} {read_floor}",
         report.stats.run_pages
     );
+}
+
+/// The filesystem's own floor for loading: seconds to read every file of the data folder
+/// (on every core, nothing parsed), as a cold build's load does.
+fn read_floor(data: &Path) -> f64 {
+    use rayon::prelude::*;
+    let files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(data)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+        .collect();
+    let t = Instant::now();
+    let bytes: usize = files.par_iter().map(|f| fs::read(f).unwrap().len()).sum();
+    let secs = t.elapsed().as_secs_f64();
+    assert!(bytes > 0, "no data read from {}", data.display());
+    secs
 }
 
 /// The filesystem's own floor for a cold build: seconds to write the files of `out` again
@@ -462,6 +481,14 @@ fn main() {
         println!("{:.2} s", render_only(&config_in(Path::new(&args[i + 1]))));
         return;
     }
+    // `--floors DIR` times reading DIR's data and writing its last build's files again, with
+    // nothing parsed or rendered (run `--cold DIR` first; its output is removed).
+    if let Some(i) = args.iter().position(|a| a == "--floors") {
+        let config = config_in(Path::new(&args[i + 1]));
+        let read = read_floor(&config.data_dir);
+        println!("read floor {read:.2} s, write floor {:.2} s", write_floor(&config.out_dir));
+        return;
+    }
     // `--fingerprint DIR` times only the inputs' fingerprint (the no-change check).
     if let Some(i) = args.iter().position(|a| a == "--fingerprint") {
         let config = config_in(Path::new(&args[i + 1]));
@@ -493,11 +520,12 @@ fn main() {
         rayon::current_num_threads()
     );
     println!(
-        "{:>6} {:>8} {:>9} {:>9} {:>15} {:>12} {:>9} {:>14} {:>15} {:>12} {:>15} {:>17}",
+        "{:>6} {:>8} {:>9} {:>13} {:>14} {:>15} {:>12} {:>9} {:>14} {:>15} {:>12} {:>15} {:>17}",
         "N",
         "files",
         "build s",
-        "floor s",
+        "read floor s",
+        "write floor s",
         "render only s",
         "run pages/s",
         "peak MiB",
@@ -519,11 +547,13 @@ fn main() {
         let f: Vec<f64> = line.split_whitespace().map(|x| x.parse().unwrap()).collect();
         let (pages, files, secs, kib, nochange, onechange, serve_ms, floor, watched_ms, moved_ms, render_only) =
             (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10]);
+        let read_floor = f[11];
         println!(
-            "{:>6} {:>8} {:>9.2} {:>9.2} {:>15.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0} {:>15.0} {:>17.0}",
+            "{:>6} {:>8} {:>9.2} {:>13.2} {:>14.2} {:>15.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0} {:>15.0} {:>17.0}",
             n,
             files,
             secs,
+            read_floor,
             floor,
             render_only,
             pages / secs,
