@@ -327,16 +327,16 @@ fn one(dir: &Path) {
     );
 }
 
+/// Every file under `root`.
+fn files_under(root: &Path) -> Vec<walkdir::DirEntry> {
+    walkdir::WalkDir::new(root).into_iter().filter_map(|e| e.ok()).filter(|e| e.file_type().is_file()).collect()
+}
+
 /// The filesystem's own floor for loading: seconds to read every file of the data folder
 /// (on every core, nothing parsed), as a cold build's load does.
 fn read_floor(data: &Path) -> f64 {
     use rayon::prelude::*;
-    let files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(data)
-        .into_iter()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
-        .map(|e| e.into_path())
-        .collect();
+    let files: Vec<std::path::PathBuf> = files_under(data).into_iter().map(|e| e.into_path()).collect();
     let t = Instant::now();
     let bytes: usize = files.par_iter().map(|f| fs::read(f).unwrap().len()).sum();
     let secs = t.elapsed().as_secs_f64();
@@ -348,10 +348,8 @@ fn read_floor(data: &Path) -> f64 {
 /// (same paths and sizes, on every core, nothing rendered) once `out` is removed.
 fn write_floor(out: &Path) -> f64 {
     use rayon::prelude::*;
-    let files: Vec<(std::path::PathBuf, usize)> = walkdir::WalkDir::new(out)
+    let files: Vec<(std::path::PathBuf, usize)> = files_under(out)
         .into_iter()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
         .map(|e| (e.path().strip_prefix(out).unwrap().to_path_buf(), e.metadata().unwrap().len() as usize))
         .collect();
     fs::remove_dir_all(out).unwrap();
