@@ -181,8 +181,7 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// The child: build one generated data folder; print one line of figures:
-/// `run_pages files cold_s peak_kib nochange_s onechange_s serve_ms`.
+/// The site of a generated folder: its `data/` built into its `public/`, default templates.
 fn config_in(dir: &Path) -> SiteConfig {
     SiteConfig {
         data_dir: dir.join("data"),
@@ -292,6 +291,9 @@ fn http_get(addr: &str, path: &str) -> String {
     String::from_utf8_lossy(&answer).into_owned()
 }
 
+/// The child: build one generated data folder; print one line of figures: `run_pages files
+/// cold_s peak_kib nochange_s onechange_s serve_ms write_floor_s site_serve_ms
+/// places_move_ms render_only_s read_floor_s`.
 fn one(dir: &Path) {
     let config = config_in(dir);
     // Cold: no output yet.
