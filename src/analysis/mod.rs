@@ -7,12 +7,14 @@ pub mod compare;
 pub mod evidence;
 pub mod figures;
 pub mod group;
+pub mod interval;
 pub mod leaderboard;
 pub mod pareto;
 pub mod run;
 pub mod series;
 pub mod stats;
 pub mod tools;
+pub mod verdict;
 pub mod version;
 
 use rayon::prelude::*;

@@ -1,0 +1,251 @@
+//! Whether a difference between two figures is real: Welch's t test on the logarithms of
+//! the repetitions (so the interval is one of the ratio B/A), Holm's step-down correction
+//! across every figure one comparison judges, and a practical threshold below which a
+//! change is not called one. Formulas and references: `docs/statistics.md`.
+
+use serde::Serialize;
+
+use super::interval::{mean_sd, t_quantile, t_two_sided_p, Basis, Estimate, CONFIDENCE};
+
+/// How a change reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The ratio's interval (at the Holm-corrected level) excludes no change, and the change
+    /// is at least the practical threshold, in the metric's good direction.
+    Faster,
+    Slower,
+    /// The whole 95% interval of the change lies inside ± the threshold.
+    NoChange,
+    /// Neither: more repetitions would tell.
+    Inconclusive,
+    /// One side has a single measurement: the change is shown, not judged.
+    Single,
+}
+
+impl Verdict {
+    /// Whether the verdict is a judgement of the change (not single measurements).
+    pub fn judged(self) -> bool {
+        self != Verdict::Single
+    }
+}
+
+/// The change from A to B of one figure, with what the noise allows to say of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Change {
+    pub a: f64,
+    pub b: f64,
+    /// (b - a) / a x 100.
+    pub pct: f64,
+    pub n_a: u32,
+    pub n_b: u32,
+    /// The 95% interval of the change in percent (from the ratio's interval); absent for
+    /// single measurements.
+    pub lo_pct: Option<f64>,
+    pub hi_pct: Option<f64>,
+    /// Welch's two-sided p value of "no change" (before correction).
+    pub p_value: Option<f64>,
+    pub verdict: Verdict,
+    /// Inconclusive: the repetitions per side that would resolve the change at the observed
+    /// noise (absent above `MAX_REPS_ADVISED`).
+    pub reps_needed: Option<u32>,
+    #[serde(skip)]
+    higher_is_better: bool,
+    #[serde(skip)]
+    threshold_pct: f64,
+}
+
+/// Advice above this many repetitions is not given ("more than 50").
+pub const MAX_REPS_ADVISED: u32 = 50;
+/// The family-wise error rate a comparison keeps (Holm).
+pub const ALPHA: f64 = 1.0 - CONFIDENCE;
+
+/// Log-scale Welch statistics of two samples: difference of mean logs, its standard error
+/// and the Welch-Satterthwaite degrees of freedom.
+struct LogWelch {
+    d: f64,
+    se: f64,
+    df: f64,
+    /// Pooled standard deviation of the logs (for advice on n).
+    sd: f64,
+}
+
+fn log_welch(a: &[f64], b: &[f64]) -> Option<LogWelch> {
+    let la: Vec<f64> = a.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+    let lb: Vec<f64> = b.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+    if la.len() < 2 || lb.len() < 2 {
+        return None;
+    }
+    let ((ma, sa), (mb, sb)) = (mean_sd(&la)?, mean_sd(&lb)?);
+    let (va, vb) = (sa * sa / la.len() as f64, sb * sb / lb.len() as f64);
+    let se = (va + vb).sqrt();
+    let df = if se > 0.0 {
+        (va + vb).powi(2) / (va * va / (la.len() - 1) as f64 + vb * vb / (lb.len() - 1) as f64)
+    } else {
+        (la.len() + lb.len() - 2) as f64
+    };
+    Some(LogWelch { d: mb - ma, se, df, sd: ((sa * sa + sb * sb) / 2.0).sqrt() })
+}
+
+/// The change of one figure, before the comparison-wide correction ([`judge_all`]) sets
+/// its verdict. `higher_is_better` is the metric's good direction.
+pub fn change(a: &Estimate, b: &Estimate, higher_is_better: bool, threshold_pct: f64) -> Option<Change> {
+    if !(a.value.is_finite() && b.value.is_finite()) || a.value == 0.0 {
+        return None;
+    }
+    let repeated = |e: &Estimate| e.basis == Basis::Repetitions && e.samples.len() >= 2;
+    let welch = (repeated(a) && repeated(b)).then(|| log_welch(&a.samples, &b.samples)).flatten();
+    let t = welch.as_ref().map(|w| t_quantile(w.df, 1.0 - ALPHA / 2.0));
+    let bounds = welch.as_ref().zip(t).map(|(w, t)| (pct_of(w.d - t * w.se), pct_of(w.d + t * w.se)));
+    let p_value =
+        welch.as_ref().map(|w| if w.se > 0.0 { t_two_sided_p(w.d / w.se, w.df) } else { f64::from(w.d == 0.0) });
+    let pct = (b.value - a.value) / a.value * 100.0;
+    let reps_needed = welch.as_ref().and_then(|w| reps_needed(w, threshold_pct));
+    Some(Change {
+        a: a.value,
+        b: b.value,
+        pct,
+        n_a: a.n,
+        n_b: b.n,
+        lo_pct: bounds.map(|b| b.0),
+        hi_pct: bounds.map(|b| b.1),
+        p_value,
+        verdict: if welch.is_some() { Verdict::Inconclusive } else { Verdict::Single },
+        reps_needed,
+        higher_is_better,
+        threshold_pct,
+    })
+}
+
+fn pct_of(log_ratio: f64) -> f64 {
+    (log_ratio.exp() - 1.0) * 100.0
+}
+
+/// Repetitions per side at which the interval at the observed noise would settle the
+/// question: exclude no change when the change is past the threshold, else fit inside it.
+fn reps_needed(w: &LogWelch, threshold_pct: f64) -> Option<u32> {
+    let limit = (1.0 + threshold_pct / 100.0).ln();
+    let room = if w.d.abs() >= limit { w.d.abs() } else { limit - w.d.abs() };
+    if w.sd <= 0.0 || room <= 0.0 {
+        return None;
+    }
+    (2..=MAX_REPS_ADVISED).find(|&n| {
+        let n = n as f64;
+        t_quantile(2.0 * n - 2.0, 1.0 - ALPHA / 2.0) * w.sd * (2.0 / n).sqrt() < room
+    })
+}
+
+/// Sets every change's verdict at once. Holm's step-down method keeps the chance of any
+/// false "faster" or "slower" in the whole comparison at `ALPHA`: the i-th smallest of m p
+/// values is significant when it and every smaller one are below ALPHA / (m - i + 1).
+/// A significant change is called only when it is at least its threshold; a change whose
+/// whole 95% interval lies within ± the threshold is "no change".
+pub fn judge_all(changes: &mut [&mut Change]) {
+    let mut order: Vec<usize> = (0..changes.len()).filter(|&i| changes[i].p_value.is_some()).collect();
+    order.sort_by(|&x, &y| changes[x].p_value.unwrap().total_cmp(&changes[y].p_value.unwrap()).then(x.cmp(&y)));
+    let m = order.len();
+    let mut significant = vec![false; changes.len()];
+    for (rank, &i) in order.iter().enumerate() {
+        if changes[i].p_value.unwrap() > ALPHA / (m - rank) as f64 {
+            break;
+        }
+        significant[i] = true;
+    }
+    for (c, sig) in changes.iter_mut().zip(significant) {
+        c.verdict = verdict_of(c, sig);
+    }
+}
+
+fn verdict_of(c: &Change, significant: bool) -> Verdict {
+    let (Some(lo), Some(hi)) = (c.lo_pct, c.hi_pct) else {
+        return Verdict::Single;
+    };
+    if significant && c.pct.abs() >= c.threshold_pct {
+        if (c.pct > 0.0) == c.higher_is_better {
+            Verdict::Faster
+        } else {
+            Verdict::Slower
+        }
+    } else if lo > -c.threshold_pct && hi < c.threshold_pct {
+        Verdict::NoChange
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::interval::mean_estimate;
+
+    fn reps(v: &[f64]) -> Estimate {
+        mean_estimate(v, Basis::Repetitions).unwrap()
+    }
+
+    fn judged(a: &[f64], b: &[f64], up: bool) -> Change {
+        let mut c = change(&reps(a), &reps(b), up, 5.0).unwrap();
+        judge_all(&mut [&mut c]);
+        c
+    }
+
+    #[test]
+    fn a_clear_slowdown_is_slower_and_a_speedup_faster() {
+        let c = judged(&[100.0, 101.0, 99.0], &[89.0, 90.0, 91.0], true);
+        assert_eq!(c.verdict, Verdict::Slower);
+        assert!(c.hi_pct.unwrap() < 0.0 && c.p_value.unwrap() < 0.01);
+        // Latency: lower is better, so a lower TTFT is faster.
+        assert_eq!(judged(&[100.0, 101.0, 99.0], &[89.0, 90.0, 91.0], false).verdict, Verdict::Faster);
+    }
+
+    #[test]
+    fn tight_equal_samples_are_no_change_and_noisy_ones_inconclusive() {
+        let same = judged(&[100.0, 100.5, 99.5], &[100.2, 99.8, 100.1], true);
+        assert_eq!(same.verdict, Verdict::NoChange);
+        let noisy = judged(&[80.0, 100.0, 120.0], &[85.0, 110.0, 125.0], true);
+        assert_eq!(noisy.verdict, Verdict::Inconclusive);
+        assert!(noisy.reps_needed.is_none_or(|n| n > 3));
+    }
+
+    #[test]
+    fn a_significant_change_below_the_threshold_is_not_called() {
+        // 2% apart with almost no noise: real, but under the 5% practical threshold.
+        let c = judged(&[100.0, 100.01, 99.99], &[102.0, 102.01, 101.99], true);
+        assert!(c.p_value.unwrap() < 0.001);
+        assert_eq!(c.verdict, Verdict::NoChange);
+    }
+
+    #[test]
+    fn single_measurements_are_never_judged() {
+        let mut c = change(&reps(&[100.0]), &reps(&[50.0, 51.0, 49.0]), true, 5.0).unwrap();
+        judge_all(&mut [&mut c]);
+        assert_eq!((c.verdict, c.lo_pct, c.p_value), (Verdict::Single, None, None));
+        assert_eq!(c.pct, -50.0);
+    }
+
+    #[test]
+    fn holm_corrects_across_the_comparison() {
+        // Each p alone is below 0.05, but with 3 tests the smallest must be below 0.05/3.
+        let mk = |p: f64| {
+            let mut c = change(&reps(&[100.0, 101.0]), &reps(&[120.0, 121.0]), true, 5.0).unwrap();
+            c.p_value = Some(p);
+            c
+        };
+        let (mut x, mut y, mut z) = (mk(0.02), mk(0.03), mk(0.04));
+        judge_all(&mut [&mut x, &mut y, &mut z]);
+        assert_eq!([x.verdict, y.verdict, z.verdict], [Verdict::Inconclusive; 3]);
+        let (mut x, mut y, mut z) = (mk(0.001), mk(0.02), mk(0.04));
+        judge_all(&mut [&mut x, &mut y, &mut z]);
+        assert_eq!([x.verdict, y.verdict, z.verdict], [Verdict::Faster, Verdict::Faster, Verdict::Faster]);
+        let (mut x, mut y) = (mk(0.001), mk(0.04));
+        let mut z = mk(0.3);
+        judge_all(&mut [&mut x, &mut y, &mut z]);
+        assert_eq!([x.verdict, y.verdict], [Verdict::Faster, Verdict::Inconclusive]);
+    }
+
+    #[test]
+    fn advice_grows_with_noise() {
+        let w = |sd: f64| LogWelch { d: 0.0, se: 0.0, df: 4.0, sd };
+        let (quiet, loud) = (reps_needed(&w(0.01), 5.0).unwrap(), reps_needed(&w(0.03), 5.0).unwrap());
+        assert!(quiet < loud, "{quiet} {loud}");
+    }
+}
