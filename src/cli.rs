@@ -96,6 +96,15 @@ pub struct BenchArgs {
     /// max_tokens of each decode request (at least 1: a decode cell measures output).
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_output: u32,
+    /// Measure each cell N times, the repetitions interleaved across the matrix (every cell
+    /// once, then every cell again), so slow drift spreads over all cells. 3 for published
+    /// runs: comparisons judge a change only between repeated cells.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Measured prefill requests per context and repetition (each with a fresh prompt tag,
+    /// after one discarded warm-up request); the page shows their median and spread.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub prefill_samples: u32,
     /// KV cache budget in tokens (overrides what the server reports).
     #[arg(long)]
     pub kv_budget: Option<u64>,

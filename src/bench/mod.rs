@@ -50,6 +50,10 @@ pub struct BenchConfig {
     pub prefill_contexts: Vec<u32>,
     pub duration: Duration,
     pub max_output: u32,
+    /// Measurements of each cell (`--repeat`), interleaved across the matrix.
+    pub repeat: u32,
+    /// Measured prefill requests per context and repetition (`--prefill-samples`).
+    pub prefill_samples: u32,
     pub kv_budget: Option<u64>,
     pub run_id: Option<String>,
     pub data_dir: PathBuf,

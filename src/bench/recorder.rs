@@ -10,14 +10,15 @@ use anyhow::{bail, Context, Result};
 
 use crate::format::json::to_pretty;
 use crate::format::writer::{cell_path, run_lock};
+use super::plan::PlannedCell;
 use crate::format::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil::{write_atomic, Lock};
 use crate::redact::Scrubber;
 
 pub struct Recorder {
     pub dir: PathBuf,
-    /// (phase, context, concurrency) of the cells already on disk.
-    pub done: BTreeSet<(Phase, u32, u32)>,
+    /// (phase, context, concurrency, repetition) of the cells already on disk.
+    pub done: BTreeSet<(Phase, u32, u32, u32)>,
     /// Whether this run created the folder (an interrupted run that wrote nothing removes it).
     pub created: bool,
     /// Known secrets (the API key): never in a file we write.
@@ -44,7 +45,7 @@ impl Recorder {
             }
             let run = format::load_run_dir(&dir).with_context(|| format!("reading {} to resume it", dir.display()))?;
             for c in run.cells.iter().filter(|c| !c.cell.server_unreachable()) {
-                done.insert((c.cell.phase, c.cell.context, c.cell.concurrency));
+                done.insert((c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition));
             }
         } else if resume {
             bail!("--resume: {} does not exist", dir.display());
@@ -82,12 +83,13 @@ impl Recorder {
     pub fn write_cell(&mut self, cell: &Cell) -> Result<()> {
         let json = self.scrubber.scrub(&to_pretty(cell));
         write_atomic(&cell_path(&self.dir, cell), json.as_bytes())?;
-        self.done.insert((cell.phase, cell.context, cell.concurrency));
+        self.done.insert((cell.phase, cell.context, cell.concurrency, cell.repetition));
         Ok(())
     }
 
-    pub fn has(&self, phase: Phase, context: u32, concurrency: u32) -> bool {
-        self.done.contains(&(phase, context, concurrency))
+    /// Whether repetition `rep` of the planned cell is on disk.
+    pub fn has(&self, p: &PlannedCell, rep: u32) -> bool {
+        self.done.contains(&(p.phase, p.context, p.concurrency, rep))
     }
 }
 

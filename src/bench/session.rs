@@ -2,6 +2,7 @@
 //! folder, then context by context size the prompt, sample prefill and measure each decode
 //! cell, keeping every finished cell on disk at once.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -79,6 +80,8 @@ struct Session<'a> {
     /// The server as discovered, and how the prompts were sized (once one was).
     info: ServerInfo,
     sized_by: Option<&'static str>,
+    /// Each context's prompt, once sized: later repetitions send the same prompt.
+    prompts: BTreeMap<u32, SizedPrompt>,
 }
 
 impl<'a> Session<'a> {
@@ -120,10 +123,10 @@ impl<'a> Session<'a> {
         let (stop_background, stop_rx) = watch::channel(false);
         let sampler = cell::spawn_gauge_sampler(cx.clone(), cfg.gauge_interval, stop_rx.clone());
         let live = LiveRate::spawn(clock, stop_rx);
-        let todo = planned.iter().filter(|p| !recorder.has(p.phase, p.context, p.concurrency)).count();
+        let todo = repetitions(planned, cfg.repeat).filter(|(p, rep)| !recorder.has(p, *rep)).count();
         let summary = BenchSummary {
             run_dir: recorder.dir.clone(),
-            skipped_existing: planned.len() - todo,
+            skipped_existing: repetitions(planned, cfg.repeat).count() - todo,
             ..Default::default()
         };
         if summary.skipped_existing > 0 {
@@ -147,56 +150,72 @@ impl<'a> Session<'a> {
             live,
             info: info.clone(),
             sized_by: None,
+            prompts: BTreeMap::new(),
         }
     }
 
-    /// Every cell not yet on disk, context by context.
+    /// Every cell not yet on disk: repetition by repetition (every cell once, then every
+    /// cell again, so slow drift spreads over all cells), context by context.
     async fn measure(&mut self, planned: &[PlannedCell]) -> Result<()> {
-        let todo: Vec<&PlannedCell> =
-            planned.iter().filter(|p| !self.recorder.has(p.phase, p.context, p.concurrency)).collect();
-        let mut contexts: Vec<u32> = todo.iter().map(|p| p.context).collect();
-        contexts.dedup();
-        for ctx in contexts {
-            let cells: Vec<&PlannedCell> = todo.iter().filter(|p| p.context == ctx).copied().collect();
-            if let Flow::Interrupted = self.measure_context(ctx, &cells).await? {
-                self.summary.interrupted = true;
-                break;
+        for rep in 1..=self.cfg.repeat {
+            let todo: Vec<&PlannedCell> = repetitions(planned, self.cfg.repeat)
+                .filter(|(p, r)| *r == rep && !self.recorder.has(p, rep))
+                .map(|(p, _)| p)
+                .collect();
+            let mut contexts: Vec<u32> = todo.iter().map(|p| p.context).collect();
+            contexts.dedup();
+            for ctx in contexts {
+                let cells: Vec<&PlannedCell> = todo.iter().filter(|p| p.context == ctx).copied().collect();
+                if let Flow::Interrupted = self.measure_context(ctx, &cells, rep).await? {
+                    self.summary.interrupted = true;
+                    return Ok(());
+                }
             }
         }
         Ok(())
     }
 
-    /// One context: Over capacity cells, then the prompt, the prefill sample (it warms the
-    /// prefix cache for the decode cells) and the decode cells.
-    async fn measure_context(&mut self, ctx: u32, cells: &[&PlannedCell]) -> Result<Flow> {
+    /// One context in one repetition: Over capacity cells (first repetition only), then the
+    /// prompt, the prefill samples (the first repetition's warm the prefix cache for the
+    /// decode cells) and the decode cells.
+    async fn measure_context(&mut self, ctx: u32, cells: &[&PlannedCell], rep: u32) -> Result<Flow> {
         // Over-capacity cells need no server time: write them first.
         for p in cells.iter().filter(|p| p.over_capacity.is_some()) {
-            self.keep(p, planned_cell(p, Status::OverCapacity))?;
+            self.keep(p, planned_cell(p, Status::OverCapacity), rep)?;
         }
         let runnable: Vec<&PlannedCell> = cells.iter().filter(|p| p.over_capacity.is_none()).copied().collect();
         if runnable.is_empty() {
             return Ok(Flow::Continue);
         }
-        let sized = match self.size(ctx, 0, ctx).await {
-            None => return Ok(Flow::Interrupted),
-            Some(Ok(s)) => {
-                self.sized_by.get_or_insert(s.method);
-                s
-            }
-            Some(Err(e)) => {
-                self.keep_sizing_failure(&runnable, &e)?;
-                return Ok(Flow::Continue);
-            }
+        let first_time = !self.prompts.contains_key(&ctx);
+        let sized = match self.prompts.get(&ctx) {
+            Some(s) => s.clone(),
+            None => match self.size(ctx, 0, ctx).await {
+                None => return Ok(Flow::Interrupted),
+                Some(Ok(s)) => {
+                    self.sized_by.get_or_insert(s.method);
+                    s
+                }
+                Some(Err(e)) => {
+                    self.keep_sizing_failure(&runnable, &e, rep)?;
+                    return Ok(Flow::Continue);
+                }
+            },
         };
-        let (prefill, sized) = self.prefill_sample(ctx, sized).await;
+        let (prefill, sized) = if first_time {
+            self.first_prefill(ctx, sized, rep).await
+        } else {
+            (self.later_prefill(ctx, &sized, rep).await, sized)
+        };
+        self.prompts.insert(ctx, sized.clone());
         if *self.interrupt.borrow() {
             return Ok(Flow::Interrupted);
         }
         if let Some(p) = runnable.iter().find(|p| p.phase == Phase::Prefill) {
-            self.keep(p, prefill)?;
+            self.keep(p, prefill, rep)?;
         }
         for p in runnable.iter().filter(|p| p.phase == Phase::Decode) {
-            if let Flow::Interrupted = self.decode(p, &sized).await? {
+            if let Flow::Interrupted = self.decode(p, &sized, rep).await? {
                 return Ok(Flow::Interrupted);
             }
         }
@@ -220,45 +239,75 @@ impl<'a> Session<'a> {
     }
 
     /// Every runnable cell of the context is an error when its prompt could not be sized.
-    fn keep_sizing_failure(&mut self, runnable: &[&PlannedCell], e: &anyhow::Error) -> Result<()> {
+    fn keep_sizing_failure(&mut self, runnable: &[&PlannedCell], e: &anyhow::Error, rep: u32) -> Result<()> {
         let cause = e.is::<http::Unreachable>().then_some(ErrorCause::Unreachable);
         let message = self.cx.client.scrub(&format!("sizing the prompt failed: {e:#}"));
         for p in runnable {
             let mut cell = planned_cell(p, Status::Error);
             cell.error = Some(CellError { message: message.clone(), http_status: None, cause });
-            self.keep(p, cell)?;
+            self.keep(p, cell, rep)?;
         }
         Ok(())
     }
 
-    /// The prefill sample, confirmed against the real request's usage: a chat template adds
+    /// A context's first prefill cell in this session: a discarded warm-up request, then
+    /// the exact prompt, confirmed against the real request's usage (a chat template adds
     /// tokens a bare tokenizer does not count, so the prompt is sized again for the
-    /// difference and sampled again (its tag differs from the first token on, so that
-    /// prefill is not served from cache).
-    async fn prefill_sample(&mut self, ctx: u32, mut sized: SizedPrompt) -> (Cell, SizedPrompt) {
+    /// difference and sampled again, its tag differing from the first token on), then the
+    /// other samples with prompts marked apart. The exact prompt warms the prefix cache for
+    /// the decode cells.
+    async fn first_prefill(&mut self, ctx: u32, mut sized: SizedPrompt, rep: u32) -> (Cell, SizedPrompt) {
+        self.progress.current(&format!("prefill {}: warm-up request", context_label(ctx)));
+        cell::warm_up(&self.cx, &sized.text, self.interrupt.clone()).await;
         self.progress.current(&format!("prefill {} ({} prompt tokens)", context_label(ctx), sized.tokens));
-        let mut prefill = cell::prefill_cell(&self.cx, ctx, &sized.text, sized.tokens, self.interrupt.clone()).await;
+        let mut prefill = self.prefill_of(ctx, std::slice::from_ref(&sized.text), sized.tokens).await;
         let (Status::Valid, Some(actual)) = (prefill.status, prefill.prompt_tokens) else {
             return (prefill, sized);
         };
         let overhead = actual as i64 - sized.tokens as i64;
         let off_target = (actual as f64 - ctx as f64).abs() > prompt::size_tolerance(ctx);
-        if !off_target || overhead.unsigned_abs() >= ctx as u64 {
-            return (prefill, sized);
+        if off_target && overhead.unsigned_abs() < ctx as u64 {
+            let target = (ctx as i64 - overhead).max(1) as u32;
+            self.progress
+                .current(&format!("resizing the {} prompt ({overhead:+} tokens of template)", context_label(ctx)));
+            if let Some(Ok(s)) = self.size(ctx, 1, target).await {
+                // The tokenizer's count plus the template's tokens, as usage will say.
+                let tokens = (s.tokens as i64 + overhead).max(1) as u64;
+                sized = SizedPrompt { tokens, ..s };
+                prefill = self.prefill_of(ctx, std::slice::from_ref(&sized.text), sized.tokens).await;
+            }
         }
-        let target = (ctx as i64 - overhead).max(1) as u32;
-        self.progress.current(&format!("resizing the {} prompt ({overhead:+} tokens of template)", context_label(ctx)));
-        if let Some(Ok(s)) = self.size(ctx, 1, target).await {
-            // The tokenizer's count plus the template's tokens, as usage will say.
-            let tokens = (s.tokens as i64 + overhead).max(1) as u64;
-            sized = SizedPrompt { tokens, ..s };
-            prefill = cell::prefill_cell(&self.cx, ctx, &sized.text, sized.tokens, self.interrupt.clone()).await;
+        let more = self.sample_prompts(&sized.text, rep, 2..=self.cfg.prefill_samples);
+        if prefill.status == Status::Valid && !more.is_empty() {
+            let rest = self.prefill_of(ctx, &more, sized.tokens).await;
+            prefill = join_samples(prefill, rest);
         }
         (prefill, sized)
     }
 
-    async fn decode(&mut self, p: &PlannedCell, sized: &SizedPrompt) -> Result<Flow> {
-        let label = describe(p);
+    /// A later repetition's prefill cell: every sample's prompt marked apart (the exact
+    /// prompt is in the cache by now), then the exact prompt once more, thrown away, so the
+    /// decode cells find it cached as in the first repetition.
+    async fn later_prefill(&mut self, ctx: u32, sized: &SizedPrompt, rep: u32) -> Cell {
+        self.progress.current(&format!("prefill {} · rep {rep}/{}", context_label(ctx), self.cfg.repeat));
+        let prompts = self.sample_prompts(&sized.text, rep, 1..=self.cfg.prefill_samples);
+        let cell = self.prefill_of(ctx, &prompts, sized.tokens).await;
+        cell::prefill_cell(&self.cx, ctx, std::slice::from_ref(&sized.text), sized.tokens, self.interrupt.clone())
+            .await;
+        cell
+    }
+
+    async fn prefill_of(&self, ctx: u32, prompts: &[String], tokens: u64) -> Cell {
+        cell::prefill_cell(&self.cx, ctx, prompts, tokens, self.interrupt.clone()).await
+    }
+
+    /// Prompts for samples `k` of repetition `rep`, each marked apart from every other.
+    fn sample_prompts(&self, text: &str, rep: u32, k: std::ops::RangeInclusive<u32>) -> Vec<String> {
+        k.map(|k| cell::sample_prompt(text, &format!("r{rep}s{k}"))).collect()
+    }
+
+    async fn decode(&mut self, p: &PlannedCell, sized: &SizedPrompt, rep: u32) -> Result<Flow> {
+        let label = self.label(p, rep);
         self.progress.current(&format!("{label}: warming up · {}", self.live.now()));
         if self.cx.engine.caches_per_slot() && p.concurrency > 1 {
             cell::warm_slots(&self.cx, &sized.text, p.concurrency, &self.interrupt).await;
@@ -270,16 +319,25 @@ impl<'a> Session<'a> {
         ticker.abort();
         match run {
             DecodeRun::Interrupted => Ok(Flow::Interrupted),
-            DecodeRun::Done(cell) => self.keep(p, *cell).map(|()| Flow::Continue),
+            DecodeRun::Done(cell) => self.keep(p, *cell, rep).map(|()| Flow::Continue),
+        }
+    }
+
+    /// The cell's name on the progress line, with its repetition when there are several.
+    fn label(&self, p: &PlannedCell, rep: u32) -> String {
+        match self.cfg.repeat {
+            1 => describe(p),
+            n => format!("{} · rep {rep}/{n}", describe(p)),
         }
     }
 
     /// Writes a finished cell, shows it, counts it, and stops the run when the server has
     /// been unreachable for [`MAX_UNREACHABLE_CELLS`] cells in a row: the rest would only be
     /// errors.
-    fn keep(&mut self, p: &PlannedCell, cell: Cell) -> Result<()> {
+    fn keep(&mut self, p: &PlannedCell, mut cell: Cell, rep: u32) -> Result<()> {
+        cell.repetition = rep;
         self.recorder.write_cell(&cell)?;
-        self.progress.cell_done(&format!("{}: {}", describe(p), (self.cfg.describe_cell)(&cell)));
+        self.progress.cell_done(&format!("{}: {}", self.label(p, rep), (self.cfg.describe_cell)(&cell)));
         let s = &mut self.summary;
         s.written += 1;
         match cell.status {
@@ -344,6 +402,26 @@ fn ctrl_c_flag() -> watch::Receiver<bool> {
         }
     });
     rx
+}
+
+/// Every (cell, repetition) the run measures: over-capacity cells once (they are not run,
+/// so there is nothing to repeat), the others `repeat` times.
+fn repetitions(planned: &[PlannedCell], repeat: u32) -> impl Iterator<Item = (&PlannedCell, u32)> {
+    (1..=repeat).flat_map(move |rep| {
+        planned.iter().filter(move |p| rep == 1 || p.over_capacity.is_none()).map(move |p| (p, rep))
+    })
+}
+
+/// A prefill cell with the samples of `rest` after its own; `rest`'s failure ends it.
+fn join_samples(mut first: Cell, rest: Cell) -> Cell {
+    if rest.status != Status::Valid {
+        return Cell { repetition: first.repetition, ..rest };
+    }
+    if let (Some(m), Some(r)) = (first.measurement.as_mut(), rest.measurement) {
+        m.requests.extend(r.requests);
+    }
+    first.prompt_tokens = first.prompt_tokens.or(rest.prompt_tokens);
+    first
 }
 
 fn planned_cell(p: &PlannedCell, status: Status) -> Cell {

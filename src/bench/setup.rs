@@ -194,6 +194,8 @@ fn settings(cfg: &BenchConfig, cap: &Capacity) -> RunSettings {
         api: Some(cfg.api.name().into()),
         kv_budget_tokens: cap.kv_budget_tokens,
         kv_budget_source: cap.kv_budget_source.clone(),
+        repeat: Some(cfg.repeat),
+        prefill_samples: Some(cfg.prefill_samples),
     }
 }
 

@@ -28,6 +28,8 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         prefill_contexts,
         duration: a.duration,
         max_output: a.max_output,
+        repeat: a.repeat,
+        prefill_samples: a.prefill_samples,
         kv_budget: a.kv_budget,
         run_id: a.run_id.clone(),
         data_dir: a.data.clone(),

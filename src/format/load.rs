@@ -331,20 +331,38 @@ fn load_cells(cells_dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipp
     Ok(cells)
 }
 
-/// One cell per key (two files for the same measurement would make the page ambiguous),
-/// and every cell inside the run's matrix.
+/// The most repetitions of one cell a run may hold (`site bench --repeat` refuses more).
+pub const MAX_REPETITIONS: u32 = 100;
+
+/// One cell per key and repetition (two files for the same measurement would make the
+/// page ambiguous), a later repetition only beside its first, and every cell inside the
+/// run's matrix.
 fn check_cells(cells: &[LoadedCell], manifest: Option<&RunManifest>, problems: &mut Problems) {
-    let mut seen: BTreeMap<(Phase, u32, u32), &Path> = BTreeMap::new();
+    let mut seen: BTreeMap<(Phase, u32, u32, u32), &Path> = BTreeMap::new();
     for c in cells {
-        let key = (c.cell.phase, c.cell.context, c.cell.concurrency);
+        let key = (c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition);
         if let Some(first) = seen.insert(key, &c.file) {
             problems.push(anyhow!(
-                "{}: duplicate cell: {} context {} concurrency {} is also in {}",
+                "{}: duplicate cell: {} context {} concurrency {} repetition {} is also in {}",
                 c.file.display(),
                 key.0.as_str(),
                 key.1,
                 key.2,
+                key.3,
                 first.display()
+            ));
+        }
+    }
+    for c in cells.iter().filter(|c| c.cell.repetition > 1) {
+        let x = &c.cell;
+        if !seen.contains_key(&(x.phase, x.context, x.concurrency, 1)) {
+            problems.push(anyhow!(
+                "{}: repetition {} of {} context {} concurrency {} has no repetition 1 beside it",
+                c.file.display(),
+                x.repetition,
+                x.phase.as_str(),
+                x.context,
+                x.concurrency
             ));
         }
     }
@@ -384,9 +402,11 @@ where
 fn check_version(path: &Path, v: Option<&serde_json::Value>) -> Result<()> {
     match v {
         None => bail!("{}: missing field `schema_version`", path.display()),
-        Some(v) if v.as_u64() == Some(SCHEMA_VERSION as u64) => Ok(()),
+        Some(v) if v.as_u64().is_some_and(|v| (OLDEST_SCHEMA_VERSION as u64..=SCHEMA_VERSION as u64).contains(&v)) => {
+            Ok(())
+        }
         Some(v) => bail!(
-            "{}: unsupported schema_version {v} (this build of site reads schema_version {SCHEMA_VERSION})",
+            "{}: unsupported schema_version {v} (this build of site reads schema_version {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION})",
             path.display()
         ),
     }
@@ -453,6 +473,12 @@ fn validate_cell(c: &Cell) -> Result<()> {
     }
     if c.phase == Phase::Prefill && c.concurrency != 1 {
         bail!("a prefill cell has concurrency 1, found {}", c.concurrency);
+    }
+    if c.repetition == 0 || c.repetition > MAX_REPETITIONS {
+        bail!("repetition: expected 1 to {MAX_REPETITIONS}, found {}", c.repetition);
+    }
+    if c.repetition > 1 && c.schema_version < 2 {
+        bail!("repetition {} needs schema_version 2 (found {})", c.repetition, c.schema_version);
     }
     match c.status {
         Status::Valid => {

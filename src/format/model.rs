@@ -4,8 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The only `schema_version` this build reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The `schema_version` this build writes. Version 2 added repetitions (a cell's
+/// `repetition`, the settings' `repeat` and `prefill_samples`); it reads 1 and 2.
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest `schema_version` this build reads (unchanged: a version-1 file is a run of
+/// single measurements).
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// `data/runs/<run-id>/run.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,6 +163,13 @@ pub struct RunSettings {
     pub kv_budget_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_budget_source: Option<String>,
+    /// Repetitions planned for each cell (`site bench --repeat`); absent: one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    /// Measured prefill requests per context and repetition, after a discarded warm-up;
+    /// absent: one (schema 1 runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_samples: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,6 +222,10 @@ pub struct Cell {
     /// Requests in flight (1 for prefill).
     pub concurrency: u32,
     pub status: Status,
+    /// Which measurement of the cell this is, from 1 (`site bench --repeat N`); each
+    /// repetition is a file of its own. Absent: 1.
+    #[serde(default = "first_repetition", skip_serializing_if = "is_first_repetition")]
+    pub repetition: u32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
     /// Figures as reported by another tool (imported cells).
@@ -228,6 +243,14 @@ pub struct Cell {
     /// What failed (status `error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<CellError>,
+}
+
+fn first_repetition() -> u32 {
+    1
+}
+
+fn is_first_repetition(r: &u32) -> bool {
+    *r == 1
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -649,6 +672,7 @@ impl Cell {
             prompt_tokens: None,
             concurrency,
             status,
+            repetition: 1,
             warnings: vec![],
             reported: None,
             measurement: None,
@@ -658,11 +682,13 @@ impl Cell {
         }
     }
 
-    /// The file name a producer gives this cell: one per (phase, context, concurrency).
+    /// The file name a producer gives this cell: one per (phase, context, concurrency,
+    /// repetition); the first repetition keeps schema 1's name.
     pub fn file_name(&self) -> String {
+        let rep = if self.repetition > 1 { format!("-r{}", self.repetition) } else { String::new() };
         match self.phase {
-            Phase::Prefill => format!("prefill-{}.json", self.context),
-            Phase::Decode => format!("decode-{}-c{}.json", self.context, self.concurrency),
+            Phase::Prefill => format!("prefill-{}{rep}.json", self.context),
+            Phase::Decode => format!("decode-{}-c{}{rep}.json", self.context, self.concurrency),
         }
     }
 }

@@ -43,5 +43,7 @@ pub fn settings(context: u32, cells: &[Cell], duration: f64, max_output: u64) ->
         api: None,
         kv_budget_tokens: None,
         kv_budget_source: None,
+        repeat: None,
+        prefill_samples: None,
     }
 }

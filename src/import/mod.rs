@@ -382,6 +382,8 @@ pub fn convert(path: &Path, facts: &ManifestFacts) -> Result<(RunManifest, Vec<C
         api: None,
         kv_budget_tokens: md.max_total_tokens,
         kv_budget_source: md.max_total_tokens.map(|_| format!("{TOOL} metadata.max_total_tokens")),
+        repeat: None,
+        prefill_samples: None,
     };
     let tool = BenchTool { name: TOOL.into(), version: md.version.clone() };
     let mut manifest = facts.manifest(found, settings, tool, Origin::Imported)?;

@@ -6,7 +6,7 @@ pub mod decode;
 pub mod prefill;
 
 pub use decode::{decode_cell, DecodeRun};
-pub use prefill::prefill_cell;
+pub use prefill::{prefill_cell, sample_prompt, warm_up};
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
