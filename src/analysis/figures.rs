@@ -112,11 +112,11 @@ impl Figures {
             total_tps: r.total_tps,
             per_request_tps: r.per_request_tps,
             ttft_ms: r.ttft_ms,
-            ttft_p90_ms: r.ttft_p90_ms.or_else(|| percentile(&ttfts, 90.0)),
-            ttft_p99_ms: r.ttft_p99_ms.or_else(|| percentile(&ttfts, 99.0)),
+            ttft_p90_ms: r.ttft_p90_ms.or_else(|| supported_percentile(&ttfts, 90.0)),
+            ttft_p99_ms: r.ttft_p99_ms.or_else(|| supported_percentile(&ttfts, 99.0)),
             tbt_ms: r.tbt_ms,
-            tbt_p90_ms: r.tbt_p90_ms.or_else(|| percentile(&tbts, 90.0)),
-            tbt_p99_ms: r.tbt_p99_ms.or_else(|| percentile(&tbts, 99.0)),
+            tbt_p90_ms: r.tbt_p90_ms.or_else(|| supported_percentile(&tbts, 90.0)),
+            tbt_p99_ms: r.tbt_p99_ms.or_else(|| supported_percentile(&tbts, 99.0)),
             avg_active: r.avg_active,
             completed: r.completed,
             output_tokens: r.output_tokens,
@@ -162,21 +162,34 @@ pub fn time_between_tokens_s(r: &RequestRecord) -> Option<f64> {
     }
 }
 
-fn prefill_figures(prompt_tokens: Option<u32>, requests: &[RequestRecord]) -> Figures {
-    let ok: Vec<&RequestRecord> = requests.iter().filter(|r| r.error.is_none()).collect();
-    let ttfts: Vec<f64> = ok.iter().filter_map(|r| ttft_s(r)).collect();
-    let rates: Vec<f64> = ok
+/// Prompt tok/s of each prefill sample that succeeded: its prompt tokens (its own usage,
+/// else the cell's) over its TTFT.
+pub fn prefill_rates(prompt_tokens: Option<u32>, requests: &[RequestRecord]) -> Vec<f64> {
+    requests
         .iter()
+        .filter(|r| r.error.is_none())
         .filter_map(|r| {
             let tokens = r.prompt_tokens.or(prompt_tokens)? as f64;
             ttft_s(r).filter(|t| *t > 0.0).map(|t| tokens / t)
         })
-        .collect();
+        .collect()
+}
+
+/// The `p` percentile where n supports it (at least one value beyond it: p90 from 10,
+/// p99 from 100); below that the pages print the largest value with its n instead.
+pub fn supported_percentile(values: &[f64], p: f64) -> Option<f64> {
+    percentile(values, p).filter(|_| super::interval::percentile_supported(values.len(), p))
+}
+
+fn prefill_figures(prompt_tokens: Option<u32>, requests: &[RequestRecord]) -> Figures {
+    let ok: Vec<&RequestRecord> = requests.iter().filter(|r| r.error.is_none()).collect();
+    let ttfts: Vec<f64> = ok.iter().filter_map(|r| ttft_s(r)).collect();
+    let rates = prefill_rates(prompt_tokens, requests);
     Figures {
         prompt_tps: median(&rates),
         ttft_ms: median(&ttfts).map(ms),
-        ttft_p90_ms: percentile(&ttfts, 90.0).map(ms),
-        ttft_p99_ms: percentile(&ttfts, 99.0).map(ms),
+        ttft_p90_ms: supported_percentile(&ttfts, 90.0).map(ms),
+        ttft_p99_ms: supported_percentile(&ttfts, 99.0).map(ms),
         completed: Some(ok.iter().filter(|r| r.first_token_s.is_some()).count() as u64),
         ..Figures::default()
     }
@@ -213,11 +226,11 @@ fn decode_figures(m: &Measurement) -> Figures {
         total_tps,
         per_request_tps: median(&rates),
         ttft_ms: median(&ttfts).map(ms),
-        ttft_p90_ms: percentile(&ttfts, 90.0).map(ms),
-        ttft_p99_ms: percentile(&ttfts, 99.0).map(ms),
+        ttft_p90_ms: supported_percentile(&ttfts, 90.0).map(ms),
+        ttft_p99_ms: supported_percentile(&ttfts, 99.0).map(ms),
         tbt_ms: median(&tbts).map(ms),
-        tbt_p90_ms: percentile(&tbts, 90.0).map(ms),
-        tbt_p99_ms: percentile(&tbts, 99.0).map(ms),
+        tbt_p90_ms: supported_percentile(&tbts, 90.0).map(ms),
+        tbt_p99_ms: supported_percentile(&tbts, 99.0).map(ms),
         avg_active: average_active(m, w),
         completed: Some(completed),
         output_tokens: Some(output_tokens),

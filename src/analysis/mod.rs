@@ -12,6 +12,7 @@ pub mod leaderboard;
 pub mod pareto;
 pub mod run;
 pub mod series;
+pub mod spread;
 pub mod stats;
 pub mod tools;
 pub mod verdict;

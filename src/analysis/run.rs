@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::figures::{CrossCheckBasis, Figures};
+use super::spread::{mean_figures, Spread};
 use crate::format::{
     Cell, CellError, LoadedRun, LoopFinding, Origin, OverCapacity, Phase, RunManifest, Status, Warning,
 };
@@ -67,6 +68,11 @@ pub struct CellView {
     pub over_capacity: Option<Box<OverCapacity>>,
     pub loop_finding: Option<Box<LoopFinding>>,
     pub error: Option<Box<CellError>>,
+    /// Measurements of the cell (repetitions, each a file); its figures are their means.
+    pub repetitions: u32,
+    /// The judged figures with their n and interval (valid cells with something to
+    /// estimate from); boxed, as most sites hold many cells.
+    pub spread: Option<Box<Spread>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -207,8 +213,10 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
     let m = &run.manifest;
     let mut prefill = Vec::new();
     let mut decode = Vec::new();
-    for lc in &run.cells {
-        let view = normalize_cell(&lc.cell, m.origin);
+    // Cells are sorted by (phase, context, concurrency) with their repetitions together.
+    for reps in run.cells.chunk_by(|a, b| same_cell(&a.cell, &b.cell)) {
+        let cells: Vec<&Cell> = reps.iter().map(|lc| &lc.cell).collect();
+        let view = normalize_repetitions(&cells, m.origin);
         match view.phase {
             Phase::Prefill => prefill.push(view),
             Phase::Decode => decode.push(view),
@@ -251,6 +259,42 @@ fn start_time(started_at: &str) -> Option<jiff::Timestamp> {
     day.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
 }
 
+fn same_cell(a: &Cell, b: &Cell) -> bool {
+    (a.phase, a.context, a.concurrency) == (b.phase, b.context, b.concurrency)
+}
+
+/// One cell from its repetitions (at least one, in repetition order). The first repetition
+/// that is not valid decides a failed cell (a loop or an error in any repetition is what
+/// the cell shows); when all are valid, each figure is the mean over them with its
+/// interval across them.
+pub fn normalize_repetitions(cells: &[&Cell], origin: Origin) -> CellView {
+    let views: Vec<CellView> = cells.iter().map(|c| normalize_cell(c, origin)).collect();
+    let n = views.len() as u32;
+    let mut views = views.into_iter();
+    let first = views.next().expect("a cell has a first repetition");
+    if n == 1 {
+        return first;
+    }
+    let rest: Vec<CellView> = views.collect();
+    if let Some(bad) = std::iter::once(&first).chain(&rest).find(|v| v.status != Status::Valid) {
+        return CellView { repetitions: n, spread: None, ..bad.clone() };
+    }
+    let all: Vec<&Figures> = std::iter::once(&first.figures).chain(rest.iter().map(|v| &v.figures)).collect();
+    let mut warnings = first.warnings.clone();
+    for w in rest.iter().flat_map(|v| &v.warnings) {
+        if !warnings.iter().any(|x| x.code == w.code) {
+            warnings.push(w.clone());
+        }
+    }
+    CellView {
+        figures: mean_figures(&all),
+        spread: Some(Box::new(Spread::across(&all))),
+        warnings,
+        repetitions: n,
+        ..first
+    }
+}
+
 pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
     let (source, mut figures) = match (&c.measurement, &c.reported) {
         (Some(m), _) => (FigureSource::Measured, Figures::from_measurement(c.phase, c.prompt_tokens, m)),
@@ -291,6 +335,7 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
     if c.phase == Phase::Decode && c.status == Status::Valid {
         warnings.extend(cross_check_warnings(&figures));
     }
+    let spread = spread_of(c, &figures);
     CellView {
         phase: c.phase,
         context: c.context,
@@ -303,7 +348,16 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
         over_capacity: c.over_capacity.clone().map(Box::new),
         loop_finding: c.loop_finding.clone().map(Box::new),
         error: c.error.clone().map(Box::new),
+        repetitions: 1,
+        spread,
     }
+}
+
+/// A valid measured cell's within-measurement intervals.
+fn spread_of(c: &Cell, figures: &Figures) -> Option<Box<Spread>> {
+    let m = c.measurement.as_ref().filter(|_| c.status == Status::Valid)?;
+    let s = Spread::of_measurement(c.phase, c.prompt_tokens, m, figures);
+    (!s.is_empty()).then(|| Box::new(s))
 }
 
 /// Warnings the figures imply: client and server disagree, or the client was busy.

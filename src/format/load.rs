@@ -259,7 +259,7 @@ pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<Load
     let mut cells = load_cells(&dir.join(CELLS_DIR), &mut problems, skipped)?;
     check_cells(&cells, manifest.as_ref(), &mut problems);
     problems.into_result(dir)?;
-    cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency));
+    cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition));
     let manifest = manifest.expect("a run without problems has its manifest");
     Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest, cells, notes_markdown })
 }
