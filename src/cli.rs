@@ -229,10 +229,14 @@ pub struct DiffArgs {
     /// Output folder (default: diff/<A>--<B>); replaced whole, only on success.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Changes below this percentage are not coloured [default: site.toml's
+    /// Changes below this percentage are not called faster or slower [default: site.toml's
     /// change_threshold_pct, else 5].
     #[arg(long, value_parser = parse_threshold)]
     pub threshold: Option<f64>,
+    /// Exit 1 when any cell is judged slower (for CI pipelines that gate an engine
+    /// upgrade); single measurements are never judged, so measure with --repeat 3.
+    #[arg(long)]
+    pub fail_on_regression: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,30 +6,17 @@ use serde::{Deserialize, Serialize};
 
 pub use super::command::{diff_commands, FlagChange, FlagDiff};
 use super::figures::Figures;
+use super::interval::{Basis, Estimate, Interval};
 use super::run::{CellView, RunView};
+use super::spread::Spread;
+use super::verdict::{change, judge_all};
 use crate::format::Status;
 
-/// Changes smaller than this (percent) are not coloured, unless `site.toml` says otherwise.
+/// Changes smaller than this (percent) are not called faster or slower, unless `site.toml`
+/// says otherwise.
 pub const DEFAULT_THRESHOLD_PCT: f64 = crate::format::settings::DEFAULT_CHANGE_THRESHOLD_PCT;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct MetricDelta {
-    pub a: f64,
-    pub b: f64,
-    /// (b - a) / a x 100.
-    pub pct: f64,
-    pub verdict: Verdict,
-}
-
-/// How a change reads, by the metric's good direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Better,
-    Worse,
-    /// Inside the threshold.
-    Neutral,
-}
+pub use super::verdict::{Change, Verdict};
 
 /// A cell of one side of a comparison: its status, or missing where the run has no cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,11 +82,11 @@ pub struct CellPair {
     pub a_total_tps: Option<f64>,
     pub b_total_tps: Option<f64>,
     /// Present only when both cells are valid.
-    pub total: Option<MetricDelta>,
-    pub per_request: Option<MetricDelta>,
-    pub ttft: Option<MetricDelta>,
-    pub tbt: Option<MetricDelta>,
-    pub total_per_gpu: Option<MetricDelta>,
+    pub total: Option<Change>,
+    pub per_request: Option<Change>,
+    pub ttft: Option<Change>,
+    pub tbt: Option<Change>,
+    pub total_per_gpu: Option<Change>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -115,7 +102,7 @@ pub struct PrefillPair {
     pub b_status: CellState,
     pub a_tps: Option<f64>,
     pub b_tps: Option<f64>,
-    pub tps: Option<MetricDelta>,
+    pub tps: Option<Change>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -135,6 +122,34 @@ pub struct Comparison {
     /// The runs' figures came about differently (another tool, imported against measured,
     /// or another decode test): a change may be the method's, not the server's.
     pub method_differs: bool,
+    /// How many judged figures read each way.
+    pub tally: VerdictTally,
+}
+
+/// The verdicts of a comparison's figures, counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct VerdictTally {
+    pub faster: usize,
+    pub slower: usize,
+    pub no_change: usize,
+    pub inconclusive: usize,
+    pub single: usize,
+}
+
+impl VerdictTally {
+    fn count(changes: &[&mut Change]) -> VerdictTally {
+        let mut t = VerdictTally::default();
+        for c in changes {
+            *match c.verdict {
+                Verdict::Faster => &mut t.faster,
+                Verdict::Slower => &mut t.slower,
+                Verdict::NoChange => &mut t.no_change,
+                Verdict::Inconclusive => &mut t.inconclusive,
+                Verdict::Single => &mut t.single,
+            } += 1;
+        }
+        t
+    }
 }
 
 /// Whether two runs' figures were made the same way.
@@ -145,28 +160,65 @@ pub fn same_method(a: &RunView, b: &RunView) -> bool {
         && ma.settings.decode_test == mb.settings.decode_test
 }
 
-fn valid_figures(cell: Option<&CellView>) -> Option<&Figures> {
-    cell.filter(|v| v.status == Status::Valid).map(|v| &v.figures)
+fn valid_cell(cell: Option<&CellView>) -> Option<&CellView> {
+    cell.filter(|v| v.status == Status::Valid)
 }
 
-/// A change from `a` to `b`; `higher_is_better` says which way is good.
-pub fn delta(a: f64, b: f64, higher_is_better: bool, threshold_pct: f64) -> Option<MetricDelta> {
-    if !(a.is_finite() && b.is_finite()) || a == 0.0 {
-        return None;
+/// A figure of a cell with its uncertainty: the cell's spread where it has one, else the
+/// figure alone (n = 1).
+fn estimate(view: &CellView, metric: Metric) -> Option<Estimate> {
+    let from_spread = view.spread.as_deref().and_then(|s| metric.of_spread(s).cloned());
+    from_spread.or_else(|| {
+        let value = metric.of_figures(&view.figures)?;
+        Some(Estimate { value, n: 1, basis: Basis::Repetitions, interval: None, cv: None, samples: Vec::new() })
+    })
+}
+
+/// The figures a comparison judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Metric {
+    PromptTps,
+    TotalTps,
+    PerRequestTps,
+    TtftMs,
+    TbtMs,
+}
+
+impl Metric {
+    fn of_spread(self, s: &Spread) -> Option<&Estimate> {
+        match self {
+            Metric::PromptTps => s.prompt_tps.as_ref(),
+            Metric::TotalTps => s.total_tps.as_ref(),
+            Metric::PerRequestTps => s.per_request_tps.as_ref(),
+            Metric::TtftMs => s.ttft_ms.as_ref(),
+            Metric::TbtMs => s.tbt_ms.as_ref(),
+        }
     }
-    let pct = (b - a) / a * 100.0;
-    let verdict = if pct.abs() < threshold_pct {
-        Verdict::Neutral
-    } else if (pct > 0.0) == higher_is_better {
-        Verdict::Better
-    } else {
-        Verdict::Worse
-    };
-    Some(MetricDelta { a, b, pct, verdict })
+
+    fn of_figures(self, f: &Figures) -> Option<f64> {
+        match self {
+            Metric::PromptTps => f.prompt_tps,
+            Metric::TotalTps => f.total_tps,
+            Metric::PerRequestTps => f.per_request_tps,
+            Metric::TtftMs => f.ttft_ms,
+            Metric::TbtMs => f.tbt_ms,
+        }
+    }
+
+    /// tok/s up is faster; latencies down are.
+    fn higher_is_better(self) -> bool {
+        matches!(self, Metric::PromptTps | Metric::TotalTps | Metric::PerRequestTps)
+    }
 }
 
-fn both(a: Option<f64>, b: Option<f64>, up: bool, t: f64) -> Option<MetricDelta> {
-    delta(a?, b?, up, t)
+/// An estimate divided by a device count (per-GPU figures).
+fn per_device(e: Estimate, devices: f64) -> Estimate {
+    Estimate {
+        value: e.value / devices,
+        interval: e.interval.map(|i| Interval { lo: i.lo / devices, hi: i.hi / devices, ..i }),
+        samples: e.samples.iter().map(|v| v / devices).collect(),
+        ..e
+    }
 }
 
 pub fn comparison_slug(a: &str, b: &str) -> String {
@@ -210,6 +262,8 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
     if common == 0 {
         return Err(Incomparable::NothingInCommon(a.id.clone(), b.id.clone()));
     }
+    let (mut rows, mut prefill) = (rows, prefill);
+    let tally = judge(&mut rows, &mut prefill);
     Ok(Comparison {
         slug: comparison_slug(&a.id, &b.id),
         a_id: a.id.clone(),
@@ -226,7 +280,73 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         prefill,
         common_cells: common,
         method_differs: !same_method(a, b),
+        tally,
     })
+}
+
+/// How one cell of a comparison reads, all its judged figures together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellVerdict {
+    Faster,
+    Slower,
+    /// Some figures faster, some slower.
+    Mixed,
+    NoChange,
+    Inconclusive,
+    Single,
+}
+
+impl CellVerdict {
+    /// From the verdicts of a cell's figures (`None` when it has none).
+    pub fn of<'a>(changes: impl IntoIterator<Item = &'a Change>) -> Option<CellVerdict> {
+        let verdicts: Vec<Verdict> = changes.into_iter().map(|c| c.verdict).collect();
+        let any = |v: Verdict| verdicts.contains(&v);
+        Some(match (any(Verdict::Faster), any(Verdict::Slower)) {
+            _ if verdicts.is_empty() => return None,
+            (true, true) => CellVerdict::Mixed,
+            (true, false) => CellVerdict::Faster,
+            (false, true) => CellVerdict::Slower,
+            _ if verdicts.iter().all(|v| *v == Verdict::Single) => CellVerdict::Single,
+            _ if any(Verdict::Inconclusive) || any(Verdict::Single) => CellVerdict::Inconclusive,
+            _ => CellVerdict::NoChange,
+        })
+    }
+}
+
+impl Comparison {
+    /// Every cell with a verdict: (`prefill` / `decode`, context, concurrency, verdict), in
+    /// page order, prefill first.
+    pub fn cell_verdicts(&self) -> Vec<(crate::format::Phase, u32, u32, CellVerdict)> {
+        use crate::format::Phase;
+        let prefill = self
+            .prefill
+            .iter()
+            .filter_map(|p| Some((Phase::Prefill, p.context, 1, CellVerdict::of(p.tps.as_ref())?)));
+        let decode = self.rows.iter().flat_map(|r| &r.cells).filter_map(|c| {
+            let figures = [&c.total, &c.per_request, &c.ttft, &c.tbt].into_iter().flatten();
+            Some((Phase::Decode, c.context, c.concurrency, CellVerdict::of(figures)?))
+        });
+        prefill.chain(decode).collect()
+    }
+}
+
+/// Every figure of the comparison judged at once (one Benjamini-Hochberg family); the
+/// per-device view repeats the total's test, so it takes the total's verdict.
+fn judge(rows: &mut [PairRow], prefill: &mut [PrefillPair]) -> VerdictTally {
+    let mut family: Vec<&mut Change> = Vec::new();
+    for c in rows.iter_mut().flat_map(|r| &mut r.cells) {
+        family.extend([&mut c.total, &mut c.per_request, &mut c.ttft, &mut c.tbt].into_iter().flatten());
+    }
+    family.extend(prefill.iter_mut().filter_map(|p| p.tps.as_mut()));
+    judge_all(&mut family);
+    let tally = VerdictTally::count(&family);
+    for c in rows.iter_mut().flat_map(|r| &mut r.cells) {
+        if let (Some(g), Some(t)) = (c.total_per_gpu.as_mut(), c.total.as_ref()) {
+            g.verdict = t.verdict;
+        }
+    }
+    tally
 }
 
 /// The sorted values of both lists, once each.
@@ -240,57 +360,40 @@ fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
 /// Decode cell `ctx` x `c` of both runs; changes only where both are valid.
 fn cell_pair(a: &RunView, b: &RunView, ctx: u32, c: u32, t: f64) -> CellPair {
     let (ca, cb) = (a.decode_cell(ctx, c), b.decode_cell(ctx, c));
-    let (fa, fb) = (valid_figures(ca), valid_figures(cb));
-    let pair = |f: &dyn Fn(&Figures) -> Option<f64>, up: bool| match (fa, fb) {
-        (Some(x), Some(y)) => both(f(x), f(y), up, t),
-        _ => None,
-    };
+    let (va, vb) = (valid_cell(ca), valid_cell(cb));
+    let pair = |m: Metric| change(&estimate(va?, m)?, &estimate(vb?, m)?, m.higher_is_better(), t);
     let gpus = |r: &RunView| r.manifest.hardware.count.max(1) as f64;
-    let (ga, gb) = (gpus(a), gpus(b));
+    let per_gpu = || {
+        let ea = per_device(estimate(va?, Metric::TotalTps)?, gpus(a));
+        let eb = per_device(estimate(vb?, Metric::TotalTps)?, gpus(b));
+        change(&ea, &eb, true, t)
+    };
     CellPair {
         context: ctx,
         concurrency: c,
         a_status: CellState::of(ca),
         b_status: CellState::of(cb),
-        a_total_tps: fa.and_then(|f| f.total_tps),
-        b_total_tps: fb.and_then(|f| f.total_tps),
-        total: pair(&|f| f.total_tps, true),
-        per_request: pair(&|f| f.per_request_tps, true),
-        ttft: pair(&|f| f.ttft_ms, false),
-        tbt: pair(&|f| f.tbt_ms, false),
-        total_per_gpu: match (fa, fb) {
-            (Some(x), Some(y)) => both(x.total_tps.map(|v| v / ga), y.total_tps.map(|v| v / gb), true, t),
-            _ => None,
-        },
+        a_total_tps: va.and_then(|v| v.figures.total_tps),
+        b_total_tps: vb.and_then(|v| v.figures.total_tps),
+        total: pair(Metric::TotalTps),
+        per_request: pair(Metric::PerRequestTps),
+        ttft: pair(Metric::TtftMs),
+        tbt: pair(Metric::TbtMs),
+        total_per_gpu: per_gpu(),
     }
 }
 
 fn prefill_pair(a: &RunView, b: &RunView, ctx: u32, t: f64) -> PrefillPair {
     let (pa, pb) = (a.prefill_cell(ctx), b.prefill_cell(ctx));
-    let tps = |p: Option<&CellView>| p.filter(|p| p.status == Status::Valid).and_then(|p| p.figures.prompt_tps);
+    let (va, vb) = (valid_cell(pa), valid_cell(pb));
+    let m = Metric::PromptTps;
     PrefillPair {
         context: ctx,
         a_status: CellState::of(pa),
         b_status: CellState::of(pb),
-        a_tps: tps(pa),
-        b_tps: tps(pb),
-        tps: both(tps(pa), tps(pb), true, t),
+        a_tps: va.and_then(|v| v.figures.prompt_tps),
+        b_tps: vb.and_then(|v| v.figures.prompt_tps),
+        tps: (|| change(&estimate(va?, m)?, &estimate(vb?, m)?, true, t))(),
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deltas_follow_each_metrics_good_direction() {
-        let up = delta(100.0, 110.0, true, 5.0).unwrap();
-        assert_eq!((up.verdict, up.pct.round()), (Verdict::Better, 10.0));
-        assert_eq!(delta(100.0, 104.0, true, 5.0).unwrap().verdict, Verdict::Neutral);
-        assert_eq!(delta(100.0, 90.0, true, 5.0).unwrap().verdict, Verdict::Worse);
-        // Latency: lower is better.
-        assert_eq!(delta(100.0, 80.0, false, 5.0).unwrap().verdict, Verdict::Better);
-        assert_eq!(delta(100.0, 120.0, false, 5.0).unwrap().verdict, Verdict::Worse);
-        assert!(delta(0.0, 1.0, true, 5.0).is_none());
-    }
-}

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::compare::{comparable, comparison_slug, delta, Verdict};
+use super::compare::{comparable, comparison_slug};
+use super::interval::{mean_estimate, Basis};
+use super::verdict::{change, judge_all, Change, Verdict};
 use super::group::unique_slug;
 use super::pareto::{ConfigKey, ConfigKeyRef};
 use super::run::RunView;
@@ -32,10 +34,9 @@ impl KeyFigure {
 #[derive(Debug, Clone, Serialize)]
 pub struct FigureChange {
     pub figure: KeyFigure,
-    pub a: f64,
-    pub b: f64,
-    pub pct: f64,
-    pub verdict: Verdict,
+    /// The two versions' figures (means over their runs) with the verdict on the change.
+    #[serde(flatten)]
+    pub change: Change,
 }
 
 /// How one step of a series reads.
@@ -46,14 +47,30 @@ pub enum Trend {
     Regression,
     /// Some key figures better, some worse.
     Mixed,
+    /// Every figure judged, none past its threshold.
     Unchanged,
+    /// Some figure neither changed nor shown unchanged: more runs would tell.
+    Inconclusive,
+    /// A side has a single run: the changes are shown, not judged.
+    NotJudged,
+}
+
+impl Trend {
+    /// A step the page points out (and links to its comparison).
+    pub fn flagged(self) -> bool {
+        matches!(self, Trend::Improvement | Trend::Regression | Trend::Mixed)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SeriesStep {
-    /// Indexes into `SiteModel::runs`.
+    /// Indexes into `SiteModel::runs`: the last run of the older version and the first of
+    /// the newer one.
     pub from: usize,
     pub to: usize,
+    /// Runs of each version (the n of each side).
+    pub n_from: u32,
+    pub n_to: u32,
     pub trend: Trend,
     pub changes: Vec<FigureChange>,
     /// The slug of the two runs' comparison page (`compare::comparison_slug`), for a step
@@ -84,17 +101,18 @@ pub struct SeriesView {
 pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
     // Keyed by borrowed (model id, configuration, tool): the series come out in the order of
     // their owned keys without cloning five strings per run.
-    let mut by_key: BTreeMap<(&str, ConfigKeyRef, &str), Vec<usize>> = BTreeMap::new();
+    let mut by_key: BTreeMap<(&str, ConfigKeyRef, &str, String), Vec<usize>> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
         let m = &r.manifest;
-        by_key.entry((m.model.id.as_str(), ConfigKey::borrowed(r), m.bench_tool.name.as_str())).or_default().push(i);
+        let key = (m.model.id.as_str(), ConfigKey::borrowed(r), m.bench_tool.name.as_str(), setup_key(r));
+        by_key.entry(key).or_default().push(i);
     }
     let releases = release_places(runs);
     // Each series compares its neighbours (the costly part): one series per core.
     let groups: Vec<_> = by_key.into_iter().filter(|(_, members)| members.len() > 1).collect();
     let mut all: Vec<SeriesView> = groups
         .into_par_iter()
-        .map(|((model_id, key, bench_tool), mut members)| {
+        .map(|((model_id, key, bench_tool, _), mut members)| {
             members.sort_by(|&a, &b| {
                 let (ra, rb) = (&runs[a], &runs[b]);
                 releases[a].cmp(&releases[b]).then_with(|| ra.started.cmp(&rb.started)).then_with(|| ra.id.cmp(&rb.id))
@@ -146,6 +164,25 @@ fn release_places(runs: &[RunView]) -> Vec<u32> {
     runs.iter().map(|r| place[r.manifest.engine.version.as_str()]).collect()
 }
 
+/// What else must match for two runs to be one configuration over time: the server's
+/// launch command and the bench settings (matrix, window, max output). A run measured
+/// otherwise starts a series of its own, so a settings change is never read as a version
+/// step.
+pub fn setup_key(r: &RunView) -> String {
+    let m = &r.manifest;
+    let s = &m.settings;
+    format!(
+        "{}\u{1f}{:?}\u{1f}{:?}\u{1f}{:?}\u{1f}{}\u{1f}{}\u{1f}{:?}",
+        m.launch_command.as_deref().unwrap_or(""),
+        s.contexts,
+        s.concurrency,
+        s.prefill_contexts,
+        s.duration_s,
+        s.max_output_tokens,
+        s.decode_test
+    )
+}
+
 fn one_series(runs: &[RunView], model_id: String, key: ConfigKey, members: Vec<usize>, threshold: f64) -> SeriesView {
     let prefill_context = members
         .iter()
@@ -157,16 +194,26 @@ fn one_series(runs: &[RunView], model_id: String, key: ConfigKey, members: Vec<u
         .iter()
         .map(|&f| members.iter().map(|&i| key_figure(&runs[i], f, prefill_context)).collect())
         .collect();
-    let steps = members
+    // Runs of one engine version are repetitions of one point; steps join the points.
+    let version = |n: usize| runs[members[n]].manifest.engine.version.as_str();
+    let mut points: Vec<std::ops::Range<usize>> = Vec::new();
+    for n in 0..members.len() {
+        match points.last_mut() {
+            Some(p) if version(p.start) == version(n) => p.end = n + 1,
+            _ => points.push(n..n + 1),
+        }
+    }
+    let steps = points
         .windows(2)
-        .enumerate()
-        .map(|(n, pair)| {
-            let changes = changes(&values, n, threshold);
+        .map(|pair| {
+            let changes = changes(&values, &pair[0], &pair[1], threshold);
             let trend = trend(&changes);
+            let (from, to) = (members[pair[0].end - 1], members[pair[1].start]);
             // Only a flagged step links to its comparison.
-            let (a, b) = (&runs[pair[0]], &runs[pair[1]]);
-            let comparison = (trend != Trend::Unchanged && comparable(a, b)).then(|| comparison_slug(&a.id, &b.id));
-            SeriesStep { from: pair[0], to: pair[1], trend, changes, comparison }
+            let (a, b) = (&runs[from], &runs[to]);
+            let comparison = (trend.flagged() && comparable(a, b)).then(|| comparison_slug(&a.id, &b.id));
+            let (n_from, n_to) = (pair[0].len() as u32, pair[1].len() as u32);
+            SeriesStep { from, to, n_from, n_to, trend, changes, comparison }
         })
         .collect();
     SeriesView {
@@ -197,26 +244,32 @@ pub fn key_figure(run: &RunView, figure: KeyFigure, prefill_context: Option<u32>
     }
 }
 
-/// The key figures of step `n` (runs n and n + 1) present on both sides; higher is better
-/// for all three.
-fn changes(values: &[Vec<Option<f64>>], n: usize, threshold: f64) -> Vec<FigureChange> {
-    KeyFigure::ALL
+/// The key figures of the step from the runs `a` to the runs `b` (positions in the
+/// series) present on both sides, judged together; higher is better for all three.
+fn changes(values: &[Vec<Option<f64>>], a: &std::ops::Range<usize>, b: &std::ops::Range<usize>, threshold: f64) -> Vec<FigureChange> {
+    let side = |row: &[Option<f64>], r: &std::ops::Range<usize>| {
+        let v: Vec<f64> = row[r.clone()].iter().flatten().copied().collect();
+        mean_estimate(&v, Basis::Repetitions)
+    };
+    let mut out: Vec<FigureChange> = KeyFigure::ALL
         .iter()
         .zip(values)
         .filter_map(|(&figure, row)| {
-            let d = delta(row[n]?, row[n + 1]?, true, threshold)?;
-            Some(FigureChange { figure, a: d.a, b: d.b, pct: d.pct, verdict: d.verdict })
+            Some(FigureChange { figure, change: change(&side(row, a)?, &side(row, b)?, true, threshold)? })
         })
-        .collect()
+        .collect();
+    judge_all(&mut out.iter_mut().map(|c| &mut c.change).collect::<Vec<_>>());
+    out
 }
 
 fn trend(changes: &[FigureChange]) -> Trend {
-    let better = changes.iter().any(|c| c.verdict == Verdict::Better);
-    let worse = changes.iter().any(|c| c.verdict == Verdict::Worse);
-    match (better, worse) {
+    let is = |v: Verdict| changes.iter().any(|c| c.change.verdict == v);
+    match (is(Verdict::Faster), is(Verdict::Slower)) {
         (true, true) => Trend::Mixed,
         (true, false) => Trend::Improvement,
         (false, true) => Trend::Regression,
-        (false, false) => Trend::Unchanged,
+        _ if changes.iter().all(|c| c.change.verdict == Verdict::Single) => Trend::NotJudged,
+        _ if is(Verdict::Inconclusive) => Trend::Inconclusive,
+        _ => Trend::Unchanged,
     }
 }

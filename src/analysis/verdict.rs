@@ -1,6 +1,6 @@
 //! Whether a difference between two figures is real: Welch's t test on the logarithms of
-//! the repetitions (so the interval is one of the ratio B/A), Holm's step-down correction
-//! across every figure one comparison judges, and a practical threshold below which a
+//! the repetitions (so the interval is one of the ratio B/A), the Benjamini-Hochberg
+//! correction across every figure one comparison judges, and a practical threshold below which a
 //! change is not called one. Formulas and references: `docs/statistics.md`.
 
 use serde::Serialize;
@@ -11,7 +11,8 @@ use super::interval::{mean_sd, t_quantile, t_two_sided_p, Basis, Estimate, CONFI
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// The ratio's interval (at the Holm-corrected level) excludes no change, and the change
+    /// Significant after the comparison-wide correction (the ratio's interval excludes no
+    /// change), and the change
     /// is at least the practical threshold, in the metric's good direction.
     Faster,
     Slower,
@@ -57,7 +58,7 @@ pub struct Change {
 
 /// Advice above this many repetitions is not given ("more than 50").
 pub const MAX_REPS_ADVISED: u32 = 50;
-/// The family-wise error rate a comparison keeps (Holm).
+/// The false-call rate a comparison keeps (Benjamini-Hochberg).
 pub const ALPHA: f64 = 1.0 - CONFIDENCE;
 
 /// Log-scale Welch statistics of two samples: difference of mean logs, its standard error
@@ -135,21 +136,24 @@ fn reps_needed(w: &LogWelch, threshold_pct: f64) -> Option<u32> {
     })
 }
 
-/// Sets every change's verdict at once. Holm's step-down method keeps the chance of any
-/// false "faster" or "slower" in the whole comparison at `ALPHA`: the i-th smallest of m p
-/// values is significant when it and every smaller one are below ALPHA / (m - i + 1).
-/// A significant change is called only when it is at least its threshold; a change whose
+/// Sets every change's verdict at once. The Benjamini-Hochberg step-up procedure runs over
+/// every judged figure of the comparison: with m p values sorted, the k smallest are
+/// significant for the largest k whose p is at most k/m x ALPHA. It keeps the expected share
+/// of false calls among the calls at ALPHA, and when nothing changed (an A/A pair) the
+/// chance of any call at all at ALPHA, however many cells the comparison holds. A
+/// significant change is called only when it is at least its threshold; a change whose
 /// whole 95% interval lies within ± the threshold is "no change".
 pub fn judge_all(changes: &mut [&mut Change]) {
     let mut order: Vec<usize> = (0..changes.len()).filter(|&i| changes[i].p_value.is_some()).collect();
-    order.sort_by(|&x, &y| changes[x].p_value.unwrap().total_cmp(&changes[y].p_value.unwrap()).then(x.cmp(&y)));
+    let p = |i: usize| changes[i].p_value.unwrap_or(1.0);
+    order.sort_by(|&x, &y| p(x).total_cmp(&p(y)).then(x.cmp(&y)));
     let m = order.len();
+    let passing = order.iter().enumerate().rev().find(|(rank, &i)| p(i) <= (rank + 1) as f64 / m as f64 * ALPHA);
     let mut significant = vec![false; changes.len()];
-    for (rank, &i) in order.iter().enumerate() {
-        if changes[i].p_value.unwrap() > ALPHA / (m - rank) as f64 {
-            break;
+    if let Some((k, _)) = passing {
+        for &i in &order[..=k] {
+            significant[i] = true;
         }
-        significant[i] = true;
     }
     for (c, sig) in changes.iter_mut().zip(significant) {
         c.verdict = verdict_of(c, sig);
@@ -223,23 +227,22 @@ mod tests {
     }
 
     #[test]
-    fn holm_corrects_across_the_comparison() {
-        // Each p alone is below 0.05, but with 3 tests the smallest must be below 0.05/3.
+    fn benjamini_hochberg_controls_calls_across_the_comparison() {
         let mk = |p: f64| {
             let mut c = change(&reps(&[100.0, 101.0]), &reps(&[120.0, 121.0]), true, 5.0).unwrap();
             c.p_value = Some(p);
             c
         };
-        let (mut x, mut y, mut z) = (mk(0.02), mk(0.03), mk(0.04));
-        judge_all(&mut [&mut x, &mut y, &mut z]);
-        assert_eq!([x.verdict, y.verdict, z.verdict], [Verdict::Inconclusive; 3]);
-        let (mut x, mut y, mut z) = (mk(0.001), mk(0.02), mk(0.04));
-        judge_all(&mut [&mut x, &mut y, &mut z]);
-        assert_eq!([x.verdict, y.verdict, z.verdict], [Verdict::Faster, Verdict::Faster, Verdict::Faster]);
-        let (mut x, mut y) = (mk(0.001), mk(0.04));
-        let mut z = mk(0.3);
-        judge_all(&mut [&mut x, &mut y, &mut z]);
-        assert_eq!([x.verdict, y.verdict], [Verdict::Faster, Verdict::Inconclusive]);
+        let verdicts = |ps: [f64; 3]| {
+            let [mut x, mut y, mut z] = ps.map(mk);
+            judge_all(&mut [&mut x, &mut y, &mut z]);
+            [x.verdict, y.verdict, z.verdict]
+        };
+        // Each p alone is below 0.05, but the k-th smallest must be below k/3 x 0.05.
+        assert_eq!(verdicts([0.03, 0.04, 0.06]), [Verdict::Inconclusive; 3]);
+        assert_eq!(verdicts([0.02, 0.03, 0.06]), [Verdict::Faster, Verdict::Faster, Verdict::Inconclusive]);
+        // Step-up: the largest passing rank carries the smaller ones with it.
+        assert_eq!(verdicts([0.04, 0.02, 0.045]), [Verdict::Faster; 3]);
     }
 
     #[test]

@@ -3,9 +3,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::cli::DiffArgs;
-use speed_matrix::analysis::compare::compare;
+use speed_matrix::analysis::compare::{compare, CellVerdict};
 use speed_matrix::analysis::{normalize_run, RunSlugs};
-use speed_matrix::format::{self, load_run_dir, LoadedRun, SiteSettings, RUNS_DIR, RUN_MANIFEST};
+use speed_matrix::format::{self, load_run_dir, LoadedRun, Phase, SiteSettings, RUNS_DIR, RUN_MANIFEST};
+use speed_matrix::units::context_label;
 use speed_matrix::render::compare_page::{comparison_csv, comparison_html};
 use speed_matrix::render::{templates, PageContext};
 use speed_matrix::write::{assets, Sink, Staging};
@@ -61,5 +62,42 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     assets::write_assets(Some(&args.site.static_dir), &staging)?;
     staging.commit().with_context(|| format!("writing {}", out.display()))?;
     println!("Wrote {} ({} cells in common)", out.join("index.html").display(), cmp.common_cells);
+    let cells = cmp.cell_verdicts();
+    println!("{}", verdict_summary(&cells, threshold));
+    let slower: Vec<String> = cells
+        .iter()
+        .filter(|c| matches!(c.3, CellVerdict::Slower | CellVerdict::Mixed))
+        .map(|&(phase, ctx, c, _)| cell_name(phase, ctx, c))
+        .collect();
+    if !slower.is_empty() {
+        println!("slower: {}", slower.join(", "));
+    }
+    if args.fail_on_regression && !slower.is_empty() {
+        bail!("--fail-on-regression: {} cell(s) judged slower", slower.len());
+    }
     Ok(())
+}
+
+fn cell_name(phase: Phase, ctx: u32, c: u32) -> String {
+    match phase {
+        Phase::Prefill => format!("prefill {}", context_label(ctx)),
+        Phase::Decode => format!("{} x {c}", context_label(ctx)),
+    }
+}
+
+/// `12 cells: 2 slower, 9 no change > 5%, 1 inconclusive` (kinds with no cell left out).
+fn verdict_summary(cells: &[(Phase, u32, u32, CellVerdict)], threshold: f64) -> String {
+    let count = |v: CellVerdict| cells.iter().filter(|c| c.3 == v).count();
+    let parts: Vec<String> = [
+        (CellVerdict::Faster, "faster".to_string()),
+        (CellVerdict::Slower, "slower".to_string()),
+        (CellVerdict::Mixed, "mixed (some figures faster, some slower)".to_string()),
+        (CellVerdict::NoChange, format!("no change > {threshold}%")),
+        (CellVerdict::Inconclusive, "inconclusive".to_string()),
+        (CellVerdict::Single, "single measurements, not judged".to_string()),
+    ]
+    .into_iter()
+    .filter_map(|(v, name)| Some(count(v)).filter(|n| *n > 0).map(|n| format!("{n} {name}")))
+    .collect();
+    format!("{} cells: {}", cells.len(), parts.join(", "))
 }

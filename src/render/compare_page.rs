@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::common::{root, run_label, run_title, ser, PageContext};
 use super::downloads::CsvWriter;
-use crate::analysis::compare::MetricDelta;
+use crate::analysis::compare::Change;
 use crate::analysis::{Comparison, RunView};
 use crate::format::{DecodeTest, Origin};
 use crate::units::numbers::{context_label, seconds_setting, DASH};
@@ -108,7 +108,7 @@ pub fn comparison_html(
     })?)
 }
 
-fn delta_fields(m: &Option<MetricDelta>) -> [String; 3] {
+fn delta_fields(m: &Option<Change>) -> [String; 3] {
     match m {
         Some(m) => [m.a.to_string(), m.b.to_string(), format!("{:.2}", m.pct)],
         None => Default::default(),

@@ -14,6 +14,7 @@ use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::compare_page;
 use super::pareto_page::config_name;
 use crate::analysis::series::{KeyFigure, Trend};
+use crate::analysis::verdict::Verdict;
 use crate::analysis::{Comparison, RunView, SeriesView, SiteModel};
 use crate::format::Status;
 use crate::units::numbers::{self, context_label};
@@ -35,7 +36,11 @@ struct StepView<'a> {
     trend: Trend,
     /// `compare/<slug>/` where the step is flagged and comparable.
     comparison: Option<&'a str>,
-    changes: Vec<(&'static str, f64)>,
+    /// (figure, change %, verdict) of each key figure.
+    changes: Vec<(&'static str, f64, Verdict)>,
+    /// Runs of the older and the newer version.
+    n_from: u32,
+    n_to: u32,
 }
 
 #[derive(Debug, Serialize)]
@@ -60,7 +65,7 @@ struct CellRow {
 
 /// Whether a step gets a link to a comparison page.
 fn flagged(trend: Trend) -> bool {
-    trend != Trend::Unchanged
+    trend.flagged()
 }
 
 /// A comparison page a series step links to that `compare.json` does not list: runs `a`
@@ -120,7 +125,7 @@ pub fn render(
             version: &site.runs[i].manifest.engine.version,
             date: site.runs[i].date.as_deref(),
             values: s.values.iter().map(|v| v[n]).collect(),
-            step: n.checked_sub(1).map(|k| step_view(s, k)),
+            step: s.steps.iter().position(|st| st.to == i && n > 0).map(|k| step_view(s, k)),
         })
         .collect();
     let charts: Vec<(&str, String)> = KeyFigure::ALL
@@ -158,7 +163,9 @@ fn step_view(s: &SeriesView, k: usize) -> StepView<'_> {
     StepView {
         trend: step.trend,
         comparison: step.comparison.as_deref().filter(|_| flagged(step.trend)),
-        changes: step.changes.iter().map(|c| (figure_name(c.figure), c.pct)).collect(),
+        changes: step.changes.iter().map(|c| (figure_name(c.figure), c.change.pct, c.change.verdict)).collect(),
+        n_from: step.n_from,
+        n_to: step.n_to,
     }
 }
 

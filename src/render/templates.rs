@@ -114,7 +114,19 @@ fn register_filters(env: &mut Environment<'static>) {
             "improvement" => "Improvement",
             "regression" => "Regression",
             "mixed" => "Mixed",
+            "inconclusive" => "Inconclusive",
+            "not_judged" => "Single runs, not judged",
             _ => "Unchanged",
+        }
+        .to_string()
+    });
+    env.add_filter("verdict_label", |s: String| {
+        match s.as_str() {
+            "faster" => "faster",
+            "slower" => "slower",
+            "no_change" => "no change",
+            "inconclusive" => "inconclusive",
+            _ => "single measurements, not judged",
         }
         .to_string()
     });
