@@ -15,9 +15,14 @@ fn seed_comparison_is_built_and_linked() {
     let slug = "step-3.5-flash-vllm-0.29.0-4x-h200-sxm--step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl";
     let page = ws.read(&format!("public/compare/{slug}/index.html"));
     let text = text_of(&page);
-    assert!(text.contains("156.7 → 124.3 (-20.7%)"), "8K x 1 total tok/s pair missing");
+    // The seeds are single measurements: their changes are shown, never judged.
+    assert!(
+        text.contains("156.7 → 124.3 (-20.7%; n 1 vs 1) single measurements, not judged"),
+        "8K x 1 total tok/s pair missing"
+    );
+    assert!(!page.contains("class=\"cell cmp slower") && !page.contains("class=\"cell cmp faster"));
     // Per GPU: 156.7 / 4 = 39.2 against 124.3 / 2 = 62.15, printed to one decimal as 62.1.
-    assert!(text.contains("39.2 → 62.1 (+58.6%)"), "per-GPU view missing");
+    assert!(text.contains("39.2 → 62.1 (+58.6%; n 1 vs 1)"), "per-GPU view missing");
     // A pair of states is shown as states, never as a ratio.
     assert!(text.contains("Looped → Over capacity"), "status pair missing");
     let flags = table_rows(&page, "<table class=\"flag-diff\"");
@@ -48,19 +53,37 @@ fn diff_colours_past_the_threshold_by_each_metrics_direction() {
     assert!(!page.contains("Measured differently"), "two runs of one tool and method");
     let rows = table_rows(&page, "<table class=\"heatmap compare\"");
     let cell = |r: usize, c: usize| rows[r][c].clone();
-    assert!(cell(1, 1).starts_with("100.0 → 103.0 (+3.0%)"), "{}", cell(1, 1));
-    // The total tok/s verdicts: +3% neutral, +6% better, -10% worse.
+    // 8K cells have three repetitions a side (1% apart), 16K cells one.
+    assert!(cell(1, 1).starts_with("100.0 → 103.0 (+3.0%, 95% CI +0.7% to +5.4%; n 3 vs 3)"), "{}", cell(1, 1));
+    // The total tok/s verdicts: +3% whose interval reaches past 5% is inconclusive, +6% with
+    // an interval above 0 faster, -10% slower; single measurements are never judged.
     let verdicts: Vec<&str> = page
         .match_indices("data-verdict=\"")
         .map(|(i, _)| &page[i + 14..i + 14 + page[i + 14..].find('"').unwrap()])
         .collect();
-    assert_eq!(verdicts[..3], ["neutral", "better", "worse"]);
-    // TTFT up 10% is worse, time between tokens down 10% is better.
-    assert!(page.contains("<span class=\"pair worse\">60 ms → 66 ms <small>(+10.0%)</small></span>"), "TTFT verdict");
+    assert_eq!(verdicts[..4], ["inconclusive", "faster", "slower", "single"]);
+    assert!(page.contains("inconclusive: about 4 repetitions each would tell"));
+    // TTFT up 10% is slower, time between tokens down 10% is faster.
     assert!(
-        page.contains("<span class=\"pair better\">10.0 ms → 9.0 ms <small>(-10.0%)</small></span>"),
+        page.contains("<span class=\"pair slower\">60 ms → 66 ms <small>(+10.0%, 95% CI +7.5% to +12.5%; n 3 vs 3)"),
+        "TTFT verdict"
+    );
+    assert!(
+        page.contains("<span class=\"pair faster\">10.0 ms → 9.0 ms <small>(-10.0%, 95% CI -12.0% to -7.9%; n 3 vs 3)"),
         "TBT verdict"
     );
+    assert!(page.contains("<span class=\"pair single\">90.0 → 90.0 <small>(0.0%; n 1 vs 1) <span class=\"verdict\">single measurements, not judged"));
+    assert!(!page.contains("class=\"cell cmp single slower"));
+    // The terminal summary counts cells; --fail-on-regression fails on a slower one.
+    let summary = stdout(&out);
+    assert!(
+        summary.contains("5 cells with figures on both sides: 1 faster, 1 slower, 1 mixed (some figures faster, some slower), 1 inconclusive, 1 single measurements, not judged"),
+        "{summary}"
+    );
+    assert!(summary.contains("slower figures in: 8K x 2, 8K x 4"), "{summary}");
+    let gate = ws.site(&["diff", "base", "faster", "--out", "cmp3", "--fail-on-regression"]);
+    assert!(!gate.status.success());
+    assert!(stderr(&gate).contains("--fail-on-regression: 2 cell(s) judged slower"), "{}", stderr(&gate));
     // Status cells are never ratios.
     assert_eq!(cell(2, 2), "Looped → 150.0");
     assert_eq!(cell(2, 3), "Over capacity → Error");
@@ -77,11 +100,15 @@ fn diff_colours_past_the_threshold_by_each_metrics_direction() {
     ));
     // Per GPU: 400 / 1 against 360 / 2.
     let per_gpu = table_rows(&page, "<table class=\"heatmap compare per-gpu\"");
-    assert!(per_gpu[1][3].starts_with("400.0 → 180.0 (-55.0%)"), "{:?}", per_gpu[1]);
+    assert!(
+        per_gpu[1][3].starts_with("400.0 → 180.0 (-55.0%, 95% CI -56.0% to -54.0%; n 3 vs 3) slower"),
+        "{:?}",
+        per_gpu[1]
+    );
     // A custom threshold changes the colouring.
     assert_ok(&ws.site(&["diff", "base", "faster", "--out", "cmp2", "--threshold", "2"]));
-    // At 2% the +3% change of 8K x 1 is an improvement, not neutral as at 5%.
-    assert!(ws.read("cmp2/index.html").contains("data-verdict=\"better\"><span class=\"pair better\">100.0 → 103.0"));
+    // At 2% the +3% change of 8K x 1 (interval above 0) is faster, not inconclusive as at 5%.
+    assert!(ws.read("cmp2/index.html").contains("data-verdict=\"faster\"><span class=\"pair faster\">100.0 → 103.0"));
     let csv = ws.read("cmp/comparison.csv");
     assert!(csv.contains("decode,8192,4,valid,valid,400,360,-10.00,"), "{csv}");
     assert!(ws.path().join("cmp/static/style.css").is_file());

@@ -42,28 +42,20 @@ fn series_follow_release_order_and_judge_each_step() {
         ids(&site, &vllm.runs),
         ["c-vllm-0.9.1", "a-vllm-0.9.2", "b-vllm-0.10.0", "e-vllm-0.10.0-rerun", "d-vllm-0.11.0"]
     );
-    let trends: Vec<Trend> = vllm.steps.iter().map(|s| s.trend).collect();
-    assert_eq!(trends, [Trend::Unchanged, Trend::Improvement, Trend::Unchanged, Trend::Regression]);
-    // The regression: peak 470 -> 300 (-36.2%), single request 108 -> 100 (-7.4%), prefill
-    // 20,100 -> 19,900 (-1.0%, inside the 5% threshold).
-    let last = &vllm.steps[3];
-    let changes: Vec<(KeyFigure, Verdict, String)> =
-        last.changes.iter().map(|c| (c.figure, c.verdict, format!("{:.1}", c.pct))).collect();
-    assert_eq!(
-        changes,
-        [
-            (KeyFigure::PeakTotalTps, Verdict::Worse, "-36.2".to_string()),
-            (KeyFigure::SingleRequestTps, Verdict::Worse, "-7.4".to_string()),
-            (KeyFigure::PrefillTps, Verdict::Neutral, "-1.0".to_string()),
-        ]
-    );
-    assert_eq!(last.comparison.as_deref(), Some("e-vllm-0.10.0-rerun--d-vllm-0.11.0"));
+    // Steps join versions (the two 0.10.0 runs are one point); a version with a single run
+    // is shown, never judged: 475 -> 300 is -36.8% but one run of 0.11.0 cannot say so.
+    let trends: Vec<(Trend, u32, u32)> = vllm.steps.iter().map(|s| (s.trend, s.n_from, s.n_to)).collect();
+    assert_eq!(trends, [(Trend::NotJudged, 1, 1), (Trend::NotJudged, 1, 2), (Trend::NotJudged, 2, 1)]);
+    let last = &vllm.steps[2];
+    assert_eq!(format!("{:.1}", last.changes[0].change.pct), "-36.8");
+    assert!(last.changes.iter().all(|c| c.change.verdict == Verdict::Single));
+    assert_eq!(last.comparison, None, "an unjudged step links no comparison");
     assert_eq!(vllm.prefill_context, Some(8192));
     // A looped peak cell leaves the run's peak to its valid cells: 80 -> 480.
     let sglang = &site.model.series[0];
     assert_eq!(ids(&site, &sglang.runs), ["g-sglang-0.4.0", "f-sglang-0.5.0"]);
     assert_eq!(sglang.values[0], [Some(80.0), Some(480.0)]);
-    assert_eq!(sglang.steps[0].trend, Trend::Improvement);
+    assert_eq!(sglang.steps[0].trend, Trend::NotJudged, "single runs a side");
 }
 
 #[test]
@@ -181,6 +173,35 @@ fn a_run_view_holds_its_grid_tallies_and_headline() {
 }
 
 #[test]
+fn a_step_between_repeated_versions_is_judged_and_a_settings_change_is_no_step() {
+    let site = load("trend-repeats");
+    assert_eq!(site.model.series.len(), 1);
+    let s = &site.model.series[0];
+    // The run launched with --enforce-eager is another configuration (alone, no trend).
+    assert_eq!(
+        ids(&site, &s.runs),
+        ["a-vllm-0.9.2", "b-vllm-0.10.0", "e-vllm-0.10.0-rerun", "d-vllm-0.11.0", "h-vllm-0.11.0-rerun"]
+    );
+    let trends: Vec<(Trend, u32, u32)> = s.steps.iter().map(|s| (s.trend, s.n_from, s.n_to)).collect();
+    assert_eq!(trends, [(Trend::NotJudged, 1, 2), (Trend::Regression, 2, 2)]);
+    // Two runs against two: peak 475 -> 303 (-36.2%) and single request 109 -> 101 (-7.3%)
+    // beat the noise and the 5% threshold; prefill 20,050 -> 20,099 (+0.2%) cannot be told
+    // from no change with two runs a side.
+    let last = &s.steps[1];
+    let changes: Vec<(KeyFigure, Verdict, String)> =
+        last.changes.iter().map(|c| (c.figure, c.change.verdict, format!("{:.1}", c.change.pct))).collect();
+    assert_eq!(
+        changes,
+        [
+            (KeyFigure::PeakTotalTps, Verdict::Slower, "-36.2".to_string()),
+            (KeyFigure::SingleRequestTps, Verdict::Slower, "-7.3".to_string()),
+            (KeyFigure::PrefillTps, Verdict::Inconclusive, "0.2".to_string()),
+        ]
+    );
+    assert_eq!(last.comparison.as_deref(), Some("e-vllm-0.10.0-rerun--d-vllm-0.11.0"));
+}
+
+#[test]
 fn the_listed_comparison_is_judged_cell_by_cell() {
     let site = load("compare");
     assert_eq!(site.comparisons.len(), 1);
@@ -190,13 +211,19 @@ fn the_listed_comparison_is_judged_cell_by_cell() {
     let cell = |ctx: u32, c: u32| {
         cmp.rows.iter().find(|r| r.context == ctx).unwrap().cells.iter().find(|x| x.concurrency == c).unwrap()
     };
-    // 100 -> 103 is inside the 5% threshold; 400 -> 360 is 10% worse; per GPU, 200 -> 106 is worse.
+    // Three repetitions a side at 8K: 100 -> 103 may be past 5% (inconclusive); 400 -> 360
+    // is 10% slower; per GPU, 200 -> 106 is slower.
     let t = cell(8192, 1).total.as_ref().unwrap();
-    assert_eq!((t.a, t.b, t.verdict), (100.0, 103.0, Verdict::Neutral));
-    assert_eq!(cell(8192, 4).total.as_ref().unwrap().verdict, Verdict::Worse);
+    assert_eq!((t.a, t.b, t.verdict, t.n_a, t.n_b), (100.0, 103.0, Verdict::Inconclusive, 3, 3));
+    assert_eq!(cell(8192, 4).total.as_ref().unwrap().verdict, Verdict::Slower);
     assert_eq!(cell(8192, 4).total.as_ref().unwrap().pct, -10.0);
     let per_gpu = cell(8192, 2).total_per_gpu.as_ref().unwrap();
-    assert_eq!((per_gpu.a, per_gpu.b, per_gpu.verdict), (200.0, 106.0, Verdict::Worse));
+    assert_eq!((per_gpu.a, per_gpu.b, per_gpu.verdict), (200.0, 106.0, Verdict::Slower));
+    // One measurement a side at 16K: shown, not judged.
+    let single = cell(16384, 1).total.as_ref().unwrap();
+    assert_eq!((single.verdict, single.lo_pct, single.n_a), (Verdict::Single, None, 1));
+    // 16K x 1's four figures.
+    assert_eq!(cmp.tally.single, 4);
     // Cells that are not valid on both sides are compared by state only.
     assert_eq!((cell(16384, 2).a_status, cell(16384, 2).b_status), (CellState::Looped, CellState::Valid));
     assert!(cell(16384, 2).total.is_none());
@@ -204,7 +231,7 @@ fn the_listed_comparison_is_judged_cell_by_cell() {
     let prefill = &cmp.prefill[0];
     assert_eq!(
         (prefill.context, prefill.tps.as_ref().unwrap().pct, prefill.tps.as_ref().unwrap().verdict),
-        (8192, 50.0, Verdict::Better)
+        (8192, 50.0, Verdict::Faster)
     );
 }
 

@@ -40,22 +40,38 @@ fn a_leaderboard_ranks_every_run_and_the_run_page_links_to_its_place() {
 }
 
 #[test]
-fn a_series_page_flags_the_regression_and_links_its_comparison() {
+fn a_series_of_single_runs_shows_its_steps_without_judging_them() {
     let ws = built_series();
     let page = ws.read("public/series/acme-tiny-1b-vllm-fp8-2x-h100-sxm/index.html");
     let rows = table_rows(&page, "<table class=\"series\"");
     let versions: Vec<String> = rows.iter().skip(1).map(|r| text_of(&r[0])).collect();
     assert_eq!(versions, ["0.9.1", "0.9.2", "0.10.0", "0.10.0", "0.11.0"]);
-    let verdicts: Vec<String> =
+    let steps: Vec<String> = rows.iter().skip(1).map(|r| text_of(&r[6])).collect();
+    assert_eq!(steps[0], "—");
+    assert!(steps[1].starts_with("Single runs, not judged (1 vs 1 run)"), "{}", steps[1]);
+    assert_eq!(steps[3], "same version");
+    assert!(steps[4].starts_with("Single runs, not judged (2 vs 1 run)"), "{}", steps[4]);
+    assert!(steps[4].contains("Peak total tok/s -36.8% single measurements, not judged"), "{}", steps[4]);
+    // No step is flagged, so none links a comparison.
+    assert!(!page.contains("href=\"../../compare/"));
+    // Three key-figure charts, plus one per cell with two valid measurements or more.
+    assert_eq!(page.matches("<svg").count(), 3 + 2);
+    assert!(!ws.read("public/index.html").contains("regression"));
+}
+
+#[test]
+fn a_series_page_flags_a_judged_regression_and_links_its_comparison() {
+    let ws = Workspace::from_fixture("valid/trend-repeats");
+    assert_ok(&ws.site(&["build"]));
+    let page = ws.read("public/series/acme-tiny-1b-vllm-fp8-2x-h100-sxm/index.html");
+    let rows = table_rows(&page, "<table class=\"series\"");
+    let steps: Vec<String> =
         rows.iter().skip(1).map(|r| text_of(&r[6]).split_whitespace().next().unwrap_or("").to_string()).collect();
-    assert_eq!(verdicts, ["—", "Unchanged", "Improvement", "Unchanged", "Regression"]);
-    // Flagged steps link to a comparison page the build wrote; unchanged steps do not.
+    assert_eq!(steps, ["—", "Single", "same", "Regression", "same"]);
     let slug = "e-vllm-0.10.0-rerun--d-vllm-0.11.0";
     assert!(page.contains(&format!("href=\"../../compare/{slug}/index.html\"")));
     assert!(ws.path().join(format!("public/compare/{slug}/index.html")).is_file());
     assert!(!ws.path().join("public/compare/b-vllm-0.10.0--e-vllm-0.10.0-rerun").exists());
-    // Three key-figure charts, plus one per cell with two valid measurements or more.
-    assert_eq!(page.matches("<svg").count(), 3 + 2);
     assert!(ws.read("public/index.html").contains("1 regression"));
 }
 

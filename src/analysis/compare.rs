@@ -319,10 +319,8 @@ impl Comparison {
     /// page order, prefill first.
     pub fn cell_verdicts(&self) -> Vec<(crate::format::Phase, u32, u32, CellVerdict)> {
         use crate::format::Phase;
-        let prefill = self
-            .prefill
-            .iter()
-            .filter_map(|p| Some((Phase::Prefill, p.context, 1, CellVerdict::of(p.tps.as_ref())?)));
+        let prefill =
+            self.prefill.iter().filter_map(|p| Some((Phase::Prefill, p.context, 1, CellVerdict::of(p.tps.as_ref())?)));
         let decode = self.rows.iter().flat_map(|r| &r.cells).filter_map(|c| {
             let figures = [&c.total, &c.per_request, &c.ttft, &c.tbt].into_iter().flatten();
             Some((Phase::Decode, c.context, c.concurrency, CellVerdict::of(figures)?))
@@ -331,22 +329,20 @@ impl Comparison {
     }
 }
 
-/// Every figure of the comparison judged at once (one Benjamini-Hochberg family); the
-/// per-device view repeats the total's test, so it takes the total's verdict.
+/// Every figure of the comparison judged at once (one Benjamini-Hochberg family). The
+/// per-device view asks another question of the same totals (which device count serves
+/// more per device), so it is a family of its own and not in the tally.
 fn judge(rows: &mut [PairRow], prefill: &mut [PrefillPair]) -> VerdictTally {
     let mut family: Vec<&mut Change> = Vec::new();
+    let mut per_device: Vec<&mut Change> = Vec::new();
     for c in rows.iter_mut().flat_map(|r| &mut r.cells) {
         family.extend([&mut c.total, &mut c.per_request, &mut c.ttft, &mut c.tbt].into_iter().flatten());
+        per_device.extend(c.total_per_gpu.as_mut());
     }
     family.extend(prefill.iter_mut().filter_map(|p| p.tps.as_mut()));
     judge_all(&mut family);
-    let tally = VerdictTally::count(&family);
-    for c in rows.iter_mut().flat_map(|r| &mut r.cells) {
-        if let (Some(g), Some(t)) = (c.total_per_gpu.as_mut(), c.total.as_ref()) {
-            g.verdict = t.verdict;
-        }
-    }
-    tally
+    judge_all(&mut per_device);
+    VerdictTally::count(&family)
 }
 
 /// The sorted values of both lists, once each.
@@ -396,4 +392,3 @@ fn prefill_pair(a: &RunView, b: &RunView, ctx: u32, t: f64) -> PrefillPair {
         tps: (|| change(&estimate(va?, m)?, &estimate(vb?, m)?, true, t))(),
     }
 }
-

@@ -9,11 +9,11 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::compare::{comparable, comparison_slug};
-use super::interval::{mean_estimate, Basis};
-use super::verdict::{change, judge_all, Change, Verdict};
 use super::group::unique_slug;
+use super::interval::{mean_estimate, Basis};
 use super::pareto::{ConfigKey, ConfigKeyRef};
 use super::run::RunView;
+use super::verdict::{change, judge_all, Change, Verdict};
 use super::version::compare_versions;
 use crate::format::Status;
 
@@ -246,7 +246,12 @@ pub fn key_figure(run: &RunView, figure: KeyFigure, prefill_context: Option<u32>
 
 /// The key figures of the step from the runs `a` to the runs `b` (positions in the
 /// series) present on both sides, judged together; higher is better for all three.
-fn changes(values: &[Vec<Option<f64>>], a: &std::ops::Range<usize>, b: &std::ops::Range<usize>, threshold: f64) -> Vec<FigureChange> {
+fn changes(
+    values: &[Vec<Option<f64>>],
+    a: &std::ops::Range<usize>,
+    b: &std::ops::Range<usize>,
+    threshold: f64,
+) -> Vec<FigureChange> {
     let side = |row: &[Option<f64>], r: &std::ops::Range<usize>| {
         let v: Vec<f64> = row[r.clone()].iter().flatten().copied().collect();
         mean_estimate(&v, Basis::Repetitions)

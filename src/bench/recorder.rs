@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use super::plan::PlannedCell;
 use crate::format::json::to_pretty;
 use crate::format::writer::{cell_path, run_lock};
-use super::plan::PlannedCell;
 use crate::format::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil::{write_atomic, Lock};
 use crate::redact::Scrubber;

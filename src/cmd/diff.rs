@@ -6,9 +6,9 @@ use crate::cli::DiffArgs;
 use speed_matrix::analysis::compare::{compare, CellVerdict};
 use speed_matrix::analysis::{normalize_run, RunSlugs};
 use speed_matrix::format::{self, load_run_dir, LoadedRun, Phase, SiteSettings, RUNS_DIR, RUN_MANIFEST};
-use speed_matrix::units::context_label;
 use speed_matrix::render::compare_page::{comparison_csv, comparison_html};
 use speed_matrix::render::{templates, PageContext};
+use speed_matrix::units::context_label;
 use speed_matrix::write::{assets, Sink, Staging};
 
 /// A run id under the data folder, or a path to a run folder.
@@ -70,7 +70,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         .map(|&(phase, ctx, c, _)| cell_name(phase, ctx, c))
         .collect();
     if !slower.is_empty() {
-        println!("slower: {}", slower.join(", "));
+        println!("slower figures in: {}", slower.join(", "));
     }
     if args.fail_on_regression && !slower.is_empty() {
         bail!("--fail-on-regression: {} cell(s) judged slower", slower.len());
@@ -85,7 +85,8 @@ fn cell_name(phase: Phase, ctx: u32, c: u32) -> String {
     }
 }
 
-/// `12 cells: 2 slower, 9 no change > 5%, 1 inconclusive` (kinds with no cell left out).
+/// `12 cells with figures on both sides: 2 slower, 9 no change > 5%, 1 inconclusive`
+/// (kinds with no cell left out).
 fn verdict_summary(cells: &[(Phase, u32, u32, CellVerdict)], threshold: f64) -> String {
     let count = |v: CellVerdict| cells.iter().filter(|c| c.3 == v).count();
     let parts: Vec<String> = [
@@ -99,5 +100,5 @@ fn verdict_summary(cells: &[(Phase, u32, u32, CellVerdict)], threshold: f64) -> 
     .into_iter()
     .filter_map(|(v, name)| Some(count(v)).filter(|n| *n > 0).map(|n| format!("{n} {name}")))
     .collect();
-    format!("{} cells: {}", cells.len(), parts.join(", "))
+    format!("{} cells with figures on both sides: {}", cells.len(), parts.join(", "))
 }

@@ -115,6 +115,69 @@ pub struct SimArgs {
     /// The server exits after this many seconds (a test never leaves it behind).
     #[arg(long, default_value_t = 600)]
     pub lifetime_s: u64,
+    #[command(flatten)]
+    pub noise: NoiseArgs,
+}
+
+/// Seeded noise, so statistics can be tested against a server that is never the same twice
+/// yet repeats exactly under one seed: each decode step's time is multiplied by a level
+/// for the whole server life (run-to-run difference), a slow sine drift, per-step jitter
+/// and an occasional stall; `--slowdown-pct` makes every step and prefill slower (an A/B
+/// pair).
+#[derive(Debug, Clone, Args)]
+pub struct NoiseArgs {
+    /// Seed of every random draw; without it there is no noise.
+    #[arg(long)]
+    pub noise_seed: Option<u64>,
+    /// Per-step jitter: uniform within ± this percent.
+    #[arg(long, default_value_t = 0.0)]
+    pub jitter_pct: f64,
+    /// The server's speed for its whole life: uniform within ± this percent.
+    #[arg(long, default_value_t = 0.0)]
+    pub level_pct: f64,
+    /// Slow drift: a sine of this amplitude (percent) and period, at a seeded phase.
+    #[arg(long, default_value_t = 0.0)]
+    pub drift_pct: f64,
+    #[arg(long, default_value_t = 20.0)]
+    pub drift_period_s: f64,
+    /// A stall of `--stall-ms` strikes a step with probability step time / this (seconds).
+    #[arg(long, default_value_t = 0.0)]
+    pub stall_every_s: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub stall_ms: f64,
+    /// Every decode step and prefill this percent slower (noise or not).
+    #[arg(long, default_value_t = 0.0)]
+    pub slowdown_pct: f64,
+}
+
+impl NoiseArgs {
+    /// Draw `k` of the seed: uniform in [0, 1).
+    fn draw(seed: u64, k: u64) -> f64 {
+        fastrand::Rng::with_seed(seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15)).f64()
+    }
+
+    /// The time of step `k` (the `k`-th step the server made) `elapsed_s` after start, from
+    /// its noiseless time.
+    pub fn step_s(&self, base_s: f64, elapsed_s: f64, k: u64) -> f64 {
+        let slow = 1.0 + self.slowdown_pct / 100.0;
+        let Some(seed) = self.noise_seed else { return base_s * slow };
+        let level = 1.0 + self.level_pct / 100.0 * (2.0 * Self::draw(seed, u64::MAX) - 1.0);
+        let phase = Self::draw(seed, u64::MAX - 1) * std::f64::consts::TAU;
+        let drift = 1.0
+            + self.drift_pct / 100.0
+                * (std::f64::consts::TAU * elapsed_s / self.drift_period_s.max(1e-3) + phase).sin();
+        let jitter = 1.0 + self.jitter_pct / 100.0 * (2.0 * Self::draw(seed, 2 * k) - 1.0);
+        let mut step = base_s * slow * level * drift * jitter;
+        if self.stall_every_s > 0.0 && Self::draw(seed, 2 * k + 1) < step / self.stall_every_s {
+            step += self.stall_ms / 1000.0;
+        }
+        step.max(0.0)
+    }
+
+    /// A prefill's time, slowed like the steps (and at the server's level).
+    pub fn prefill_s(&self, base_s: f64, elapsed_s: f64, k: u64) -> f64 {
+        self.step_s(base_s, elapsed_s, k)
+    }
 }
 
 impl SimArgs {

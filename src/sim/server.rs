@@ -37,6 +37,22 @@ struct Sim {
     released: Notify,
     /// Output tokens handed to clients, all requests together (the exact ground truth).
     generated: AtomicU64,
+    /// Steps and prefills made so far (the noise's draw counter) and when the server began.
+    draws: AtomicU64,
+    started: tokio::time::Instant,
+}
+
+impl Sim {
+    fn noisy(&self, base_s: f64, prefill: bool) -> f64 {
+        let k = self.draws.fetch_add(1, Ordering::Relaxed);
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let noise = &self.args.noise;
+        if prefill {
+            noise.prefill_s(base_s, elapsed, k)
+        } else {
+            noise.step_s(base_s, elapsed, k)
+        }
+    }
 }
 
 fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
@@ -68,6 +84,8 @@ pub async fn serve(args: SimArgs) -> Result<()> {
         state: Mutex::new(State::default()),
         released: Notify::new(),
         generated: AtomicU64::new(0),
+        draws: AtomicU64::new(0),
+        started: tokio::time::Instant::now(),
     });
     let accept = speed_matrix::httpserve::accept_loop(listener, tls, move |req| handle(sim.clone(), req));
     tokio::select! {
@@ -272,8 +290,10 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
         fault,
         seed: fnv1a(text.as_bytes()) ^ running_at_admission,
     };
-    let prefill_s =
-        (prompt_tokens - cached_tokens) as f64 / a.prefill_tps + cached_tokens as f64 / a.cached_prefill_tps;
+    let prefill_s = sim.noisy(
+        (prompt_tokens - cached_tokens) as f64 / a.prefill_tps + cached_tokens as f64 / a.cached_prefill_tps,
+        true,
+    );
     if !stream {
         tokio::time::sleep(Duration::from_secs_f64(prefill_s + a.step_s(1) * max_tokens as f64)).await;
         release(&sim, need, false).await;
@@ -446,7 +466,7 @@ async fn produce(sim: &Sim, g: &Gen, prefill_done: tokio::time::Instant, tx: &mp
     let mut next = prefill_done;
     while produced < g.max_tokens {
         let running = sim.state.lock().unwrap().running;
-        let step = a.step_s(running);
+        let step = sim.noisy(a.step_s(running), false);
         if step > 0.0 {
             next += Duration::from_secs_f64(step);
             tokio::time::sleep_until(next).await;
