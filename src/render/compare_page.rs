@@ -108,11 +108,25 @@ pub fn comparison_html(
     })?)
 }
 
-fn delta_fields(m: &Option<Change>) -> [String; 3] {
+/// A change's columns: both figures, the change with its 95% interval, and the verdict.
+fn delta_fields(m: &Option<Change>) -> [String; 6] {
+    let pct = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_default();
     match m {
-        Some(m) => [m.a.to_string(), m.b.to_string(), format!("{:.2}", m.pct)],
+        Some(m) => [
+            m.a.to_string(),
+            m.b.to_string(),
+            pct(Some(m.pct)),
+            pct(m.lo_pct),
+            pct(m.hi_pct),
+            serde_json::to_value(m.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+        ],
         None => Default::default(),
     }
+}
+
+/// The repetitions of each side behind a row's first figure.
+fn n_fields(m: &Option<Change>) -> [String; 2] {
+    m.as_ref().map(|m| [m.n_a.to_string(), m.n_b.to_string()]).unwrap_or_default()
 }
 
 const CSV_COLUMNS: &[&str] = &[
@@ -121,21 +135,38 @@ const CSV_COLUMNS: &[&str] = &[
     "concurrency",
     "a_status",
     "b_status",
+    "a_n",
+    "b_n",
     "a_total_tps",
     "b_total_tps",
     "total_tps_change_pct",
+    "total_tps_change_lo_pct",
+    "total_tps_change_hi_pct",
+    "total_tps_verdict",
     "a_per_request_tps",
     "b_per_request_tps",
     "per_request_change_pct",
+    "per_request_change_lo_pct",
+    "per_request_change_hi_pct",
+    "per_request_verdict",
     "a_ttft_ms",
     "b_ttft_ms",
     "ttft_change_pct",
+    "ttft_change_lo_pct",
+    "ttft_change_hi_pct",
+    "ttft_verdict",
     "a_tbt_ms",
     "b_tbt_ms",
     "tbt_change_pct",
+    "tbt_change_lo_pct",
+    "tbt_change_hi_pct",
+    "tbt_verdict",
     "a_total_tps_per_gpu",
     "b_total_tps_per_gpu",
     "per_gpu_change_pct",
+    "per_gpu_change_lo_pct",
+    "per_gpu_change_hi_pct",
+    "per_gpu_verdict",
 ];
 
 /// One row per decode and prefill cell: both sides' status and figures and the changes.
@@ -149,6 +180,7 @@ pub fn comparison_csv(cmp: &Comparison) -> String {
             p.a_status.as_str().into(),
             p.b_status.as_str().into(),
         ];
+        row.extend(n_fields(&p.tps));
         row.extend(delta_fields(&p.tps));
         csv.row(row);
     }
@@ -160,6 +192,7 @@ pub fn comparison_csv(cmp: &Comparison) -> String {
             c.a_status.as_str().into(),
             c.b_status.as_str().into(),
         ];
+        row.extend(n_fields(&c.total));
         for m in [&c.total, &c.per_request, &c.ttft, &c.tbt, &c.total_per_gpu] {
             row.extend(delta_fields(m));
         }

@@ -1,0 +1,169 @@
+//! Repeated measurement and honest verdicts, end to end: `site bench --repeat` against the
+//! simulated engine (interleaved repetitions, resume, prefill samples apart from the cache),
+//! then `site diff` of an A/A pair on the noisy simulator (judged neither faster nor
+//! slower) and of a 10% slowdown (judged slower). Fixed noise seeds.
+#![cfg(feature = "simulator")]
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::sim::SimEngine;
+use common::*;
+use serde_json::Value;
+
+const FAST: &[&str] = &[
+    "--duration",
+    "1.5s",
+    "--warmup-hold",
+    "0.3s",
+    "--gauge-interval",
+    "0.25s",
+    "--drain-timeout",
+    "10s",
+    "--warmup-timeout",
+    "20s",
+    "--max-output",
+    "512",
+];
+
+fn bench(dir: &Path, url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_site"))
+        .current_dir(dir)
+        .args(["bench", "--endpoint", url, "--gpu", "Sim GPU", "--gpu-count", "1"])
+        .args(FAST)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn cell(dir: &Path, run: &str, name: &str) -> Value {
+    let p = dir.join("data/runs").join(run).join("cells").join(name);
+    serde_json::from_str(&fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+}
+
+fn mtime(dir: &Path, run: &str, name: &str) -> std::time::SystemTime {
+    fs::metadata(dir.join("data/runs").join(run).join("cells").join(name)).unwrap().modified().unwrap()
+}
+
+#[test]
+fn repetitions_interleave_across_the_matrix_and_resume() {
+    // 20,000 prompt tok/s uncached, 1,000,000 cached: a sample served from cache would show.
+    let sim = SimEngine::start(&["--step-ms-base", "5", "--step-ms-per-seq", "0"]);
+    let ws = tempfile::tempdir().unwrap();
+    let args = ["--contexts", "256,512", "--concurrency", "1", "--run-id", "r", "--repeat", "2"];
+    let out = bench(ws.path(), &sim.url, &args);
+    assert_ok(&out);
+    assert!(stderr(&out).contains("· rep 2/2"), "{}", stderr(&out));
+    let d = ws.path();
+    for name in ["prefill-256", "decode-256-c1", "prefill-512", "decode-512-c1"] {
+        assert_eq!(cell(d, "r", &format!("{name}.json"))["schema_version"], 2);
+        assert_eq!(cell(d, "r", &format!("{name}-r2.json"))["repetition"], 2);
+        assert!(cell(d, "r", &format!("{name}.json")).get("repetition").is_none(), "repetition 1 is implied");
+    }
+    // Interleaved: every cell once before any cell again.
+    assert!(mtime(d, "r", "decode-512-c1.json") <= mtime(d, "r", "prefill-256-r2.json"));
+    // Prefill: three measured samples (the warm-up is not kept), none served from cache.
+    let prefill = cell(d, "r", "prefill-256-r2.json");
+    let requests = prefill["measurement"]["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 3);
+    for r in requests {
+        let ttft = r["first_token_s"].as_f64().unwrap() - r["send_s"].as_f64().unwrap();
+        let rate = r["prompt_tokens"].as_f64().unwrap() / ttft;
+        assert!(rate < 40_000.0, "a prefill sample at {rate:.0} tok/s was served from the prefix cache");
+    }
+    let manifest: Value = serde_json::from_str(&fs::read_to_string(d.join("data/runs/r/run.json")).unwrap()).unwrap();
+    assert_eq!(
+        (manifest["settings"]["repeat"].as_u64(), manifest["settings"]["prefill_samples"].as_u64()),
+        (Some(2), Some(3))
+    );
+    // --resume with --repeat 3 measures the third repetition and what went missing.
+    fs::remove_file(d.join("data/runs/r/cells/decode-256-c1-r2.json")).unwrap();
+    let mut more: Vec<&str> = args[..args.len() - 1].to_vec();
+    more.extend(["3", "--resume"]);
+    let out = bench(d, &sim.url, &more);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("Wrote 5 cells") && stdout(&out).contains("7 kept from before"), "{}", stdout(&out));
+    assert!(d.join("data/runs/r/cells/decode-256-c1-r2.json").is_file());
+    assert_eq!(cell(d, "r", "decode-512-c1-r3.json")["repetition"], 3);
+    // The site shows the mean of three with its interval and n.
+    assert_ok(&site_in(d, &["build"]));
+    let cells: Value = serde_json::from_str(&fs::read_to_string(d.join("public/runs/r/cells.json")).unwrap()).unwrap();
+    let c = cells["cells"].as_array().unwrap().iter().find(|c| c["phase"] == "decode" && c["context"] == 256).unwrap();
+    assert_eq!(c["repetitions"], 3, "{c}");
+}
+
+/// Noise like a shared machine's: the server's level for its life, slow drift, per-step
+/// jitter and an occasional stall, each run of the pair at a seed of its own.
+fn noisy_sim(seed: &str, slowdown: &str) -> SimEngine {
+    SimEngine::start(&[
+        "--step-ms-base",
+        "8",
+        "--step-ms-per-seq",
+        "1",
+        "--noise-seed",
+        seed,
+        "--level-pct",
+        "1.5",
+        "--drift-pct",
+        "2",
+        "--drift-period-s",
+        "7",
+        "--jitter-pct",
+        "10",
+        "--stall-every-s",
+        "4",
+        "--stall-ms",
+        "40",
+        "--slowdown-pct",
+        slowdown,
+    ])
+}
+
+fn measure(dir: &Path, run: &str, seed: &str, slowdown: &str) {
+    let sim = noisy_sim(seed, slowdown);
+    let args = ["--contexts", "256", "--concurrency", "1,4", "--run-id", run, "--repeat", "3"];
+    assert_ok(&bench(dir, &sim.url, &args));
+}
+
+/// The verdict of each judged figure column of a comparison's CSV, per decode cell.
+fn verdicts(csv: &str) -> Vec<(String, Vec<String>)> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let cols: Vec<usize> = header.iter().enumerate().filter(|(_, h)| h.ends_with("_verdict")).map(|(i, _)| i).collect();
+    lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[3] == "valid" && f[4] == "valid")
+        .map(|f| (format!("{} {} x {}", f[0], f[1], f[2]), cols.iter().map(|&i| f[i].to_string()).collect()))
+        .collect()
+}
+
+#[test]
+fn an_aa_pair_is_not_judged_and_a_ten_percent_slowdown_is_slower() {
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    measure(d, "a", "11", "0");
+    measure(d, "a2", "12", "0");
+    measure(d, "b", "13", "10");
+    // A/A: nothing changed, so no figure may be called faster or slower.
+    let out = site_in(d, &["diff", "a", "a2", "--out", "aa"]);
+    assert_ok(&out);
+    let aa = verdicts(&fs::read_to_string(d.join("aa/comparison.csv")).unwrap());
+    assert_eq!(aa.len(), 3, "prefill 256 and two decode cells: {aa:?}");
+    for (name, v) in &aa {
+        assert!(v.iter().all(|x| x != "faster" && x != "slower" && x != "single"), "A/A {name}: {v:?}");
+    }
+    assert!(stdout(&out).contains("3 cells with figures on both sides:"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("slower figures in"), "{}", stdout(&out));
+    assert_ok(&site_in(d, &["diff", "a", "a2", "--out", "aa2", "--fail-on-regression"]));
+    // A/B: every decode cell's total tok/s 10% slower is judged so, and the gate fails.
+    let out = site_in(d, &["diff", "a", "b", "--out", "ab", "--fail-on-regression"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(stderr(&out).contains("judged slower"), "{}", stderr(&out));
+    let ab = verdicts(&fs::read_to_string(d.join("ab/comparison.csv")).unwrap());
+    for (name, v) in ab.iter().filter(|(n, _)| n.starts_with("decode")) {
+        assert_eq!(v[0], "slower", "A/B {name} total tok/s: {v:?}");
+    }
+}
