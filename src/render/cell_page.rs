@@ -12,6 +12,7 @@ use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::downloads::cell_detail;
 use super::leaderboard_page::{board_name, board_slug};
 use crate::analysis::evidence::{self, distribution, Distribution, Evidence};
+use crate::analysis::interval::{min_requests_for_percentile, percentile_supported, Basis, Estimate, IntervalKind};
 use crate::analysis::{BoardKey, CellView, FigureSource, Figures, RunView};
 use crate::format::{Cell, LoadedRun, Phase, RequestRecord, Status, TokenSource};
 use crate::units::numbers::{self, context_slug};
@@ -83,6 +84,61 @@ struct Stats {
     p99: String,
     max: String,
     chart: String,
+}
+
+/// One figure of the cell with its uncertainty, as the cell page's table prints it.
+#[derive(Debug, Serialize)]
+struct UncertaintyRow {
+    figure: &'static str,
+    value: String,
+    interval: String,
+    method: &'static str,
+    n: u32,
+    /// What the interval covers.
+    covers: &'static str,
+    cv: String,
+    noisy: bool,
+}
+
+fn uncertainty_rows(view: &CellView) -> Vec<UncertaintyRow> {
+    let Some(s) = view.spread.as_deref() else { return Vec::new() };
+    let rows: [(&'static str, Option<&Estimate>, fn(f64) -> String); 5] = [
+        ("Prompt tok/s", s.prompt_tps.as_ref(), numbers::decimal1),
+        ("Total tok/s", s.total_tps.as_ref(), numbers::decimal1),
+        ("Per request tok/s", s.per_request_tps.as_ref(), numbers::decimal1),
+        ("TTFT", s.ttft_ms.as_ref(), numbers::millis1),
+        ("Time between tokens", s.tbt_ms.as_ref(), numbers::millis1),
+    ];
+    rows.into_iter()
+        .filter_map(|(figure, e, fmt)| {
+            let e = e?;
+            let (interval, method) = match e.interval {
+                Some(i) => (
+                    format!("{} to {}", fmt(i.lo), fmt(i.hi)),
+                    match i.kind {
+                        IntervalKind::TMean => "95%, Student's t",
+                        IntervalKind::OrderStatistic => "95%, order statistics",
+                        IntervalKind::Range => "least to most (too few for 95%)",
+                    },
+                ),
+                None => (numbers::DASH.to_string(), "too few for an interval"),
+            };
+            Some(UncertaintyRow {
+                figure,
+                value: fmt(e.value),
+                interval,
+                method,
+                n: e.n,
+                covers: match e.basis {
+                    Basis::Repetitions => "repetitions: run-to-run noise",
+                    Basis::Requests => "requests of one window only",
+                    Basis::WindowBatches => "5 s batches of one window only",
+                },
+                cv: e.cv.map(|cv| format!("{:.1}%", cv * 100.0)).unwrap_or_else(|| numbers::DASH.into()),
+                noisy: e.noisy(),
+            })
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -186,6 +242,7 @@ fn render(
         bench_tool => frame.bench_tool.clone(),
         detail => cell_detail(view),
         formulas => ser(formulas(view, cell, evidence.as_ref())),
+        uncertainty => ser(uncertainty_rows(view)),
         evidence => ser(charts),
         ttft => ser(ttft),
         tbt => ser(tbt),
@@ -227,13 +284,23 @@ fn evidence_view(
     (Some(view), ttft, tbt)
 }
 
+/// A percentile where n supports it, else what n does allow: "max of 8" is the honest
+/// figure for a tail 8 requests cannot reach.
+fn percentile_or_max(value: f64, p: f64, d: &Distribution) -> String {
+    if percentile_supported(d.count, p) {
+        numbers::millis1(value)
+    } else {
+        format!("n/a (needs {} requests; max of {} is {})", min_requests_for_percentile(p), d.count, numbers::millis1(d.max))
+    }
+}
+
 fn stats_of(name: &'static str, d: &Distribution) -> Stats {
     Stats {
         name,
         count: d.count,
         p50: numbers::millis1(d.p50),
-        p90: numbers::millis1(d.p90),
-        p99: numbers::millis1(d.p99),
+        p90: percentile_or_max(d.p90, 90.0, d),
+        p99: percentile_or_max(d.p99, 99.0, d),
         max: numbers::millis1(d.max),
         chart: cell_charts::histogram(d, &format!("{} (ms)", name.to_lowercase())),
     }

@@ -245,6 +245,7 @@ pub fn render(
         decode_slugs => ser(decode_slugs),
         cross_checks => ser(cross_check_rows(run)),
         energy_rows => ser(energy),
+        repeated => run.prefill.iter().chain(&run.decode).map(|c| c.repetitions).max().filter(|n| *n > 1),
     })?;
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;

@@ -96,7 +96,41 @@ fn figure(f: fn(f64) -> String) -> impl Fn(Value) -> String + Send + Sync + 'sta
     }
 }
 
+/// A figure's uncertainty in words, from its serialized `Estimate`: `±3.1% · n 3`, with
+/// `in one window` where the interval does not cover run-to-run noise, a range where n is
+/// too small for 95%, and `noisy` above 10% CV. Empty where there is no estimate.
+fn interval_note(e: Value) -> String {
+    let num = |v: Value| f64::try_from(v).ok().filter(|x| x.is_finite());
+    let (Some(value), Some(n)) = (e.get_attr("value").ok().and_then(num), e.get_attr("n").ok().and_then(num)) else {
+        return String::new();
+    };
+    let basis = e.get_attr("basis").map(|b| b.to_string()).unwrap_or_default();
+    let interval = e.get_attr("interval").ok().filter(|i| !i.is_none() && !i.is_undefined());
+    let bound = |k: &str| interval.as_ref().and_then(|i| i.get_attr(k).ok()).and_then(num);
+    let kind = interval.as_ref().and_then(|i| i.get_attr("kind").ok()).map(|k| k.to_string()).unwrap_or_default();
+    let pct = |x: f64| format!("{:+.1}%", (x - value) / value.abs() * 100.0);
+    let mut note = match (bound("lo"), bound("hi")) {
+        (Some(lo), Some(hi)) if value != 0.0 && kind == "range" => format!("range {} to {}", pct(lo), pct(hi)),
+        (Some(lo), Some(hi)) if value != 0.0 => format!("±{:.1}%", (hi - lo) / 2.0 / value.abs() * 100.0),
+        _ => String::new(),
+    };
+    let what = match basis.as_str() {
+        "repetitions" => format!("n {n}"),
+        "window_batches" => format!("n {n} batches, in one window"),
+        _ => format!("n {n} requests, in one window"),
+    };
+    if !note.is_empty() {
+        note.push_str(" · ");
+    }
+    note.push_str(&what);
+    if e.get_attr("cv").ok().and_then(num).is_some_and(|cv| cv > crate::analysis::interval::NOISY_CV) {
+        note.push_str(" · noisy");
+    }
+    note
+}
+
 fn register_filters(env: &mut Environment<'static>) {
+    env.add_filter("interval_note", interval_note);
     env.add_filter("tps", figure(numbers::decimal1));
     env.add_filter("dec1", figure(numbers::decimal1));
     env.add_filter("compact", figure(numbers::compact));
