@@ -4,6 +4,7 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::interval::Basis;
 use super::run::{CellView, RunView};
 use crate::format::{Phase, Status};
 
@@ -30,13 +31,23 @@ impl BoardKey {
 pub struct BoardEntry {
     /// Index into `SiteModel::runs`.
     pub run: usize,
-    /// 1 is the best; equal values share a place (1, 2, 2, 4).
+    /// 1 + the entries whose interval lies wholly above this one's: entries the noise
+    /// cannot tell apart share a place (1, 1, 3); equal single measurements too.
     pub rank: usize,
+    /// Another entry has the same place ("=2").
+    pub shared: bool,
     /// Decode: total tok/s; prefill: prompt tok/s. What the rank is by.
     pub score: f64,
     pub tps_per_device: f64,
     pub per_request_tps: Option<f64>,
     pub ttft_ms: Option<f64>,
+    /// The score's 95% interval across repetitions; the score itself for a single
+    /// measurement (within-window intervals understate run-to-run noise, so they do not
+    /// share places).
+    #[serde(skip)]
+    pub lo: f64,
+    #[serde(skip)]
+    pub hi: f64,
 }
 
 /// A run whose cell is there but not valid: listed, never ranked.
@@ -57,6 +68,19 @@ impl Leaderboard {
     /// This run's place and the number ranked, if it is ranked here.
     pub fn rank_of(&self, run: usize) -> Option<(usize, usize)> {
         self.ranked.iter().find(|e| e.run == run).map(|e| (e.rank, self.ranked.len()))
+    }
+}
+
+/// The interval a valid cell's score is ranked with: across repetitions where it has them.
+fn score_interval(cell: &CellView, score: f64) -> (f64, f64) {
+    let spread = cell.spread.as_deref();
+    let e = match cell.phase {
+        Phase::Prefill => spread.and_then(|s| s.prompt_tps.as_ref()),
+        Phase::Decode => spread.and_then(|s| s.total_tps.as_ref()),
+    };
+    match e.filter(|e| e.basis == Basis::Repetitions).and_then(|e| e.interval) {
+        Some(i) if i.lo.is_finite() && i.hi.is_finite() => (i.lo.min(score), i.hi.max(score)),
+        _ => (score, score),
     }
 }
 
@@ -149,6 +173,9 @@ fn add_run(boards: &mut Boards, i: usize, run: &RunView) {
             Some(score) => board.ranked.push(BoardEntry {
                 run: i,
                 rank: 0,
+                shared: false,
+                lo: score_interval(cell, score).0,
+                hi: score_interval(cell, score).1,
                 score,
                 tps_per_device: score / run.manifest.hardware.count.max(1) as f64,
                 per_request_tps: cell.figures.per_request_tps,
@@ -159,14 +186,58 @@ fn add_run(boards: &mut Boards, i: usize, run: &RunView) {
     }
 }
 
-/// Sorts best first (ties by run order) and numbers the places.
+/// Numbers the places and sorts by place, best score first within a place (ties by run
+/// order). A place is 1 + the number of entries whose lower bound is above this entry's
+/// upper bound: what the noise says is better, not what the point estimates say.
 fn rank(mut board: Leaderboard) -> Leaderboard {
+    let mut lows: Vec<f64> = board.ranked.iter().map(|e| e.lo).collect();
+    lows.sort_unstable_by(|a, b| b.total_cmp(a));
+    for e in &mut board.ranked {
+        e.rank = 1 + lows.partition_point(|lo| *lo > e.hi);
+    }
     // Ties in run order (the order a whole site fills a board in; a mended board has its
     // changed runs at the end).
-    board.ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.run.cmp(&b.run)));
-    for i in 0..board.ranked.len() {
-        board.ranked[i].rank =
-            if i > 0 && board.ranked[i].score == board.ranked[i - 1].score { board.ranked[i - 1].rank } else { i + 1 };
+    board.ranked.sort_by(|a, b| a.rank.cmp(&b.rank).then(b.score.total_cmp(&a.score)).then(a.run.cmp(&b.run)));
+    let ranks: Vec<usize> = board.ranked.iter().map(|e| e.rank).collect();
+    for (i, e) in board.ranked.iter_mut().enumerate() {
+        e.shared = (i > 0 && ranks[i - 1] == e.rank) || ranks.get(i + 1) == Some(&e.rank);
     }
     board
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(run: usize, score: f64, lo: f64, hi: f64) -> BoardEntry {
+        BoardEntry {
+            run,
+            rank: 0,
+            shared: false,
+            score,
+            tps_per_device: score,
+            per_request_tps: None,
+            ttft_ms: None,
+            lo,
+            hi,
+        }
+    }
+
+    fn places(entries: Vec<BoardEntry>) -> Vec<(usize, usize, bool)> {
+        let b = Leaderboard { key: BoardKey::Prefill { context: 1 }, ranked: entries, unranked: vec![] };
+        rank(b).ranked.iter().map(|e| (e.run, e.rank, e.shared)).collect()
+    }
+
+    #[test]
+    fn overlapping_intervals_share_a_place() {
+        // 101 and 100 overlap; 80 is below both.
+        let got = places(vec![entry(0, 100.0, 97.0, 103.0), entry(1, 101.0, 99.0, 103.0), entry(2, 80.0, 78.0, 82.0)]);
+        assert_eq!(got, [(1, 1, true), (0, 1, true), (2, 3, false)]);
+    }
+
+    #[test]
+    fn single_measurements_rank_by_value_with_ties_shared() {
+        let got = places(vec![entry(0, 90.0, 90.0, 90.0), entry(1, 100.0, 100.0, 100.0), entry(2, 90.0, 90.0, 90.0)]);
+        assert_eq!(got, [(1, 1, false), (0, 2, true), (2, 2, true)]);
+    }
 }

@@ -39,6 +39,7 @@ pub fn board_name(key: BoardKey) -> String {
 #[derive(Debug, Serialize)]
 struct Row<'a> {
     rank: usize,
+    shared: bool,
     id: &'a str,
     title: &'a str,
     device: &'a str,
@@ -150,7 +151,11 @@ fn board_hash(board: &Leaderboard, listed: &[u64], frame: u64) -> u64 {
     h.json(&board.key);
     let bits = |v: Option<f64>| v.map_or(u64::MAX, f64::to_bits);
     for e in &board.ranked {
-        h.u64(listed[e.run]).u64(e.rank as u64).u64(bits(Some(e.score))).u64(bits(Some(e.tps_per_device)));
+        h.u64(listed[e.run])
+            .u64(e.rank as u64)
+            .u64(e.shared as u64)
+            .u64(bits(Some(e.score)))
+            .u64(bits(Some(e.tps_per_device)));
         h.u64(bits(e.per_request_tps)).u64(bits(e.ttft_ms));
     }
     h.u64(board.ranked.len() as u64);
@@ -175,6 +180,7 @@ fn render_board(
             let run = &site.runs[e.run];
             Row {
                 rank: e.rank,
+                shared: e.shared,
                 id: &run.id,
                 title: &cx.titles[e.run],
                 device: &run.manifest.hardware.device,
