@@ -40,7 +40,7 @@ fn seed_comparison_is_built_and_linked() {
     }
     let csv = ws.read(&format!("public/compare/{slug}/comparison.csv"));
     assert!(csv.contains("decode,65536,4,looped,over_capacity,"), "{csv}");
-    assert!(csv.lines().any(|l| l.starts_with("decode,8192,1,valid,valid,156.7,124.3,-20.68,")), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("decode,8192,1,valid,valid,1,1,156.7,124.3,-20.68,,,single,")), "{csv}");
 }
 
 #[test]
@@ -110,7 +110,8 @@ fn diff_colours_past_the_threshold_by_each_metrics_direction() {
     // At 2% the +3% change of 8K x 1 (interval above 0) is faster, not inconclusive as at 5%.
     assert!(ws.read("cmp2/index.html").contains("data-verdict=\"faster\"><span class=\"pair faster\">100.0 → 103.0"));
     let csv = ws.read("cmp/comparison.csv");
-    assert!(csv.contains("decode,8192,4,valid,valid,400,360,-10.00,"), "{csv}");
+    assert!(csv.contains("decode,8192,4,valid,valid,3,3,400,360,-10.00,-12.02,-7.94,slower,"), "{csv}");
+    assert!(csv.contains("decode,16384,1,valid,valid,1,1,90,90,0.00,,,single,"), "{csv}");
     assert!(ws.path().join("cmp/static/style.css").is_file());
     // The standalone page links nowhere else.
     assert!(!page.contains("runs/base/index.html"));

@@ -117,7 +117,8 @@ fn interval_note(e: Value) -> String {
     let what = match basis.as_str() {
         "repetitions" => format!("n {n}"),
         "window_batches" => format!("n {n} batches, in one window"),
-        _ => format!("n {n} requests, in one window"),
+        _ if n == 1.0 => "n 1 request, one run".to_string(),
+        _ => format!("n {n} requests, one run"),
     };
     if !note.is_empty() {
         note.push_str(" · ");
