@@ -12,7 +12,7 @@ pub mod writer;
 
 pub use load::{
     check_comparison_runs, load_data_dir, load_data_dir_with, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun,
-    PageSource, Skipped,
+    PageSource, Skipped, MAX_REPETITIONS,
 };
 pub use model::*;
 pub use settings::SiteSettings;

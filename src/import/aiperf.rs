@@ -1,7 +1,8 @@
 //! NVIDIA AIPerf 0.13 (export schema 1.x): a profile directory (`profile_export_aiperf.json`,
 //! with `profile_export.jsonl` beside it) or a sweep directory (one such folder per
 //! combination, `concurrency_4/` ...). Each profile is a cell; profiles of one setting (model,
-//! input and output lengths) form a run. The export of earlier releases (no `aiperf_version`,
+//! input and output lengths) form a run, and profiles of one setting and concurrency
+//! (`--num-profile-runs N`: `profile_runs/run_000K/`) are the cell's repetitions. The export of earlier releases (no `aiperf_version`,
 //! the load under `input_config.loadgen`, lengths under `input_config.input.prompt`) reads too.
 
 use std::path::Path;
@@ -166,12 +167,17 @@ pub fn convert(group: &[Profile]) -> Result<(Converted, String)> {
             group[0].0
         )
     };
+    // Profiles of one setting and concurrency are repetitions of one cell
+    // (`--num-profile-runs`: `profile_runs/run_0001/`, ...), numbered in path order.
     for (at, v, jsonl) in group {
         let c = concurrency(v, at)?;
-        if cells.iter().any(|x| x.concurrency == c) {
-            bail!("{at}concurrency {c} appears twice in one setting: a cell is imported once");
+        let earlier = cells.iter().filter(|x| x.concurrency == c).count() as u32;
+        if earlier >= crate::format::MAX_REPETITIONS {
+            bail!("{at}concurrency {c}: more than {} profiles of one setting", crate::format::MAX_REPETITIONS);
         }
-        cells.push(cell(v, context, c, samples(jsonl.as_deref())));
+        let mut cell = cell(v, context, c, samples(jsonl.as_deref()));
+        cell.repetition = earlier + 1;
+        cells.push(cell);
     }
     let osl = first_of(first, &OSL).and_then(Value::as_f64).unwrap_or(0.0);
     let duration = group.iter().filter_map(|(_, v, _)| metric(v, "benchmark_duration", "avg")).fold(0.0, f64::max);

@@ -32,6 +32,8 @@ pub fn cell(context: u32, concurrency: u32, warnings: Vec<Warning>, reported: Re
 pub fn settings(context: u32, cells: &[Cell], duration: f64, max_output: u64) -> RunSettings {
     let mut concurrency: Vec<u32> = cells.iter().map(|c| c.concurrency).collect();
     concurrency.sort_unstable();
+    // Repetitions of a cell share its concurrency.
+    concurrency.dedup();
     RunSettings {
         contexts: vec![context],
         concurrency,

@@ -290,12 +290,7 @@ fn percentile_or_max(value: f64, p: f64, d: &Distribution) -> String {
     if percentile_supported(d.count, p) {
         numbers::millis1(value)
     } else {
-        format!(
-            "n/a (needs {} requests; max of {} is {})",
-            min_requests_for_percentile(p),
-            d.count,
-            numbers::millis1(d.max)
-        )
+        format!("needs {} requests (max of {}: {})", min_requests_for_percentile(p), d.count, numbers::millis1(d.max))
     }
 }
 
