@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end on a real engine and in a real browser. Installs what it needs (engine, model,
 # Chromium, playwright-core), starts llama.cpp's server on loopback, measures a small run
-# with `site bench`, builds the site, checks the run's figures, then serves the site and
+# with `site bench`, measures an A/A pair at --repeat 3 (the diff must judge no cell faster or
+# slower), builds the site, checks the run's figures, then serves the site and
 # drives Chromium over it. Any missing part fails the script: nothing is skipped.
 # Screenshots land in target/screenshots/.
 set -euo pipefail
@@ -56,6 +57,25 @@ step "site bench against it"
   --contexts 512,1k --concurrency 1,2,4 --duration 3s --max-output 64 --warmup-hold 1s \
   --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct \
   --launch-command "scripts/llama-server.py --n-ctx $((4096 * SLOTS)) --parallel $SLOTS")
+
+step "A/A on the same server: two runs at --repeat 3, nothing changed, no cell judged"
+mkdir -p "$WORK/aa"
+for run in aa-a aa-b; do
+  (cd "$WORK/aa" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id "$run" \
+    --contexts 256 --concurrency 1,2 --duration 3s --max-output 64 --warmup-hold 1s --repeat 3 \
+    --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
+done
+(cd "$WORK/aa" && "$SITE" diff aa-a aa-b --out diff --fail-on-regression) | tee "$WORK/aa/diff.txt"
+python3 - "$WORK/aa/diff/comparison.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+judged = [(r["phase"], r["context"], r["concurrency"], k, v) for r in rows for k, v in r.items() if k.endswith("_verdict") and v]
+called = [j for j in judged if j[4] in ("faster", "slower")]
+single = [j for j in judged if j[4] == "single"]
+print(f"e2e: A/A verdicts: {len(judged)} figures judged, {len(called)} called faster or slower, {len(single)} single")
+if not judged or called or single:
+    sys.exit(f"e2e: the A/A diff must judge every figure at n 3 and call none faster or slower: {called or single}")
+PY
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
 
 step "site build and the run's figures"

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::interval::Basis;
 use super::run::RunView;
 use crate::format::{SiteSettings, Status};
 
@@ -55,6 +56,8 @@ pub struct ParetoPoint {
     pub total_tps: f64,
     /// price x devices / 3600 / total tok/s x 1e6, where the device has a price.
     pub usd_per_mtok: Option<f64>,
+    /// The 95% interval of `tps_per_device` across the cell's repetitions, where it has them.
+    pub tps_per_device_interval: Option<(f64, f64)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -113,6 +116,13 @@ pub fn pareto(model: usize, runs: &[RunView], members: &[usize], settings: &Site
                 tps_per_device: total / devices as f64,
                 total_tps: total,
                 usd_per_mtok: price.map(|p| usd_per_mtok(p, devices, total)),
+                tps_per_device_interval: c
+                    .spread
+                    .as_deref()
+                    .and_then(|s| s.total_tps.as_ref())
+                    .filter(|e| e.basis == Basis::Repetitions)
+                    .and_then(|e| e.interval)
+                    .map(|i| (i.lo / devices as f64, i.hi / devices as f64)),
             });
         }
     }
@@ -163,7 +173,15 @@ mod tests {
     use super::*;
 
     fn p(x: f64, y: f64) -> ParetoPoint {
-        ParetoPoint { run: 0, concurrency: 1, per_request_tps: x, tps_per_device: y, total_tps: y, usd_per_mtok: None }
+        ParetoPoint {
+            run: 0,
+            concurrency: 1,
+            per_request_tps: x,
+            tps_per_device: y,
+            total_tps: y,
+            usd_per_mtok: None,
+            tps_per_device_interval: None,
+        }
     }
 
     #[test]

@@ -183,6 +183,32 @@ pub fn setup_key(r: &RunView) -> String {
     )
 }
 
+/// For each run, the other runs of its exact configuration (model, device and count, engine,
+/// version and quantization, benchmark tool, launch command and bench settings), in run
+/// order: repetitions of one measurement, which its page links.
+pub fn siblings(runs: &[RunView]) -> Vec<Vec<usize>> {
+    let mut by_key: std::collections::HashMap<(&str, ConfigKeyRef, &str, &str, String), Vec<usize>> =
+        std::collections::HashMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        let m = &r.manifest;
+        let key = (
+            m.model.id.as_str(),
+            ConfigKey::borrowed(r),
+            m.engine.version.as_str(),
+            m.bench_tool.name.as_str(),
+            setup_key(r),
+        );
+        by_key.entry(key).or_default().push(i);
+    }
+    let mut out = vec![Vec::new(); runs.len()];
+    for group in by_key.values().filter(|g| g.len() > 1) {
+        for &i in group {
+            out[i] = group.iter().copied().filter(|&j| j != i).collect();
+        }
+    }
+    out
+}
+
 fn one_series(runs: &[RunView], model_id: String, key: ConfigKey, members: Vec<usize>, threshold: f64) -> SeriesView {
     let prefill_context = members
         .iter()

@@ -207,16 +207,17 @@ pub fn gauge(e: &Evidence, target: u32) -> String {
     let running: Vec<(f64, f64)> = e.gauge.iter().map(|g| (g.t_s, g.running)).collect();
     let (t0, t1) = (running.first().map_or(0.0, |p| p.0), running.last().map_or(0.0, |p| p.0));
     let mut series = vec![
-        Series { label: "running".into(), points: running, point_labels: vec![] },
+        Series { label: "running".into(), points: running, point_labels: vec![], errors: vec![] },
         Series {
             label: format!("target: {target}"),
             points: vec![(t0, target as f64), (t1, target as f64)],
             point_labels: vec![],
+            errors: vec![],
         },
     ];
     let waiting: Vec<(f64, f64)> = e.gauge.iter().filter_map(|g| Some((g.t_s, g.waiting?))).collect();
     if !waiting.is_empty() {
-        series.push(Series { label: "waiting".into(), points: waiting, point_labels: vec![] });
+        series.push(Series { label: "waiting".into(), points: waiting, point_labels: vec![], errors: vec![] });
     }
     line_chart(&ChartSpec {
         x_axis: XAxis::Linear,
@@ -235,7 +236,7 @@ pub fn throughput(e: &Evidence) -> String {
         return String::new();
     }
     let points = e.throughput.iter().map(|b| (b.start_s + b.seconds / 2.0, b.tps)).collect();
-    let series = [Series { label: "output tok/s".into(), points, point_labels: vec![] }];
+    let series = [Series { label: "output tok/s".into(), points, point_labels: vec![], errors: vec![] }];
     line_chart(&ChartSpec {
         x_axis: XAxis::Linear,
         title: "Output tokens per second across the window",

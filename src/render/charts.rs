@@ -42,6 +42,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Optional text drawn next to each point (e.g. TTFT).
     pub point_labels: Vec<String>,
+    /// Optional whisker of each point: the (low, high) of its interval, drawn as a vertical
+    /// line through it.
+    pub errors: Vec<Option<(f64, f64)>>,
 }
 
 pub struct ChartSpec<'a> {
@@ -88,6 +91,12 @@ pub fn line_chart(spec: &ChartSpec) -> String {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y1 = y1.max(y);
+    }
+    // The whiskers' tops stay inside the chart.
+    for hi in spec.series.iter().flat_map(|s| s.errors.iter().flatten().map(|e| e.1)) {
+        if drawable(0.0, hi) {
+            y1 = y1.max(hi);
+        }
     }
     if !any {
         return String::new();
@@ -216,6 +225,25 @@ fn draw<DB: DrawingBackend>(
             .collect();
         let pts: Vec<(f64, f64)> = kept.iter().map(|&(x, y, _)| (x, y)).collect();
         chart.draw_series(LineSeries::new(pts, colour.stroke_width(2)))?;
+        for (j, &(x, y)) in s.points.iter().enumerate() {
+            let Some((lo, hi)) = s.errors.get(j).copied().flatten() else { continue };
+            let x = project_x(axis, x);
+            if !(drawable(x, y) && drawable(x, lo) && drawable(x, hi)) {
+                continue;
+            }
+            let (wx, top) = chart.backend_coord(&(x, hi.max(0.0)));
+            let (_, bottom) = chart.backend_coord(&(x, lo.max(0.0)));
+            marks.push_str(&format!(
+                "<g class=\"whisker\" stroke=\"{css}\" stroke-width=\"1.5\"><title>{}: {} to {}</title><line x1=\"{wx}\" y1=\"{top}\" x2=\"{wx}\" y2=\"{bottom}\"/><line x1=\"{}\" y1=\"{top}\" x2=\"{}\" y2=\"{top}\"/><line x1=\"{}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\"/></g>",
+                xml_escape(s.label.trim()),
+                axis_number(lo),
+                axis_number(hi),
+                wx - 3,
+                wx + 3,
+                wx - 3,
+                wx + 3
+            ));
+        }
         for &(x, y, label) in &kept {
             let (cx, cy) = chart.backend_coord(&(x, y));
             let open = marker(marker_shape(i), cx, cy, 4, &css);
@@ -373,6 +401,8 @@ impl LabelPlacer {
 pub struct ScatterPoint {
     pub x: f64,
     pub y: f64,
+    /// The (low, high) of y's interval, drawn as a whisker.
+    pub y_err: Option<(f64, f64)>,
 }
 
 /// What a point says on hover and where it links.
@@ -410,7 +440,8 @@ pub fn marker_shape(i: usize) -> &'static str {
 /// (title and link), which plotters cannot draw, placed with the chart's own coordinates.
 pub fn scatter_chart(spec: &ScatterSpec) -> String {
     let all = spec.groups.iter().flat_map(|g| &g.points).filter(|p| drawable(p.x, p.y));
-    let (x1, y1) = all.fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.x), y.max(p.y)));
+    let top = |p: &ScatterPoint| p.y_err.map(|e| e.1).filter(|hi| drawable(p.x, *hi)).unwrap_or(p.y).max(p.y);
+    let (x1, y1) = all.fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.x), y.max(top(p))));
     if x1 <= 0.0 || y1 <= 0.0 {
         return String::new();
     }
@@ -470,6 +501,13 @@ fn draw_scatter<DB: DrawingBackend>(
         for (j, p) in g.points.iter().enumerate().filter(|(_, p)| drawable(p.x, p.y)) {
             let on_frontier = g.frontier.contains(&j);
             let (cx, cy) = chart.backend_coord(&(p.x, p.y));
+            if let Some((lo, hi)) = p.y_err.filter(|(lo, hi)| drawable(p.x, *lo) && drawable(p.x, *hi)) {
+                let (_, top) = chart.backend_coord(&(p.x, hi));
+                let (_, bottom) = chart.backend_coord(&(p.x, lo.max(0.0)));
+                marks.push_str(&format!(
+                    "<line class=\"whisker\" x1=\"{cx}\" y1=\"{top}\" x2=\"{cx}\" y2=\"{bottom}\" stroke=\"{css}\" stroke-width=\"1.5\"/>"
+                ));
+            }
             let shape = marker(marker_shape(i), cx, cy, if on_frontier { 5 } else { 3 }, &css);
             if on_frontier || linked < spec.max_linked {
                 linked += 1;
@@ -608,6 +646,7 @@ mod tests {
             label: "a".into(),
             points: vec![(1.0, 10.0), (2.0, f64::MAX / 2.0), (3.0, 1e300), (4.0, f64::INFINITY), (5.0, 20.0)],
             point_labels: vec![],
+            errors: vec![],
         }];
         let spec = ChartSpec {
             x_axis: XAxis::Linear,
@@ -643,6 +682,7 @@ mod tests {
             label: label.into(),
             points: (0..10).map(|i| (i as f64, y)).collect(),
             point_labels: vec![],
+            errors: vec![],
         };
         let series = [flat("running", 2.0), flat("target: 2", 2.0), flat("waiting", 0.0)];
         let spec = ChartSpec {
@@ -671,7 +711,8 @@ mod tests {
     #[test]
     fn a_long_legend_label_is_cut_to_stay_over_the_plot() {
         let long = "A: Step-3.7-Flash-FP8 · sglang 0.5.6.post3.dev9269+g834400705 · 2× H200 NVL · step-3.7-flash";
-        let series = [Series { label: long.into(), points: vec![(1.0, 1.0), (2.0, 2.0)], point_labels: vec![] }];
+        let series =
+            [Series { label: long.into(), points: vec![(1.0, 1.0), (2.0, 2.0)], point_labels: vec![], errors: vec![] }];
         let b = legend_box(&series);
         assert!(b.x0 >= PLOT.x0, "the legend starts at {} left of the plot's {}", b.x0, PLOT.x0);
         let shown = legend_label(long);

@@ -68,6 +68,9 @@ pub struct PageContext<'a> {
     /// Each run's place when all are listed newest first (see `newest_first`), by run index:
     /// a listing of any subset sorts by it instead of comparing dates again.
     pub newest_first: Vec<u32>,
+    /// The other runs (index, id) of each run's exact configuration, by run index
+    /// (`analysis::series::siblings`).
+    pub siblings: Vec<Vec<(usize, String)>>,
 }
 
 impl PageContext<'_> {
@@ -99,7 +102,11 @@ impl PageContext<'_> {
             .collect();
         let nav_hash = crate::units::InputHash::default().json(&nav).finish();
         let nav_value = ser(&nav);
-        PageContext { env, nav, nav_value, nav_hash, comparisons, titles, newest_first }
+        let siblings = crate::analysis::series::siblings(runs)
+            .into_iter()
+            .map(|others| others.into_iter().map(|j| (j, runs[j].id.clone())).collect())
+            .collect();
+        PageContext { env, nav, nav_value, nav_hash, comparisons, titles, newest_first, siblings }
     }
 
     /// The navigation's Markdown pages, for a page's `nav_pages`.

@@ -71,6 +71,7 @@ fn prefill_overlay(a: &RunView, b: &RunView) -> String {
             label: format!("{tag}: {}", run_label(r)),
             points: r.prefill_points().into_iter().map(|(x, y)| (x as f64, y)).collect(),
             point_labels: vec![],
+            errors: vec![],
         })
         .collect();
     line_chart(&ChartSpec {

@@ -142,6 +142,7 @@ pub fn overlay(runs: &[&RunView], points: impl Fn(&RunView) -> Vec<(u32, f64)>) 
             label: super::common::run_label(r),
             points: points(r).into_iter().map(|(x, y)| (x as f64, y)).collect(),
             point_labels: Vec::new(),
+            errors: vec![],
         })
         .collect()
 }

@@ -86,6 +86,7 @@ fn context_view<'a>(
     let point = |p: &ParetoPoint, cost: bool| ScatterPoint {
         x: p.per_request_tps,
         y: if cost { p.usd_per_mtok.unwrap_or(f64::NAN) } else { p.tps_per_device },
+        y_err: if cost { None } else { p.tps_per_device_interval },
     };
     // Formatted only for the points that keep their title and link (most do not, on a
     // model with thousands of cells).

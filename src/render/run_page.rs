@@ -186,6 +186,9 @@ pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, template_hash: 
     for c in cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id) {
         h.json(c);
     }
+    for (j, id) in cx.siblings.get(index).into_iter().flatten() {
+        h.piece(id.as_bytes()).piece(cx.titles[*j].as_bytes());
+    }
     h.u64(cx.nav_hash);
     h.u64(template_hash);
     h.finish()
@@ -246,6 +249,12 @@ pub fn render(
         cross_checks => ser(cross_check_rows(run)),
         energy_rows => ser(energy),
         repeated => run.prefill.iter().chain(&run.decode).map(|c| c.repetitions).max().filter(|n| *n > 1),
+        siblings => index
+            .and_then(|i| cx.siblings.get(i))
+            .into_iter()
+            .flatten()
+            .map(|(j, id)| (id.clone(), cx.titles[*j].clone()))
+            .collect::<Vec<_>>(),
     })?;
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;
@@ -269,6 +278,7 @@ fn prefill_chart(run: &RunView) -> String {
             .iter()
             .map(|(c, _)| c.figures.ttft_ms.map(numbers::millis).map(|t| format!("  {t}")).unwrap_or_default())
             .collect(),
+        errors: cells.iter().map(|(c, _)| whisker(c.spread.as_deref().and_then(|s| s.prompt_tps.as_ref()))).collect(),
     }];
     line_chart(&ChartSpec {
         x_axis: XAxis::Context,
@@ -281,18 +291,28 @@ fn prefill_chart(run: &RunView) -> String {
     })
 }
 
-/// Total tok/s against per-request tok/s: one line per context, one point per valid cell.
+/// A chart whisker from a figure's interval (any kind: a within-window interval is drawn
+/// too, the page's notes say what each covers).
+fn whisker(e: Option<&crate::analysis::interval::Estimate>) -> Option<(f64, f64)> {
+    e.and_then(|e| e.interval).map(|i| (i.lo, i.hi))
+}
+
+/// Total tok/s against per-request tok/s: one line per context, one point per valid cell;
+/// whiskers are total tok/s's intervals.
 fn throughput_interactivity_chart(run: &RunView) -> String {
     let series: Vec<Series> = run
         .heatmap
         .rows
         .iter()
         .filter_map(|row| {
-            let mut pts: Vec<(f64, f64, u32)> = run
+            let mut pts: Vec<(f64, f64, u32, Option<(f64, f64)>)> = run
                 .row_cells(row)
                 .flatten()
                 .filter(|c| c.status == Status::Valid)
-                .filter_map(|c| Some((c.figures.per_request_tps?, c.figures.total_tps?, c.concurrency)))
+                .filter_map(|c| {
+                    let spread = whisker(c.spread.as_deref().and_then(|s| s.total_tps.as_ref()));
+                    Some((c.figures.per_request_tps?, c.figures.total_tps?, c.concurrency, spread))
+                })
                 .collect();
             if pts.is_empty() {
                 return None;
@@ -302,6 +322,7 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
                 label: format!("{} context", numbers::context_label(row.context)),
                 points: pts.iter().map(|p| (p.0, p.1)).collect(),
                 point_labels: pts.iter().map(|p| format!(" ×{}", p.2)).collect(),
+                errors: pts.iter().map(|p| p.3).collect(),
             })
         })
         .collect();

@@ -174,7 +174,7 @@ fn trend_chart(name: &str, versions: &[String], values: &[Option<f64>]) -> Strin
     if points.len() < 2 {
         return String::new();
     }
-    let series = [Series { label: name.to_string(), points, point_labels: vec![] }];
+    let series = [Series { label: name.to_string(), points, point_labels: vec![], errors: vec![] }];
     line_chart(&ChartSpec {
         x_axis: XAxis::Linear,
         title: name,
