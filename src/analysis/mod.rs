@@ -2,6 +2,7 @@
 //! records (or as reported), run views, groups, comparisons. Nothing here formats text,
 //! touches the disk or fails: what could be wrong was refused when the data was loaded.
 
+pub mod capacity;
 pub mod command;
 pub mod compare;
 pub mod evidence;

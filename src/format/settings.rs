@@ -22,6 +22,126 @@ pub struct SiteSettings {
     pub change_threshold_pct: f64,
     /// Dollars per device-hour by device name (as runs name it: `"H200 SXM" = 3.50`).
     pub prices: BTreeMap<String, f64>,
+    /// Named service-level objectives (`[slo.chat]`), in name order; a site without any
+    /// gets `default_slos`. The first in `slo_order` is the one the heatmap outlines.
+    #[serde(default = "default_slos")]
+    pub slo: BTreeMap<String, Slo>,
+    /// The order SLOs are shown in (default: name order); every name must be an `[slo.*]`.
+    #[serde(default)]
+    pub slo_order: Vec<String>,
+    /// Tok/s per user at which every run's throughput per device is read off its
+    /// throughput-against-interactivity curve (the one-number summary).
+    #[serde(default = "default_interactivity", deserialize_with = "interactivity_levels")]
+    pub interactivity: Vec<f64>,
+}
+
+/// A service-level objective: what a cell must meet for its concurrency to count as
+/// capacity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    /// One line for the pages (`Chat: reading speed for nine users in ten`).
+    #[serde(default)]
+    pub description: String,
+    /// The least decode speed each user sees, tok/s per user, at `percentile`: time
+    /// between tokens at that percentile at most 1000 / this many milliseconds.
+    #[serde(deserialize_with = "positive_rate")]
+    pub min_tps_per_user: f64,
+    /// Which requests must meet the bounds: 50 (the median request), 90 or 99 (the slowest
+    /// in ten, in a hundred). A cell with too few requests for it (10 for p90, 100 for
+    /// p99) does not meet the SLO.
+    #[serde(default = "median_percentile", deserialize_with = "slo_percentile")]
+    pub percentile: u32,
+    /// Time to first token at the same percentile, as measured in decode cells (after the
+    /// prompt cache is warm, so mostly queueing and scheduling, not prefill).
+    #[serde(default, deserialize_with = "optional_millis")]
+    pub max_ttft_ms: Option<f64>,
+    /// A fresh prompt's time to first token at the context (the prefill cell's median).
+    #[serde(default, deserialize_with = "optional_millis")]
+    pub max_prefill_ttft_ms: Option<f64>,
+}
+
+/// The SLOs a site gets when `site.toml` names none: a chat service (20 tok/s per user,
+/// faster than people read, first token within 2 s) and batch work (5 tok/s per user, no
+/// latency bound). Both at the median request, which every source reports; a site with
+/// per-request records can ask for p90.
+pub fn default_slos() -> BTreeMap<String, Slo> {
+    BTreeMap::from([
+        (
+            "batch".to_string(),
+            Slo {
+                description: "Batch: at least 5 tok/s per request, no latency bound".into(),
+                min_tps_per_user: 5.0,
+                percentile: 50,
+                max_ttft_ms: None,
+                max_prefill_ttft_ms: None,
+            },
+        ),
+        (
+            "chat".to_string(),
+            Slo {
+                description: "Chat: at least 20 tok/s per user and the first token within 2 s (median request)".into(),
+                min_tps_per_user: 20.0,
+                percentile: 50,
+                max_ttft_ms: Some(2000.0),
+                max_prefill_ttft_ms: None,
+            },
+        ),
+    ])
+}
+
+pub fn default_interactivity() -> Vec<f64> {
+    vec![10.0, 20.0, 50.0]
+}
+
+fn median_percentile() -> u32 {
+    50
+}
+
+/// The percentiles the figures carry.
+pub const SLO_PERCENTILES: [u32; 3] = [50, 90, 99];
+
+fn positive_rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if !(v.is_finite() && v > 0.0 && v <= 1e6) {
+        return Err(serde::de::Error::custom(format!("expected tok/s per user above 0, found {v}")));
+    }
+    Ok(v)
+}
+
+fn slo_percentile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let v = u32::deserialize(d)?;
+    if !SLO_PERCENTILES.contains(&v) {
+        return Err(serde::de::Error::custom(format!("expected a percentile of 50, 90 or 99, found {v}")));
+    }
+    Ok(v)
+}
+
+fn optional_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = f64::deserialize(d)?;
+    if !(v.is_finite() && v > 0.0 && v <= 1e9) {
+        return Err(serde::de::Error::custom(format!("expected milliseconds above 0, found {v}")));
+    }
+    Ok(Some(v))
+}
+
+fn interactivity_levels<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    let v = Vec::<f64>::deserialize(d)?;
+    if v.len() > 12 {
+        return Err(serde::de::Error::custom(format!("expected at most 12 levels, found {}", v.len())));
+    }
+    for (i, x) in v.iter().enumerate() {
+        if !(x.is_finite() && *x > 0.0 && *x <= 1e6) {
+            return Err(serde::de::Error::custom(format!("expected tok/s per user above 0, found {x}")));
+        }
+        if i > 0 && *x <= v[i - 1] {
+            return Err(serde::de::Error::custom(format!(
+                "expected levels in rising order, found {x} after {}",
+                v[i - 1]
+            )));
+        }
+    }
+    Ok(v)
 }
 
 pub const DEFAULT_CHANGE_THRESHOLD_PCT: f64 = 5.0;
@@ -34,6 +154,9 @@ impl Default for SiteSettings {
             base_url: None,
             change_threshold_pct: DEFAULT_CHANGE_THRESHOLD_PCT,
             prices: BTreeMap::new(),
+            slo: default_slos(),
+            slo_order: Vec::new(),
+            interactivity: default_interactivity(),
         }
     }
 }
@@ -58,6 +181,22 @@ impl SiteSettings {
                 bail!("prices.\"{device}\": expected dollars per device-hour above 0, found {price}");
             }
         }
+        if s.slo.len() > 8 {
+            bail!("slo: expected at most 8 SLOs, found {}", s.slo.len());
+        }
+        for name in s.slo.keys() {
+            if name.is_empty()
+                || name.len() > 32
+                || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                bail!("slo.{name:?}: expected a name of letters, digits, - and _ (at most 32), as it names pages");
+            }
+        }
+        for name in &s.slo_order {
+            if !s.slo.contains_key(name) {
+                bail!("slo_order: {name:?} is not an [slo.{name}] table");
+            }
+        }
         if let Some(url) = &mut s.base_url {
             if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains(['"', '<', '>', ' ']) {
                 bail!("base_url: expected an absolute http(s) URL such as https://example.org/speed/, found {url:?}");
@@ -67,6 +206,18 @@ impl SiteSettings {
             }
         }
         Ok(s)
+    }
+
+    /// The SLOs in the order the pages show them: `slo_order` first, then the rest by name.
+    pub fn slos(&self) -> Vec<(&str, &Slo)> {
+        let mut out: Vec<(&str, &Slo)> =
+            self.slo_order.iter().filter_map(|n| self.slo.get_key_value(n)).map(|(k, v)| (k.as_str(), v)).collect();
+        for (k, v) in &self.slo {
+            if !self.slo_order.contains(k) {
+                out.push((k.as_str(), v));
+            }
+        }
+        out
     }
 
     /// The price of one device-hour of `device`, when configured.
@@ -115,5 +266,32 @@ mod tests {
         assert_eq!(e, "prices.\"H200\": expected dollars per device-hour above 0, found -1");
         let e = SiteSettings::parse("base_url = \"javascript:alert(1)\"").unwrap_err().to_string();
         assert!(e.starts_with("base_url: expected an absolute http(s) URL"), "{e}");
+    }
+
+    #[test]
+    fn slos_default_to_chat_and_batch_and_bad_ones_say_where() {
+        let s = SiteSettings::parse("").unwrap();
+        assert_eq!(s.slos().iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["batch", "chat"]);
+        assert_eq!(s.interactivity, [10.0, 20.0, 50.0]);
+        let s = SiteSettings::parse(
+            "slo_order = [\"fast\"]\ninteractivity = [5, 30]\n[slo.fast]\nmin_tps_per_user = 50\npercentile = 90\nmax_ttft_ms = 500\n[slo.a]\nmin_tps_per_user = 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            s.slos().iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            ["fast", "a"],
+            "a site's own SLOs replace the defaults"
+        );
+        assert_eq!((s.slo["fast"].percentile, s.slo["fast"].max_ttft_ms, s.slo["a"].percentile), (90, Some(500.0), 50));
+        let e = SiteSettings::parse("[slo.chat]\nmin_tps_per_user = 20\npercentile = 95\n").unwrap_err().to_string();
+        assert!(e.starts_with("line 3, column 14: expected a percentile of 50, 90 or 99, found 95"), "{e}");
+        let e = SiteSettings::parse("[slo.chat]\nmin_tps_per_user = -2\n").unwrap_err().to_string();
+        assert!(e.starts_with("line 2, column 20: expected tok/s per user above 0, found -2"), "{e}");
+        let e = SiteSettings::parse("interactivity = [20, 10]\n").unwrap_err().to_string();
+        assert!(e.starts_with("line 1, column 17: expected levels in rising order, found 10 after 20"), "{e}");
+        let e = SiteSettings::parse("[slo.chat]\nmax_ttft_ms = 100\n").unwrap_err().to_string();
+        assert!(e.contains("missing field `min_tps_per_user`"), "{e}");
+        let e = SiteSettings::parse("slo_order = [\"x\"]\n").unwrap_err().to_string();
+        assert_eq!(e, "slo_order: \"x\" is not an [slo.x] table");
     }
 }
