@@ -108,7 +108,6 @@ CHECKS=$(cat <<JSON
   {"name": "leaderboards", "path": "/leaderboards/"},
   {"name": "leaderboard", "path": "/leaderboards/8k-x64/"},
   {"name": "pareto", "path": "/pareto/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},
-  {"name": "series", "path": "/series/huggingfacetb-smollm2-135m-instruct-llama-cpp-q4-1-1x-amd-epyc-2-cores/", "svg": "figure.chart svg"},
   {"name": "not-found", "path": "/no/such/page/", "status": 404}
 ]
 JSON

@@ -26,6 +26,8 @@ pub enum Command {
     Import(Box<ImportArgs>),
     /// Write a comparison page for two runs.
     Diff(DiffArgs),
+    /// Start a new results site: data/, site.toml, .gitignore and a publishing workflow.
+    Init(InitArgs),
     /// Measure an OpenAI-compatible server across the context x concurrency matrix.
     #[command(args_override_self = true)]
     Bench(Box<BenchArgs>),
@@ -34,6 +36,16 @@ pub enum Command {
     #[cfg(feature = "simulator")]
     #[command(hide = true, args_override_self = true)]
     SimulateEngine(Box<crate::sim::SimArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The new site's folder (created if missing; must be empty unless --force).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Write into a folder that is not empty, replacing files of the same names.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args, Clone)]

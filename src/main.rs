@@ -32,6 +32,7 @@ fn main() -> ExitCode {
         Command::Check(args) => cmd::check::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Import(args) => cmd::import::run(args),
+        Command::Init(args) => cmd::init::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         #[cfg(feature = "simulator")]

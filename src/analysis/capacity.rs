@@ -119,6 +119,9 @@ pub struct ContextCapacity {
     pub slos: Vec<SloCapacity>,
     /// In the site's interactivity order.
     pub levels: Vec<LevelPoint>,
+    /// The concurrencies whose cells meet the site's first SLO (the heatmap outlines them).
+    #[serde(skip_serializing)]
+    pub meets_first: Vec<u32>,
 }
 
 /// A run's headline numbers: one per context and target.
@@ -155,6 +158,12 @@ pub fn run_capacity(run: &RunView, settings: &SiteSettings) -> RunCapacity {
                 context: row.context,
                 slos: slos.iter().map(|(name, slo)| slo_capacity(name, slo, &cells, prefill, devices, price)).collect(),
                 levels: levels(&cells, devices, &settings.interactivity),
+                meets_first: slos
+                    .first()
+                    .map(|(_, slo)| {
+                        cells.iter().filter(|c| check(c, slo, prefill).is_ok()).map(|c| c.concurrency).collect()
+                    })
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -221,6 +230,96 @@ fn read_level(curve: &[(f64, f64)], level: f64) -> LevelPoint {
         }
     }
     LevelPoint { level, tps_per_device: best.map(|b| b.0), interpolated: best.is_some_and(|b| b.1) }
+}
+
+/// A run's capacity at one SLO and context, as a board lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetEntry {
+    /// Index into `SiteModel::runs`.
+    pub run: usize,
+    pub point: CapacityPoint,
+}
+
+/// One SLO at one context across the site: runs ranked by capacity per device.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetBoard {
+    pub slo: String,
+    pub context: u32,
+    /// Most tok/s per device first (ties in run order).
+    pub entries: Vec<TargetEntry>,
+    /// Runs measured at the context with no cell meeting the SLO.
+    pub none: Vec<usize>,
+}
+
+/// Every (SLO, context) board of the site, SLOs in the site's order, then by context.
+pub fn boards(capacity: &[RunCapacity], slos: &[&str]) -> Vec<TargetBoard> {
+    let mut contexts: Vec<u32> = capacity.iter().flat_map(|c| c.contexts.iter().map(|x| x.context)).collect();
+    contexts.sort_unstable();
+    contexts.dedup();
+    let mut out = Vec::new();
+    for slo in slos {
+        for &context in &contexts {
+            let mut board = TargetBoard { slo: slo.to_string(), context, entries: vec![], none: vec![] };
+            for (run, c) in capacity.iter().enumerate() {
+                match c.at(context, slo).map(|s| &s.point) {
+                    Some(Some(point)) => board.entries.push(TargetEntry { run, point: point.clone() }),
+                    Some(None) => board.none.push(run),
+                    None => {}
+                }
+            }
+            board
+                .entries
+                .sort_by(|a, b| b.point.tps_per_device.total_cmp(&a.point.tps_per_device).then(a.run.cmp(&b.run)));
+            out.push(board);
+        }
+    }
+    out
+}
+
+/// The front page's answer for one model: at the context most of its runs share, the best
+/// configuration at each SLO.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelBest {
+    /// Index into `SiteModel::models`.
+    pub model: usize,
+    pub context: u32,
+    /// The model's runs measured at that context.
+    pub runs_at_context: usize,
+    /// In the site's SLO order: the run with the most tok/s per device meeting it, if any.
+    pub slos: Vec<(String, Option<TargetEntry>)>,
+}
+
+/// For each model (`members[m]`: its runs), the best configuration at each SLO.
+pub fn best_per_model(members: &[&[usize]], capacity: &[RunCapacity], slos: &[&str]) -> Vec<ModelBest> {
+    members
+        .iter()
+        .enumerate()
+        .filter_map(|(model, runs)| {
+            let mut counts: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+            for &r in runs.iter() {
+                for c in &capacity[r].contexts {
+                    *counts.entry(c.context).or_default() += 1;
+                }
+            }
+            // The most shared context; among equals the shortest (the one most sites measure).
+            let (&context, &runs_at_context) = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+            let slos = slos
+                .iter()
+                .map(|slo| {
+                    let best = runs
+                        .iter()
+                        .filter_map(|&r| {
+                            Some(TargetEntry { run: r, point: capacity[r].at(context, slo)?.point.clone()? })
+                        })
+                        .max_by(|a, b| {
+                            a.point.tps_per_device.total_cmp(&b.point.tps_per_device).then(b.run.cmp(&a.run))
+                        });
+                    (slo.to_string(), best)
+                })
+                .collect();
+            Some(ModelBest { model, context, runs_at_context, slos })
+        })
+        .collect()
 }
 
 #[cfg(test)]

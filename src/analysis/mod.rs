@@ -48,6 +48,12 @@ pub struct SiteModel {
     pub series: Vec<SeriesView>,
     /// Configurations measured by two benchmark tools or more.
     pub tools: Vec<tools::ToolsView>,
+    /// Each run's capacity under the site's SLOs and its interactivity levels, by run index.
+    pub capacity: Vec<capacity::RunCapacity>,
+    /// One board per SLO and context: runs by capacity per device.
+    pub targets: Vec<capacity::TargetBoard>,
+    /// Per model, the best configuration at each SLO (the front page).
+    pub best: Vec<capacity::ModelBest>,
 }
 
 impl SiteModel {
@@ -105,7 +111,23 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
         || (leaderboard::leaderboards(&runs), tools::tools(&runs)),
         || rayon::join(|| paretos(&runs, &models, settings), || series::series(&runs, settings.change_threshold_pct)),
     );
-    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools }
+    let (capacity, targets, best) = capacity_views(&runs, &models, settings);
+    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best }
+}
+
+/// Capacity under the SLOs, its boards and each model's best: cheap (a few figures per
+/// cell), so made whole on every analysis.
+fn capacity_views(
+    runs: &[RunView],
+    models: &[GroupView],
+    settings: &SiteSettings,
+) -> (Vec<capacity::RunCapacity>, Vec<capacity::TargetBoard>, Vec<capacity::ModelBest>) {
+    let capacity = capacity::all(runs, settings);
+    let slos: Vec<&str> = settings.slos().into_iter().map(|(n, _)| n).collect();
+    let members: Vec<&[usize]> = models.iter().map(|g| g.runs.as_slice()).collect();
+    let boards = capacity::boards(&capacity, &slos);
+    let best = capacity::best_per_model(&members, &capacity, &slos);
+    (capacity, boards, best)
 }
 
 /// What `analyze` gives for `previous`'s runs with those of `changed` (index, run) put in
@@ -172,7 +194,8 @@ pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settin
         || (leaderboard::mend(leaderboards, &runs, &indices), tools::tools(&runs)),
         || rayon::join(mended_paretos, mended_series),
     );
-    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools }
+    let (capacity, targets, best) = capacity_views(&runs, &models, settings);
+    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best }
 }
 
 /// Runs with their page slugs, and the groups they make.

@@ -5,6 +5,7 @@ pub mod build;
 pub mod check;
 pub mod diff;
 pub mod import;
+pub mod init;
 pub mod serve;
 #[cfg(feature = "simulator")]
 pub mod simulate;

@@ -220,6 +220,11 @@ impl SiteSettings {
         out
     }
 
+    /// Whether any device has a price (pages then show cost columns).
+    pub fn price_known(&self) -> bool {
+        !self.prices.is_empty()
+    }
+
     /// The price of one device-hour of `device`, when configured.
     pub fn price(&self, device: &str) -> Option<f64> {
         self.prices.get(device).copied()

@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
+
+use crate::analysis::capacity::RunCapacity;
 use minijinja::context;
 use minijinja::value::Value;
 use serde::Serialize;
@@ -153,9 +155,18 @@ pub fn render_listing(
 
 /// `index.json` (every run, newest first) and `index.js`, the same data as a script the
 /// listing loads where `fetch` cannot read files (`file://`).
+/// A run of `index.json`: what the listing shows, and its capacity under each SLO and
+/// context with its interactivity levels, for scripts.
+#[derive(Serialize)]
+struct IndexRow<'a> {
+    #[serde(flatten)]
+    run: RunSummary<'a>,
+    capacity: &'a RunCapacity,
+}
+
 pub fn render_index_data(
     cx: &PageContext,
-    runs: &[RunView],
+    (runs, capacity): (&[RunView], &[RunCapacity]),
     cache: &ListingCache,
     sink: &dyn Sink,
     stats: &mut RenderStats,
@@ -163,10 +174,11 @@ pub fn render_index_data(
     let all: Vec<usize> = (0..runs.len()).collect();
     let order = newest_first(cx, &all);
     let files = vec!["index.js".to_string(), "index.json".to_string()];
-    let hash = cache.hash(&order, &[b"index.json"]);
+    let hash = crate::units::InputHash::default().u64(cache.hash(&order, &[b"index.json"])).json(capacity).finish();
     let unit = Unit::listed("index.json".into(), hash, RenderStats { files: 2, ..Default::default() }, files);
     let render = |_: usize, sink: &dyn Sink, st: &mut RenderStats| {
-        let rows: Vec<RunSummary> = order.iter().map(|&i| summary(&runs[i], &cx.titles[i])).collect();
+        let rows: Vec<IndexRow> =
+            order.iter().map(|&i| IndexRow { run: summary(&runs[i], &cx.titles[i]), capacity: &capacity[i] }).collect();
         let json = serde_json::to_string(&serde_json::json!({ "runs": rows }))?;
         put_file(sink, "index.js", &format!("window.speedMatrixIndex = {json};\n"), st)?;
         put_file(sink, "index.json", &json, st)

@@ -19,6 +19,7 @@ pub mod pareto_page;
 pub mod run_page;
 pub mod series_page;
 pub mod site_pages;
+pub mod targets_page;
 pub mod templates;
 pub mod tools_page;
 

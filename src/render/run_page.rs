@@ -9,9 +9,10 @@ use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::common::{put_file, put_page, root, run_title, ser, PageContext, RenderStats};
 use super::leaderboard_page::board_slug;
 use super::{downloads, markdown};
+use crate::analysis::capacity::RunCapacity;
 use crate::analysis::figures::CrossCheckBasis;
 use crate::analysis::{BoardKey, CellView, RunView, SiteModel};
-use crate::format::Status;
+use crate::format::{SiteSettings, Status};
 use crate::units::{numbers, InputHash};
 use crate::write::Sink;
 
@@ -71,13 +72,15 @@ struct CellLinks {
     cell: String,
     slug: String,
     place: Option<String>,
+    /// The cell meets the site's first SLO (outlined in the heatmap).
+    meets_slo: bool,
 }
 
 fn cell_links(ranks: &Ranks, index: Option<usize>, cell: &CellView) -> CellLinks {
     let key = BoardKey::of(cell);
     let slug = board_slug(key);
     let place = index.and_then(|i| ranks.rank(i, key)).map(|(rank, of)| place_html(&slug, rank, of));
-    CellLinks { cell: cell_slug(cell), slug, place }
+    CellLinks { cell: cell_slug(cell), slug, place, meets_slo: false }
 }
 
 const PLACE_OPEN: &str = "<!--place ";
@@ -210,6 +213,7 @@ pub fn render(
     run: &RunView,
     index: Option<usize>,
     ranks: &Ranks,
+    (capacity, settings): (&RunCapacity, &SiteSettings),
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
@@ -225,9 +229,17 @@ pub fn render(
         .iter()
         .map(|row| HeatRowView { context: row.context, cells: run.row_cells(row).collect() })
         .collect();
+    let meets = |c: &CellView| {
+        capacity.contexts.iter().any(|x| x.context == c.context && x.meets_first.contains(&c.concurrency))
+    };
     let heat_links: Vec<Vec<Option<CellLinks>>> = heat_rows
         .iter()
-        .map(|row| row.cells.iter().map(|c| c.map(|c| cell_links(ranks, index, c))).collect())
+        .map(|row| {
+            row.cells
+                .iter()
+                .map(|c| c.map(|c| CellLinks { meets_slo: meets(c), ..cell_links(ranks, index, c) }))
+                .collect()
+        })
         .collect();
     let prefill_links: Vec<CellLinks> = run.prefill.iter().map(|c| cell_links(ranks, index, c)).collect();
     let decode_slugs: Vec<String> = run.decode.iter().map(cell_slug).collect();
@@ -249,6 +261,7 @@ pub fn render(
         cross_checks => ser(cross_check_rows(run)),
         energy_rows => ser(energy),
         repeated => run.prefill.iter().chain(&run.decode).map(|c| c.repetitions).max().filter(|n| *n > 1),
+        targets => super::targets_page::run_targets(capacity, settings),
         siblings => index
             .and_then(|i| cx.siblings.get(i))
             .into_iter()

@@ -16,7 +16,8 @@ use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::feeds::PageRecorder;
 use super::series_page::series_title;
 use super::{
-    cell_page, feeds, group_page, leaderboard_page, listing, markdown, pareto_page, run_page, series_page, tools_page,
+    cell_page, feeds, group_page, leaderboard_page, listing, markdown, pareto_page, run_page, series_page,
+    targets_page, tools_page,
 };
 use crate::analysis::series::Trend;
 use crate::analysis::{
@@ -113,7 +114,9 @@ impl SitePages<'_> {
         stats: &mut RenderStats,
     ) -> Result<BTreeMap<String, u64>> {
         let boards = leaderboard_page::render_all(cx, self.site, self.previous, frame, sink, stats);
-        let hashes = boards.context("rendering the leaderboards")?;
+        let mut hashes = boards.context("rendering the leaderboards")?;
+        let targets = targets_page::render_all(cx, self.site, self.settings, self.previous, frame, sink, stats);
+        hashes.extend(targets.context("rendering the capacity boards")?);
         for v in &self.site.tools {
             tools_page::render(cx, self.site, v, sink, stats).context("rendering a tools page")?;
         }
@@ -196,7 +199,8 @@ impl SitePages<'_> {
             .collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
-            run_page::render(cx, run, Some(i), ranks, sink, st).with_context(|| format!("rendering run {}", run.id))
+            run_page::render(cx, run, Some(i), ranks, (&site.capacity[i], self.settings), sink, st)
+                .with_context(|| format!("rendering run {}", run.id))
         };
         let mut by_folder = render_cached(&units, self.previous, render, sink, stats)?;
         // Fewer runs' cells to render than cores (a change while serving): their cells in
@@ -313,7 +317,7 @@ impl SitePages<'_> {
         let runs = listing::Listing { members: &all, dir: "", heading: "Runs", preset: None };
         let listing::RenderedListing { first: listing, mut hashes, .. } =
             listing::render_listing(cx, &self.site.runs, &runs, cache, sink, stats)?;
-        hashes.extend(listing::render_index_data(cx, &self.site.runs, cache, sink, stats)?);
+        hashes.extend(listing::render_index_data(cx, (&self.site.runs, &self.site.capacity), cache, sink, stats)?);
         let series: Vec<SeriesLink> = self
             .site
             .series
@@ -334,6 +338,7 @@ impl SitePages<'_> {
         let index = cx.env.get_template("index.html")?.render(context! {
             root => root(""),
             nav_pages => cx.nav_pages(),
+            best => targets_page::front_page(cx, self.site, self.settings),
             listing => listing,
             models => ser(&self.site.models),
             hardware => ser(&self.site.hardware),

@@ -31,6 +31,8 @@ pub const DEFAULT_TEMPLATES: &[(&str, &str)] = &[
     ("pareto.html", include_str!("../../site-templates/pareto.html")),
     ("series.html", include_str!("../../site-templates/series.html")),
     ("tools.html", include_str!("../../site-templates/tools.html")),
+    ("targets.html", include_str!("../../site-templates/targets.html")),
+    ("target.html", include_str!("../../site-templates/target.html")),
     ("sitemap.xml", include_str!("../../site-templates/sitemap.xml")),
     ("feed.xml", include_str!("../../site-templates/feed.xml")),
 ];
@@ -140,6 +142,7 @@ fn register_filters(env: &mut Environment<'static>) {
     env.add_filter("s1", figure(numbers::seconds1));
     env.add_filter("int", figure(numbers::integer));
     env.add_filter("usd", figure(numbers::dollars));
+    env.add_filter("ctx_slug", figure(|v| numbers::context_slug(v as u32)));
     env.add_filter("secs", figure(numbers::seconds_setting));
     env.add_filter("ctx", figure(|v| numbers::context_label(v as u32)));
     env.add_filter("status_label", |s: String| status_label(&s).to_string());
