@@ -91,7 +91,14 @@ fn the_pareto_page_draws_every_cell_with_a_title_and_link_and_a_cost_chart() {
         })
         .count();
     assert_eq!(markers, 2 * 13);
-    assert_eq!(page.matches("<title>").count(), 1 + 2 + 2 * 13, "the page's title, each chart's name, one per marker");
+    // Each chart also names its three interactivity guides and the first SLO's region.
+    assert_eq!(
+        page.matches("<title>").count(),
+        1 + 2 + 2 * 13 + 2 * (3 + 1),
+        "the page's title, each chart's name, one per marker, the guides and the region"
+    );
+    assert_eq!(page.matches("<g class=\"guide\"><title>20 tok/s per user</title>").count(), 2);
+    assert_eq!(page.matches("<title>batch: at least 5 tok/s per user</title>").count(), 2);
     assert!(page.contains("<title>Total tok/s per device against per-request tok/s, every configuration</title><desc>"));
     assert!(page.contains("<title>Tiny-1B · sglang 0.5.0 · 2× H100 SXM · 2026-02-01: 8K × 4: 120.0 tok/s per request, 240.0 tok/s per device (480.0 total), $2.31 per million tokens</title>"));
     assert!(page.contains("dollars per million output tokens"));

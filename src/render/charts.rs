@@ -429,6 +429,11 @@ pub struct ScatterSpec<'a> {
     pub max_linked: usize,
     /// The label of point `j` of group `i`; asked only of the points that keep theirs.
     pub label: &'a dyn Fn(usize, usize) -> PointLabel,
+    /// Vertical guides at these x values, each with its name (interactivity levels).
+    pub guides: &'a [(f64, String)],
+    /// A shaded region from this x rightwards, with its name (where an SLO's per-user speed
+    /// is met).
+    pub region: Option<(f64, String)>,
 }
 
 /// The marker of series `i`: a shape as well as a colour tells series apart.
@@ -491,6 +496,27 @@ fn draw_scatter<DB: DrawingBackend>(
         .axis_desc_style(("sans-serif", TEXT_PX + 1))
         .max_light_lines(0)
         .draw()?;
+    if let Some((x, name)) = spec.region.as_ref().filter(|(x, _)| x.is_finite() && *x > 0.0 && *x < x1) {
+        let (left, top) = chart.backend_coord(&(*x, y1));
+        let (right, bottom) = chart.backend_coord(&(x1, 0.0));
+        marks.push_str(&format!(
+            "<rect class=\"slo-region\" x=\"{left}\" y=\"{top}\" width=\"{}\" height=\"{}\" fill=\"currentColor\" fill-opacity=\"0.06\"><title>{}</title></rect>",
+            right - left,
+            bottom - top,
+            xml_escape(name)
+        ));
+    }
+    for (x, name) in spec.guides.iter().filter(|(x, _)| x.is_finite() && *x > 0.0 && *x < x1) {
+        let (gx, top) = chart.backend_coord(&(*x, y1));
+        let (_, bottom) = chart.backend_coord(&(*x, 0.0));
+        marks.push_str(&format!(
+            "<g class=\"guide\"><title>{}</title><line x1=\"{gx}\" y1=\"{top}\" x2=\"{gx}\" y2=\"{bottom}\" stroke=\"currentColor\" stroke-opacity=\"0.45\" stroke-dasharray=\"4 4\"/><text x=\"{}\" y=\"{}\" font-size=\"{TEXT_PX}\" fill=\"currentColor\">{}</text></g>",
+            xml_escape(name),
+            gx + 3,
+            top + TEXT_PX as i32,
+            xml_escape(&axis_number(*x))
+        ));
+    }
     let mut linked = 0;
     for (i, g) in spec.groups.iter().enumerate() {
         let colour = series_colour(i);

@@ -52,16 +52,45 @@ pub fn config_name(k: &ConfigKey) -> String {
     format!("{}× {} · {}{q}", k.count, k.device, k.engine)
 }
 
+/// What the throughput charts mark of the site's targets: the interactivity levels as
+/// guides, and where the first SLO's per-user speed is met as a shaded region.
+pub struct Guides {
+    pub levels: Vec<(f64, String)>,
+    pub region: Option<(f64, String)>,
+}
+
+impl Guides {
+    pub fn of(settings: &crate::format::SiteSettings) -> Guides {
+        Guides {
+            levels: settings
+                .interactivity
+                .iter()
+                .map(|&l| (l, format!("{} tok/s per user", numbers::setting(l))))
+                .collect(),
+            region: settings.slos().first().map(|(name, slo)| {
+                (
+                    slo.min_tps_per_user,
+                    format!("{name}: at least {} tok/s per user", numbers::setting(slo.min_tps_per_user)),
+                )
+            }),
+        }
+    }
+}
+
 pub fn render(
     cx: &PageContext,
     site: &SiteModel,
     view: &ParetoView,
+    guides: &Guides,
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
     let group = &site.models[view.model];
-    let contexts: Vec<ContextView> =
-        view.contexts.par_iter().map(|c| context_view(cx, site, c.context, &c.configs, view.priced)).collect();
+    let contexts: Vec<ContextView> = view
+        .contexts
+        .par_iter()
+        .map(|c| context_view(cx, site, (c.context, &c.configs), view.priced, guides))
+        .collect();
     stats.charts +=
         contexts.iter().map(|c| (!c.chart.is_empty()) as usize + (!c.cost_chart.is_empty()) as usize).sum::<usize>();
     let html = cx.env.get_template("pareto.html")?.render(context! {
@@ -78,9 +107,9 @@ pub fn render(
 fn context_view<'a>(
     cx: &'a PageContext,
     site: &'a SiteModel,
-    context: u32,
-    configs: &[ConfigPoints],
+    (context, configs): (u32, &[ConfigPoints]),
     priced: bool,
+    guides: &Guides,
 ) -> ContextView<'a> {
     let label = context_label(context);
     let point = |p: &ParetoPoint, cost: bool| ScatterPoint {
@@ -113,6 +142,8 @@ fn context_view<'a>(
         groups: &groups(false),
         max_linked: MAX_LINKED_POINTS,
         label: &point_label,
+        guides: &guides.levels,
+        region: guides.region.clone(),
     });
     let cost_chart = if priced {
         scatter_chart(&ScatterSpec {
@@ -122,6 +153,8 @@ fn context_view<'a>(
             groups: &groups(true),
             max_linked: MAX_LINKED_POINTS,
             label: &point_label,
+            guides: &guides.levels,
+            region: guides.region.clone(),
         })
     } else {
         String::new()

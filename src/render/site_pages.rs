@@ -243,8 +243,9 @@ impl SitePages<'_> {
             .iter()
             .map(|v| unit(format!("pareto/{}", site.models[v.model].slug), &site.models[v.model].runs))
             .collect();
+        let guides = pareto_page::Guides::of(self.settings);
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-            pareto_page::render(cx, site, &site.paretos[i], sink, st).context("rendering a throughput view")
+            pareto_page::render(cx, site, &site.paretos[i], &guides, sink, st).context("rendering a throughput view")
         };
         let mut hashes = render_cached(&paretos, self.previous, render, sink, stats)?;
         let series: Vec<Unit> = site.series.iter().map(|s| unit(format!("series/{}", s.slug), &s.runs)).collect();

@@ -39,11 +39,7 @@ pub fn slo_views(settings: &SiteSettings) -> Vec<SloView> {
             };
             let mut rule = format!(
                 "≥ {} tok/s per user (time between tokens ≤ {}) at {at}",
-                if s.min_tps_per_user.fract() == 0.0 {
-                    numbers::integer(s.min_tps_per_user)
-                } else {
-                    numbers::decimal1(s.min_tps_per_user)
-                },
+                numbers::setting(s.min_tps_per_user),
                 numbers::millis1(1000.0 / s.min_tps_per_user)
             );
             if let Some(t) = s.max_ttft_ms {

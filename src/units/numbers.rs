@@ -31,6 +31,16 @@ pub fn decimal1(v: f64) -> String {
     group_thousands(&fixed(v, 1))
 }
 
+/// A setting as people write it: whole numbers without decimals (`20`), others to one
+/// decimal (`7.5`).
+pub fn setting(v: f64) -> String {
+    if v.fract() == 0.0 {
+        integer(v)
+    } else {
+        decimal1(v)
+    }
+}
+
 /// A figure of unknown scale (another tool's own): one decimal from 100, two from 1,
 /// four below; thousands grouped.
 pub fn general(v: f64) -> String {
