@@ -108,6 +108,8 @@ CHECKS=$(cat <<JSON
   {"name": "leaderboards", "path": "/leaderboards/"},
   {"name": "leaderboard", "path": "/leaderboards/8k-x64/"},
   {"name": "pareto", "path": "/pareto/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},
+  {"name": "targets", "path": "/targets/"},
+  {"name": "target-board", "path": "/targets/chat-8k/"},
   {"name": "not-found", "path": "/no/such/page/", "status": 404}
 ]
 JSON

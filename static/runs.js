@@ -8,7 +8,8 @@
     ["model_id", "Model"], ["device", "Hardware"], ["engine", "Engine"],
     ["quantization", "Quantization"], ["bench_tool", "Benchmark tool"], ["origin", "Origin"]
   ];
-  var NUMERIC = { peak: 1, single: 1, prefill: 1, count: 1 };
+  var NUMERIC = { peak: 1, single: 1, prefill: 1, count: 1, capacity: 1 };
+  var LABELS = ["Run", "Date", "Model", "Engine", "Hardware", "Peak total tok/s", "Single-request tok/s", "Prefill tok/s at 8K", "Capacity per device"];
 
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
@@ -52,11 +53,13 @@
     td.appendChild(document.createTextNode(" " + r.engine_version + (r.quantization ? " · " + r.quantization : ""))); tr.appendChild(td);
     td = el("td"); td.appendChild(link(root + "hardware/" + r.hardware_slug + "/index.html", r.device));
     td.appendChild(document.createTextNode(" ×" + r.count)); tr.appendChild(td);
-    [["peak_text", "peak_at"], ["single_text", "single_at"], ["prefill_text", null]].forEach(function (f) {
+    [["peak_text", "peak_at"], ["single_text", "single_at"], ["prefill_text", null], ["capacity_text", "capacity_at"]].forEach(function (f) {
       var c = el("td", { "class": "num" }, r[f[0]]);
       if (f[1] && r[f[1]]) c.appendChild(el("small", {}, " at " + r[f[1]]));
       tr.appendChild(c);
     });
+    // Phones show each row as a card: every cell says what it is.
+    for (var i = 0; i < tr.cells.length; i++) tr.cells[i].setAttribute("data-label", LABELS[i]);
     return tr;
   }
 
@@ -73,13 +76,20 @@
 
     var tools = el("form", { "class": "listing-tools", role: "search", "aria-label": "Filter runs" });
     tools.addEventListener("submit", function (e) { e.preventDefault(); });
+    // One control folds the filters away on a phone; they are open on wider screens and
+    // whenever the address already filters.
+    var fold = el("details", { "class": "listing-fold" });
+    fold.appendChild(el("summary", {}, "Search and filter"));
+    fold.appendChild(tools);
+    var filtered = ["q", "from", "to"].concat(FILTERS.map(function (f) { return f[0]; })).some(function (k) { return params.get(k); });
+    if (filtered || !window.matchMedia || window.matchMedia("(min-width: 40rem)").matches) fold.open = true;
     var search = el("input", { type: "search", name: "q", placeholder: "Search runs", "aria-label": "Search runs" });
     search.value = state.q;
     tools.appendChild(search);
     var selects = {};
     var from = el("input", { type: "date", name: "from", "aria-label": "From date" }); from.value = state.from;
     var to = el("input", { type: "date", name: "to", "aria-label": "To date" }); to.value = state.to;
-    box.insertBefore(tools, box.firstChild);
+    box.insertBefore(fold, box.firstChild);
 
     function matches(r) {
       if (presetField && String(r[presetField]) !== presetValue) return false;

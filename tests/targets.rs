@@ -110,12 +110,20 @@ fn pages_show_capacity_at_the_targets() {
     assert!(text.contains("chat: ≥ 20 tok/s per user (time between tokens ≤ 50.0 ms) at the median request"), "{text}");
     assert!(best.contains("<dt>chat</dt><dd><a href=\"runs/acme-vllm/index.html#targets\"><strong>80.0</strong> tok/s per device</a> on H100 SXM ×2 · vllm 0.10.0 <small>(×4 at once · $6.94 per million tokens)</small>"), "{best}");
     assert!(text.contains("at 8K context · 3 runs"), "{text}");
+    // The runs listing has a capacity column (the first SLO, at each run's shortest context),
+    // each cell labelled for the phone's cards.
+    let rows = table_rows(&index, "<table class=\"runs\"");
+    assert_eq!(rows[0].last().unwrap(), "Capacity (batch), tok/s per device");
+    let vllm_row = rows.iter().find(|r| r[0].contains("vllm 0.10.0")).unwrap();
+    assert_eq!(vllm_row.last().unwrap(), "120.0 at 8K ×16");
+    assert!(index.contains("<td class=\"num\" data-label=\"Capacity per device\">120.0<small> at 8K ×16</small></td>"));
     // index.json carries the capacity for scripts.
     let json: serde_json::Value = serde_json::from_str(&ws.read("public/index.json")).unwrap();
     let vllm = json["runs"].as_array().unwrap().iter().find(|r| r["id"] == "acme-vllm").unwrap();
     let chat = &vllm["capacity"]["contexts"][0]["slos"][1];
     assert_eq!((chat["slo"].as_str(), chat["point"]["concurrency"].as_u64()), (Some("chat"), Some(4)));
     assert_eq!(vllm["capacity"]["contexts"][0]["levels"][1]["tps_per_device"], 112.0);
+    assert_eq!((vllm["capacity_text"].as_str(), vllm["capacity_at"].as_str()), (Some("120.0"), Some("8K ×16")));
 }
 
 #[test]

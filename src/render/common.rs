@@ -71,6 +71,9 @@ pub struct PageContext<'a> {
     /// The other runs (index, id) of each run's exact configuration, by run index
     /// (`analysis::series::siblings`).
     pub siblings: Vec<Vec<(usize, String)>>,
+    /// Each run's capacity as listings show it, by run index (empty where the site's
+    /// capacity is not known, e.g. `site diff`).
+    pub capacity: Vec<CapacitySummary>,
 }
 
 impl PageContext<'_> {
@@ -106,7 +109,12 @@ impl PageContext<'_> {
             .into_iter()
             .map(|others| others.into_iter().map(|j| (j, runs[j].id.clone())).collect())
             .collect();
-        PageContext { env, nav, nav_value, nav_hash, comparisons, titles, newest_first, siblings }
+        PageContext { env, nav, nav_value, nav_hash, comparisons, titles, newest_first, siblings, capacity: Vec::new() }
+    }
+
+    /// Run `i`'s capacity as listings show it.
+    pub fn capacity_of(&self, i: usize) -> CapacitySummary {
+        self.capacity.get(i).copied().flatten()
     }
 
     /// The navigation's Markdown pages, for a page's `nav_pages`.
@@ -178,6 +186,21 @@ pub struct RunSummary<'a> {
     pub single_at: Option<String>,
     pub prefill: Option<f64>,
     pub prefill_text: String,
+    /// The site's first SLO: tok/s per device at capacity, at the run's shortest context.
+    pub capacity: Option<f64>,
+    pub capacity_text: String,
+    /// `8K ×16`: the context and concurrency of that capacity.
+    pub capacity_at: Option<String>,
+}
+
+/// What a listing shows of a run's capacity: (tok/s per device, context, concurrency) of the
+/// site's first SLO at the run's shortest context (`None` where no cell meets it there).
+pub type CapacitySummary = Option<(f64, u32, u32)>;
+
+pub fn capacity_summary(c: &crate::analysis::capacity::RunCapacity) -> CapacitySummary {
+    let first = c.contexts.first()?;
+    let p = first.slos.first()?.point.as_ref()?;
+    Some((p.tps_per_device, first.context, p.concurrency))
 }
 
 impl RunSummary<'_> {
@@ -208,6 +231,9 @@ impl RunSummary<'_> {
             single_at,
             prefill,
             prefill_text,
+            capacity,
+            capacity_text,
+            capacity_at,
         } = self;
         let mut h = crate::units::InputHash::default();
         let texts =
@@ -215,13 +241,13 @@ impl RunSummary<'_> {
         for text in texts.into_iter().chain([bench_tool]) {
             h.piece(text.as_bytes());
         }
-        for text in [date, quantization, &peak_at.as_deref(), &single_at.as_deref()] {
+        for text in [date, quantization, &peak_at.as_deref(), &single_at.as_deref(), &capacity_at.as_deref()] {
             h.u64(text.is_some() as u64).piece(text.unwrap_or("").as_bytes());
         }
-        for text in [peak_text, single_text, prefill_text] {
+        for text in [peak_text, single_text, prefill_text, capacity_text] {
             h.piece(text.as_bytes());
         }
-        for v in [peak, single, prefill] {
+        for v in [peak, single, prefill, capacity] {
             h.u64(v.map_or(u64::MAX, f64::to_bits));
         }
         h.u64(*count as u64).u64(*origin as u64);
@@ -229,7 +255,7 @@ impl RunSummary<'_> {
     }
 }
 
-pub fn summary<'a>(run: &'a RunView, title: &'a str) -> RunSummary<'a> {
+pub fn summary<'a>(run: &'a RunView, title: &'a str, capacity: CapacitySummary) -> RunSummary<'a> {
     let m = &run.manifest;
     let h = &run.headline;
     let ctx = |c: Option<u32>| c.map(numbers::context_label);
@@ -257,6 +283,9 @@ pub fn summary<'a>(run: &'a RunView, title: &'a str) -> RunSummary<'a> {
         single_at: ctx(h.single_request_context),
         prefill: h.prefill_8k_tps,
         prefill_text: numbers::or_dash(h.prefill_8k_tps, numbers::compact),
+        capacity: capacity.map(|c| c.0),
+        capacity_text: numbers::or_dash(capacity.map(|c| c.0), numbers::decimal1),
+        capacity_at: capacity.map(|(_, ctx, n)| format!("{} ×{n}", numbers::context_label(ctx))),
     }
 }
 
@@ -370,6 +399,9 @@ mod tests {
             single_at: None,
             prefill: None,
             prefill_text: "—".into(),
+            capacity: None,
+            capacity_text: "—".into(),
+            capacity_at: None,
         }
     }
 
@@ -388,6 +420,8 @@ mod tests {
             RunSummary { peak: Some(10.000001), ..row() },
             RunSummary { peak_at: Some("8K ×4".into()), ..row() },
             RunSummary { single: Some(0.0), ..row() },
+            RunSummary { capacity: Some(1.0), ..row() },
+            RunSummary { capacity_at: Some("8K ×4".into()), ..row() },
         ];
         for (n, r) in changed.iter().enumerate() {
             assert_ne!(r.hash(), base, "change {n} kept the hash");

@@ -97,7 +97,7 @@ pub fn render(
         .into_iter()
         .take(FEED_ENTRIES)
         .map(|i| {
-            let s = summary(&runs[i], &cx.titles[i]);
+            let s = summary(&runs[i], &cx.titles[i], cx.capacity_of(i));
             let peak = s.peak_at.as_ref().map(|at| format!("peak {} total tok/s at {at}", s.peak_text));
             Entry {
                 id: &runs[i].id,

@@ -73,7 +73,10 @@ pub struct ListingCache<'a> {
 impl<'a> ListingCache<'a> {
     pub fn new(cx: &PageContext, runs: &[RunView], previous: &'a BTreeMap<String, u64>, template_hash: u64) -> Self {
         use rayon::prelude::*;
-        let rows = (0..runs.len()).into_par_iter().map(|i| summary(&runs[i], &cx.titles[i]).hash()).collect();
+        let rows = (0..runs.len())
+            .into_par_iter()
+            .map(|i| summary(&runs[i], &cx.titles[i], cx.capacity_of(i)).hash())
+            .collect();
         let mut frame = InputHash::default();
         frame.u64(cx.nav_hash).u64(template_hash);
         ListingCache { previous, rows, frame: frame.finish() }
@@ -116,8 +119,12 @@ pub fn render_listing(
     let order = newest_first(cx, members);
     let pages = order.len().div_ceil(PAGE_SIZE).max(1);
     let page = |n: usize, from_list_page: bool| {
-        let rows: Vec<RunSummary> =
-            order.iter().skip((n - 1) * PAGE_SIZE).take(PAGE_SIZE).map(|&i| summary(&runs[i], &cx.titles[i])).collect();
+        let rows: Vec<RunSummary> = order
+            .iter()
+            .skip((n - 1) * PAGE_SIZE)
+            .take(PAGE_SIZE)
+            .map(|&i| summary(&runs[i], &cx.titles[i], cx.capacity_of(i)))
+            .collect();
         let first = ((n - 1) * PAGE_SIZE + 1).min(order.len());
         let pager = (1..=pages).filter(|_| pages > 1).collect();
         let last = first + rows.len().saturating_sub(1);
@@ -177,8 +184,10 @@ pub fn render_index_data(
     let hash = crate::units::InputHash::default().u64(cache.hash(&order, &[b"index.json"])).json(capacity).finish();
     let unit = Unit::listed("index.json".into(), hash, RenderStats { files: 2, ..Default::default() }, files);
     let render = |_: usize, sink: &dyn Sink, st: &mut RenderStats| {
-        let rows: Vec<IndexRow> =
-            order.iter().map(|&i| IndexRow { run: summary(&runs[i], &cx.titles[i]), capacity: &capacity[i] }).collect();
+        let rows: Vec<IndexRow> = order
+            .iter()
+            .map(|&i| IndexRow { run: summary(&runs[i], &cx.titles[i], cx.capacity_of(i)), capacity: &capacity[i] })
+            .collect();
         let json = serde_json::to_string(&serde_json::json!({ "runs": rows }))?;
         put_file(sink, "index.js", &format!("window.speedMatrixIndex = {json};\n"), st)?;
         put_file(sink, "index.json", &json, st)

@@ -72,6 +72,8 @@ pub fn environment(overrides: Option<&Path>, settings: &SiteSettings) -> Result<
     env.add_global("site_title", settings.title.clone());
     env.add_global("site_description", settings.description.clone());
     env.add_global("base_url", settings.base_url.clone());
+    // The SLO listings' capacity column is read at.
+    env.add_global("first_slo", settings.slos().first().map(|(name, _)| name.to_string()));
     Ok(env)
 }
 
