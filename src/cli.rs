@@ -7,7 +7,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use speed_matrix::bench::prompt::Api;
 
 #[derive(Debug, Parser)]
-#[command(name = "site", version, about = "Measure LLM inference servers and publish the results as a static site")]
+#[command(
+    name = "site",
+    version = speed_matrix::units::BUILD_VERSION,
+    about = "Measure LLM inference servers and publish the results as a static site"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -28,6 +32,10 @@ pub enum Command {
     Diff(DiffArgs),
     /// Start a new results site: data/, site.toml, .gitignore and a publishing workflow.
     Init(InitArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to stdout.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) of `site` or of one subcommand to stdout.
+    Man(ManArgs),
     /// Measure an OpenAI-compatible server across the context x concurrency matrix.
     #[command(args_override_self = true)]
     Bench(Box<BenchArgs>),
@@ -36,6 +44,17 @@ pub enum Command {
     #[cfg(feature = "simulator")]
     #[command(hide = true, args_override_self = true)]
     SimulateEngine(Box<crate::sim::SimArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand's page (`site man bench`); without it, the page of `site` itself.
+    pub subcommand: Option<String>,
 }
 
 #[derive(Debug, Args)]

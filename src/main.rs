@@ -18,7 +18,15 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Build(_) | Command::Check(_) | Command::Diff(_) | Command::Import(_)) {
+    if matches!(
+        cli.command,
+        Command::Build(_)
+            | Command::Check(_)
+            | Command::Diff(_)
+            | Command::Import(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+    ) {
         // These commands only print: a closed stdout (`site check | head -0`) ends them
         // quietly, as it ends any Unix filter. `serve` and `bench` keep Rust's default
         // (SIGPIPE ignored) so a client hanging up never kills them.
@@ -33,6 +41,8 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Init(args) => cmd::init::run(args),
+        Command::Completions(args) => cmd::manual::completions(args),
+        Command::Man(args) => cmd::manual::man(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         #[cfg(feature = "simulator")]

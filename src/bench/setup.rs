@@ -200,7 +200,7 @@ fn settings(cfg: &BenchConfig, cap: &Capacity) -> RunSettings {
 }
 
 fn bench_tool() -> BenchTool {
-    BenchTool { name: "site bench".into(), version: env!("CARGO_PKG_VERSION").into() }
+    BenchTool { name: "site bench".into(), version: crate::units::BUILD_VERSION.into() }
 }
 
 /// `--resume` continues a run only under the same matrix, API and launch command: a cell

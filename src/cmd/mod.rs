@@ -6,6 +6,7 @@ pub mod check;
 pub mod diff;
 pub mod import;
 pub mod init;
+pub mod manual;
 pub mod serve;
 #[cfg(feature = "simulator")]
 pub mod simulate;

@@ -2,6 +2,11 @@
 //! print, slugs for names that become paths, and a stable hash. Everything above may use
 //! them; they use nothing of the crate.
 
+/// This build as `site --version` names it and every measured run records it: the package
+/// version and, for a build from git, the commit and its date (`0.2.0 (a85fbfa 2026-12-04)`;
+/// see `build.rs`).
+pub const BUILD_VERSION: &str = env!("SITE_VERSION");
+
 pub mod numbers;
 
 pub use numbers::context_label;

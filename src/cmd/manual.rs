@@ -1,0 +1,36 @@
+//! `site completions SHELL` and `site man [SUBCOMMAND]`: what packagers and users put in
+//! their shell's completion folder and in `man`'s path, made from the same clap definitions
+//! as the parser, so they never drift from the flags.
+
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use clap::CommandFactory;
+
+use crate::cli::{Cli, CompletionsArgs, ManArgs};
+
+pub fn completions(args: &CompletionsArgs) -> Result<()> {
+    let mut cmd = Cli::command();
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(args.shell, &mut cmd, "site", &mut out);
+    out.flush().context("writing the completion script")
+}
+
+pub fn man(args: &ManArgs) -> Result<()> {
+    let cmd = Cli::command();
+    let page = match &args.subcommand {
+        None => cmd,
+        Some(name) => match cmd.find_subcommand(name).filter(|c| !c.is_hide_set()) {
+            // A subcommand's page is named `site-NAME`, as git's and cargo's are.
+            Some(sub) => sub.clone().name(format!("site-{name}")).version(speed_matrix::units::BUILD_VERSION),
+            None => {
+                let known: Vec<String> =
+                    cmd.get_subcommands().filter(|c| !c.is_hide_set()).map(|c| c.get_name().to_string()).collect();
+                bail!("no subcommand {name:?}; the pages are: {}", known.join(", "))
+            }
+        },
+    };
+    let mut out = std::io::stdout().lock();
+    clap_mangen::Man::new(page).render(&mut out).context("writing the manual page")?;
+    out.flush().context("writing the manual page")
+}
