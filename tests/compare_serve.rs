@@ -84,6 +84,9 @@ fn diff_colours_past_the_threshold_by_each_metrics_direction() {
     let gate = ws.site(&["diff", "base", "faster", "--out", "cmp3", "--fail-on-regression"]);
     assert!(!gate.status.success());
     assert!(stderr(&gate).contains("--fail-on-regression: 2 cell(s) judged slower"), "{}", stderr(&gate));
+    // Capacity under each SLO, both runs, the change shown (per device: 400 / 1 against 360 / 2).
+    let capacity = table_rows(&page, "<table class=\"capacity-compare\"");
+    assert_eq!(capacity[1], ["8K", "batch", "400.0 ×4", "180.0 ×4", "-55.0%"]);
     // Status cells are never ratios.
     assert_eq!(cell(2, 2), "Looped → 150.0");
     assert_eq!(cell(2, 3), "Over capacity → Error");

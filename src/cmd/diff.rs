@@ -54,7 +54,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     }
     let out: PathBuf = args.out.clone().unwrap_or_else(|| PathBuf::from("diff").join(&cmp.slug));
     let env = templates::environment(Some(&args.site.templates), &settings)?;
-    let cx = PageContext::new(&env, &[], &[], &[]);
+    let cx = PageContext::new(&env, &[], &[], &[], &settings);
     let html = comparison_html(&cx, &cmp, &va, &vb, "", true)?;
     let staging = Staging::new(&out)?;
     staging.put("index.html", html.as_bytes())?;

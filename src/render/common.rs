@@ -74,6 +74,8 @@ pub struct PageContext<'a> {
     /// Each run's capacity as listings show it, by run index (empty where the site's
     /// capacity is not known, e.g. `site diff`).
     pub capacity: Vec<CapacitySummary>,
+    /// The site's settings (SLOs, levels, prices), for pages that compute at the targets.
+    pub settings: crate::format::SiteSettings,
 }
 
 impl PageContext<'_> {
@@ -82,6 +84,7 @@ impl PageContext<'_> {
         pages: &[PageSource],
         runs: &[RunView],
         comparisons: &[Comparison],
+        settings: &crate::format::SiteSettings,
     ) -> PageContext<'a> {
         let nav = pages
             .iter()
@@ -109,7 +112,18 @@ impl PageContext<'_> {
             .into_iter()
             .map(|others| others.into_iter().map(|j| (j, runs[j].id.clone())).collect())
             .collect();
-        PageContext { env, nav, nav_value, nav_hash, comparisons, titles, newest_first, siblings, capacity: Vec::new() }
+        PageContext {
+            env,
+            nav,
+            nav_value,
+            nav_hash,
+            comparisons,
+            titles,
+            newest_first,
+            siblings,
+            capacity: Vec::new(),
+            settings: settings.clone(),
+        }
     }
 
     /// Run `i`'s capacity as listings show it.
