@@ -44,7 +44,10 @@
   function row(r, root) {
     var tr = el("tr");
     var td = el("td");
-    td.appendChild(link(root + "runs/" + r.id + "/index.html", r.title));
+    // The name says what the other columns do not; the full title is the link's tooltip.
+    var a = link(root + "runs/" + r.id + "/index.html", r.name || r.title);
+    a.setAttribute("title", r.title);
+    td.appendChild(a);
     if (r.origin === "imported") { td.appendChild(document.createTextNode(" ")); td.appendChild(el("span", { "class": "tag" }, "imported")); }
     tr.appendChild(td);
     tr.appendChild(el("td", {}, r.date || "—"));

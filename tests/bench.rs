@@ -10,38 +10,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use common::sim::SimEngine;
+use common::sim::{bench, cell, SimEngine, FAST};
 use common::*;
 use serde_json::Value;
-
-/// Fast timing for tests: short windows, short holds.
-const FAST: &[&str] = &[
-    "--duration",
-    "1.5s",
-    "--warmup-hold",
-    "0.3s",
-    "--gauge-interval",
-    "0.25s",
-    "--drain-timeout",
-    "10s",
-    "--warmup-timeout",
-    "20s",
-];
-
-fn bench(dir: &Path, url: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_site"))
-        .current_dir(dir)
-        .args(["bench", "--endpoint", url, "--gpu", "Sim GPU", "--gpu-count", "1", "--max-output", "512"])
-        .args(FAST)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn cell(dir: &Path, run: &str, name: &str) -> Value {
-    let p = dir.join("data/runs").join(run).join("cells").join(name);
-    serde_json::from_str(&fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
-}
 
 /// The run's figures as the site computes them (the cells.json download).
 fn figures(dir: &Path, run: &str) -> Vec<Value> {

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::copy_dir;
+use common::{copy_dir, load_fixture};
 use speed_matrix::analysis::compare::{comparable, compare, CellState, Verdict};
 use speed_matrix::analysis::series::{KeyFigure, Trend};
 use speed_matrix::analysis::{BoardKey, FigureSource, GroupKind};
@@ -13,17 +13,7 @@ use speed_matrix::format::Status;
 use speed_matrix::site::{Site, SiteConfig};
 
 fn load(fixture: &str) -> Site {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid").join(fixture);
-    let out = tempfile::tempdir().unwrap();
-    Site::load(SiteConfig {
-        data_dir: root.join("data"),
-        out_dir: out.path().join("public"),
-        templates_dir: None,
-        static_dir: None,
-        // A fixture's own site.toml, where it has one.
-        settings_file: Some(root.join("site.toml")),
-    })
-    .unwrap()
+    load_fixture(fixture)
 }
 
 fn ids(site: &Site, runs: &[usize]) -> Vec<String> {
@@ -196,6 +186,8 @@ fn a_step_between_repeated_versions_is_judged_and_a_settings_change_is_no_step()
             (KeyFigure::PeakTotalTps, Verdict::Slower, "-36.2".to_string()),
             (KeyFigure::SingleRequestTps, Verdict::Slower, "-7.3".to_string()),
             (KeyFigure::PrefillTps, Verdict::Inconclusive, "0.2".to_string()),
+            // Capacity under the first SLO (batch, 5 tok/s per user): 8K x 4 on both sides.
+            (KeyFigure::CapacityPerDevice, Verdict::Slower, "-36.2".to_string()),
         ]
     );
     assert_eq!(last.comparison.as_deref(), Some("e-vllm-0.10.0-rerun--d-vllm-0.11.0"));

@@ -8,41 +8,11 @@ mod common;
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::sim::SimEngine;
+use common::sim::{bench, cell, SimEngine};
 use common::*;
 use serde_json::Value;
-
-const FAST: &[&str] = &[
-    "--duration",
-    "1.5s",
-    "--warmup-hold",
-    "0.3s",
-    "--gauge-interval",
-    "0.25s",
-    "--drain-timeout",
-    "10s",
-    "--warmup-timeout",
-    "20s",
-    "--max-output",
-    "512",
-];
-
-fn bench(dir: &Path, url: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_site"))
-        .current_dir(dir)
-        .args(["bench", "--endpoint", url, "--gpu", "Sim GPU", "--gpu-count", "1"])
-        .args(FAST)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn cell(dir: &Path, run: &str, name: &str) -> Value {
-    let p = dir.join("data/runs").join(run).join("cells").join(name);
-    serde_json::from_str(&fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
-}
 
 fn mtime(dir: &Path, run: &str, name: &str) -> std::time::SystemTime {
     fs::metadata(dir.join("data/runs").join(run).join("cells").join(name)).unwrap().modified().unwrap()

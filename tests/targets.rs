@@ -4,23 +4,13 @@
 mod common;
 
 use std::fs;
-use std::path::Path;
 
 use common::*;
 use speed_matrix::analysis::capacity::Miss;
-use speed_matrix::site::{Site, SiteConfig};
+use speed_matrix::site::Site;
 
 fn load(fixture: &str) -> Site {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid").join(fixture);
-    let out = tempfile::tempdir().unwrap();
-    Site::load(SiteConfig {
-        data_dir: root.join("data"),
-        out_dir: out.path().join("public"),
-        templates_dir: None,
-        static_dir: None,
-        settings_file: Some(root.join("site.toml")),
-    })
-    .unwrap()
+    load_fixture(fixture)
 }
 
 #[test]
@@ -114,7 +104,8 @@ fn pages_show_capacity_at_the_targets() {
     // each cell labelled for the phone's cards.
     let rows = table_rows(&index, "<table class=\"runs\"");
     assert_eq!(rows[0].last().unwrap(), "Capacity (batch), tok/s per device");
-    let vllm_row = rows.iter().find(|r| r[0].contains("vllm 0.10.0")).unwrap();
+    // A row's name says what its columns do not: version, device count, date.
+    let vllm_row = rows.iter().find(|r| r[0] == "0.10.0 · 2× · 2026-11-01").unwrap();
     assert_eq!(vllm_row.last().unwrap(), "120.0 at 8K ×16");
     assert!(index.contains("<td class=\"num\" data-label=\"Capacity per device\">120.0<small> at 8K ×16</small></td>"));
     // index.json carries the capacity for scripts.

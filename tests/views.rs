@@ -47,16 +47,20 @@ fn a_series_of_single_runs_shows_its_steps_without_judging_them() {
     let rows = table_rows(&page, "<table class=\"series\"");
     let versions: Vec<String> = rows.iter().skip(1).map(|r| text_of(&r[0])).collect();
     assert_eq!(versions, ["0.9.1", "0.9.2", "0.10.0", "0.10.0", "0.11.0"]);
-    let steps: Vec<String> = rows.iter().skip(1).map(|r| text_of(&r[6])).collect();
+    let steps: Vec<String> = rows.iter().skip(1).map(|r| text_of(&r[7])).collect();
     assert_eq!(steps[0], "—");
+    // The capacity column (first SLO, batch, at 8K): 200 tok/s per device for the first run.
+    assert_eq!(text_of(&rows[1][6]), "200.0");
     assert!(steps[1].starts_with("Single runs, not judged (1 vs 1 run)"), "{}", steps[1]);
     assert_eq!(steps[3], "same version");
     assert!(steps[4].starts_with("Single runs, not judged (2 vs 1 run)"), "{}", steps[4]);
     assert!(steps[4].contains("Peak total tok/s -36.8% single measurements, not judged"), "{}", steps[4]);
     // No step is flagged, so none links a comparison.
     assert!(!page.contains("href=\"../../compare/"));
-    // Three key-figure charts, plus one per cell with two valid measurements or more.
-    assert_eq!(page.matches("<svg").count(), 3 + 2);
+    // Four key-figure charts (capacity the fourth), plus one per cell with two valid
+    // measurements or more.
+    assert_eq!(page.matches("<svg").count(), 4 + 2);
+    assert!(page.contains("Capacity, tok&#x2f;s per device"));
     assert!(!ws.read("public/index.html").contains("regression"));
 }
 
@@ -67,7 +71,7 @@ fn a_series_page_flags_a_judged_regression_and_links_its_comparison() {
     let page = ws.read("public/series/acme-tiny-1b-vllm-fp8-2x-h100-sxm/index.html");
     let rows = table_rows(&page, "<table class=\"series\"");
     let steps: Vec<String> =
-        rows.iter().skip(1).map(|r| text_of(&r[6]).split_whitespace().next().unwrap_or("").to_string()).collect();
+        rows.iter().skip(1).map(|r| text_of(&r[7]).split_whitespace().next().unwrap_or("").to_string()).collect();
     assert_eq!(steps, ["—", "Single", "same", "Regression", "same"]);
     let slug = "e-vllm-0.10.0-rerun--d-vllm-0.11.0";
     assert!(page.contains(&format!("href=\"../../compare/{slug}/index.html\"")));

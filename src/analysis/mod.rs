@@ -109,7 +109,7 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
     // Independent views of the same runs, on every core.
     let ((leaderboards, tools), (paretos, series)) = rayon::join(
         || (leaderboard::leaderboards(&runs), tools::tools(&runs)),
-        || rayon::join(|| paretos(&runs, &models, settings), || series::series(&runs, settings.change_threshold_pct)),
+        || rayon::join(|| paretos(&runs, &models, settings), || series::series(&runs, settings)),
     );
     let (capacity, targets, best) = capacity_views(&runs, &models, settings);
     SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best }
@@ -182,12 +182,11 @@ pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settin
             .map(|(i, (view, g))| if touched(&g.runs) { pareto::pareto(i, &runs, &g.runs, settings) } else { view })
             .collect()
     };
-    let threshold = settings.change_threshold_pct;
     let mended_series = || {
         if in_place {
-            series::mend(old_series, &runs, &touched, threshold)
+            series::mend(old_series, &runs, &touched, settings)
         } else {
-            series::series(&runs, threshold)
+            series::series(&runs, settings)
         }
     };
     let ((leaderboards, tools), (paretos, series)) = rayon::join(

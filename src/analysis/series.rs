@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::capacity::{self, RunCapacity};
 use super::compare::{comparable, comparison_slug};
 use super::group::unique_slug;
 use super::interval::{mean_estimate, Basis};
@@ -15,7 +16,7 @@ use super::pareto::{ConfigKey, ConfigKeyRef};
 use super::run::RunView;
 use super::verdict::{change, judge_all, Change, Verdict};
 use super::version::compare_versions;
-use crate::format::Status;
+use crate::format::{SiteSettings, Status};
 
 /// The figures a series charts and judges each step by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -25,10 +26,14 @@ pub enum KeyFigure {
     SingleRequestTps,
     /// Prefill tok/s at the series' shortest prefill context.
     PrefillTps,
+    /// Tok/s per device at capacity under the site's first SLO, at the series' shortest
+    /// decode context.
+    CapacityPerDevice,
 }
 
 impl KeyFigure {
-    pub const ALL: [KeyFigure; 3] = [KeyFigure::PeakTotalTps, KeyFigure::SingleRequestTps, KeyFigure::PrefillTps];
+    pub const ALL: [KeyFigure; 4] =
+        [KeyFigure::PeakTotalTps, KeyFigure::SingleRequestTps, KeyFigure::PrefillTps, KeyFigure::CapacityPerDevice];
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -98,7 +103,7 @@ pub struct SeriesView {
 }
 
 /// Every series of two or more runs (one run is no trend), by model then configuration.
-pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
+pub fn series(runs: &[RunView], settings: &SiteSettings) -> Vec<SeriesView> {
     // Keyed by borrowed (model id, configuration, tool): the series come out in the order of
     // their owned keys without cloning five strings per run.
     let mut by_key: BTreeMap<(&str, ConfigKeyRef, &str, String), Vec<usize>> = BTreeMap::new();
@@ -117,7 +122,7 @@ pub fn series(runs: &[RunView], threshold_pct: f64) -> Vec<SeriesView> {
                 let (ra, rb) = (&runs[a], &runs[b]);
                 releases[a].cmp(&releases[b]).then_with(|| ra.started.cmp(&rb.started)).then_with(|| ra.id.cmp(&rb.id))
             });
-            let mut s = one_series(runs, model_id.to_string(), ConfigKey::owned(key), members, threshold_pct);
+            let mut s = one_series(runs, model_id.to_string(), ConfigKey::owned(key), members, settings);
             s.bench_tool = bench_tool.to_string();
             s
         })
@@ -135,7 +140,7 @@ pub fn mend(
     previous: Vec<SeriesView>,
     runs: &[RunView],
     touched: &(dyn Fn(&[usize]) -> bool + Sync),
-    threshold_pct: f64,
+    settings: &SiteSettings,
 ) -> Vec<SeriesView> {
     previous
         .into_par_iter()
@@ -144,7 +149,7 @@ pub fn mend(
                 return s;
             }
             let SeriesView { slug, model_id, key, bench_tool, runs: members, .. } = s;
-            let mut fresh = one_series(runs, model_id, key, members, threshold_pct);
+            let mut fresh = one_series(runs, model_id, key, members, settings);
             fresh.slug = slug;
             fresh.bench_tool = bench_tool;
             fresh
@@ -209,16 +214,38 @@ pub fn siblings(runs: &[RunView]) -> Vec<Vec<usize>> {
     out
 }
 
-fn one_series(runs: &[RunView], model_id: String, key: ConfigKey, members: Vec<usize>, threshold: f64) -> SeriesView {
+fn one_series(
+    runs: &[RunView],
+    model_id: String,
+    key: ConfigKey,
+    members: Vec<usize>,
+    settings: &SiteSettings,
+) -> SeriesView {
+    let threshold = settings.change_threshold_pct;
     let prefill_context = members
         .iter()
         .flat_map(|&i| &runs[i].prefill)
         .filter(|c| c.status == Status::Valid && c.figures.prompt_tps.is_some())
         .map(|c| c.context)
         .min();
+    // Capacity under the first SLO at the shortest decode context the runs share.
+    let first_slo = settings.slos().first().map(|(name, _)| name.to_string());
+    let capacities: Vec<RunCapacity> = members.iter().map(|&i| capacity::run_capacity(&runs[i], settings)).collect();
+    let decode_context = capacities.iter().flat_map(|c| c.contexts.iter().map(|x| x.context)).min();
+    let capacity_of = |n: usize| {
+        let at = capacities[n].at(decode_context?, first_slo.as_deref()?)?;
+        at.point.as_ref().map(|p| p.tps_per_device)
+    };
     let values: Vec<Vec<Option<f64>>> = KeyFigure::ALL
         .iter()
-        .map(|&f| members.iter().map(|&i| key_figure(&runs[i], f, prefill_context)).collect())
+        .map(|&f| {
+            (0..members.len())
+                .map(|n| match f {
+                    KeyFigure::CapacityPerDevice => capacity_of(n),
+                    _ => key_figure(&runs[members[n]], f, prefill_context),
+                })
+                .collect()
+        })
         .collect();
     // Runs of one engine version are repetitions of one point; steps join the points.
     let version = |n: usize| runs[members[n]].manifest.engine.version.as_str();
@@ -267,6 +294,8 @@ pub fn key_figure(run: &RunView, figure: KeyFigure, prefill_context: Option<u32>
         KeyFigure::PrefillTps => {
             run.prefill_cell(prefill_context?).filter(|c| c.status == Status::Valid).and_then(|c| c.figures.prompt_tps)
         }
+        // Needs the site's SLOs: `one_series` reads it from the runs' capacity.
+        KeyFigure::CapacityPerDevice => None,
     }
 }
 

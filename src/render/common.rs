@@ -177,6 +177,9 @@ pub struct RunSummary<'a> {
     pub id: &'a str,
     /// Tells the run apart from every other run (see `listing_titles`).
     pub title: &'a str,
+    /// What a listing row calls the run: what its columns do not already say (engine
+    /// version, device count, date; the id where the title needs it).
+    pub name: String,
     /// `2026-11-30`, or none where the manifest has no start time.
     pub date: Option<&'a str>,
     pub model: &'a str,
@@ -224,6 +227,7 @@ impl RunSummary<'_> {
         let RunSummary {
             id,
             title,
+            name,
             date,
             model,
             model_id,
@@ -252,7 +256,7 @@ impl RunSummary<'_> {
         let mut h = crate::units::InputHash::default();
         let texts =
             [id, title, model, model_id, model_slug, engine, engine_version, engine_slug, device, hardware_slug];
-        for text in texts.into_iter().chain([bench_tool]) {
+        for text in texts.into_iter().chain([bench_tool, &name.as_str()]) {
             h.piece(text.as_bytes());
         }
         for text in [date, quantization, &peak_at.as_deref(), &single_at.as_deref(), &capacity_at.as_deref()] {
@@ -273,9 +277,16 @@ pub fn summary<'a>(run: &'a RunView, title: &'a str, capacity: CapacitySummary) 
     let m = &run.manifest;
     let h = &run.headline;
     let ctx = |c: Option<u32>| c.map(numbers::context_label);
+    let when = run.date.as_deref().unwrap_or(&run.id);
+    let mut name = format!("{} · {}× · {when}", m.engine.version, m.hardware.count);
+    if run.date.is_some() && title.ends_with(&format!(" · {}", run.id)) {
+        name.push_str(" · ");
+        name.push_str(&run.id);
+    }
     RunSummary {
         id: &run.id,
         title,
+        name,
         date: run.date.as_deref(),
         model: &run.model_name,
         model_id: &m.model.id,
@@ -392,6 +403,7 @@ mod tests {
         RunSummary {
             id: "r1",
             title: "t",
+            name: "0.10.0 · 1× · 2026-11-30".into(),
             date: Some("2026-11-30"),
             model: "m",
             model_id: "org/m",
@@ -435,6 +447,7 @@ mod tests {
             RunSummary { peak_at: Some("8K ×4".into()), ..row() },
             RunSummary { single: Some(0.0), ..row() },
             RunSummary { capacity: Some(1.0), ..row() },
+            RunSummary { name: "0.10.0 · 2× · 2026-11-30".into(), ..row() },
             RunSummary { capacity_at: Some("8K ×4".into()), ..row() },
         ];
         for (n, r) in changed.iter().enumerate() {

@@ -28,6 +28,7 @@ pub fn figure_name(f: KeyFigure) -> &'static str {
         KeyFigure::PeakTotalTps => "Peak total tok/s",
         KeyFigure::SingleRequestTps => "Single-request tok/s",
         KeyFigure::PrefillTps => "Prefill tok/s",
+        KeyFigure::CapacityPerDevice => "Capacity, tok/s per device",
     }
 }
 

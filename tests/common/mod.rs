@@ -171,3 +171,18 @@ pub fn valid_points(data: &Path, id: &str, phase: speed_matrix::format::Phase, o
             .count(),
     }
 }
+
+/// A valid fixture's site loaded in process (its own `site.toml` where it has one), for
+/// assertions on the model.
+pub fn load_fixture(fixture: &str) -> speed_matrix::site::Site {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid").join(fixture);
+    let out = tempfile::tempdir().unwrap();
+    speed_matrix::site::Site::load(speed_matrix::site::SiteConfig {
+        data_dir: root.join("data"),
+        out_dir: out.path().join("public"),
+        templates_dir: None,
+        static_dir: None,
+        settings_file: Some(root.join("site.toml")),
+    })
+    .unwrap()
+}

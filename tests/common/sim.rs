@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
 
 pub struct SimEngine {
     child: Child,
@@ -50,4 +51,34 @@ impl Drop for SimEngine {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Fast timing for tests: short windows, short holds.
+pub const FAST: &[&str] = &[
+    "--duration",
+    "1.5s",
+    "--warmup-hold",
+    "0.3s",
+    "--gauge-interval",
+    "0.25s",
+    "--drain-timeout",
+    "10s",
+    "--warmup-timeout",
+    "20s",
+];
+
+pub fn bench(dir: &Path, url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_site"))
+        .current_dir(dir)
+        .args(["bench", "--endpoint", url, "--gpu", "Sim GPU", "--gpu-count", "1", "--max-output", "512"])
+        .args(FAST)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A cell file of a run, as JSON.
+pub fn cell(dir: &Path, run: &str, name: &str) -> serde_json::Value {
+    let p = dir.join("data/runs").join(run).join("cells").join(name);
+    serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
 }
