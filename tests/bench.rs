@@ -559,7 +559,22 @@ fn bad_endpoints_and_missing_facts_fail_clearly() {
     let _cpu = shared();
     let ws = tempfile::tempdir().unwrap();
     let out = bench(ws.path(), "ftp://example.invalid", &[]);
-    assert!(stderr(&out).contains("the endpoint must start with http:// or https://"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--endpoint: expected an address starting with http:// or https://"),
+        "{}",
+        stderr(&out)
+    );
+    // A key in the address's query, user info or port is refused and never printed.
+    for url in [
+        "http://127.0.0.1:9?api_key=sk-ENDPOINTKEY42",
+        "http://admin:sk-ENDPOINTKEY42@127.0.0.1:9",
+        "http://127.0.0.1:sk-ENDPOINTKEY42",
+    ] {
+        let out = bench(ws.path(), url, &[]);
+        assert!(!out.status.success());
+        let both = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(both.contains("--endpoint: ") && !both.contains("ENDPOINTKEY42"), "{url}: {both}");
+    }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);

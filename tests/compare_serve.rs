@@ -297,6 +297,17 @@ fn serve_leaves_the_output_a_fresh_build_would_after_runs_and_cells_go() {
 fn serve_tells_open_pages_of_each_build_over_a_websocket() {
     let ws = Workspace::from_fixture("valid/measured");
     let srv = start_serve(&ws);
+    // A page of another origin may not listen; the served origin may.
+    use tungstenite::client::IntoClientRequest;
+    let mut foreign = format!("ws://{}/__build", srv.addr).into_client_request().unwrap();
+    foreign.headers_mut().insert("Origin", "http://evil.example".parse().unwrap());
+    match tungstenite::connect(foreign) {
+        Err(tungstenite::Error::Http(r)) => assert_eq!(r.status(), 403),
+        other => panic!("a foreign origin was answered: {:?}", other.map(|(_, r)| r.status())),
+    }
+    let mut own = format!("ws://{}/__build", srv.addr).into_client_request().unwrap();
+    own.headers_mut().insert("Origin", format!("http://{}", srv.addr).parse().unwrap());
+    drop(tungstenite::connect(own).expect("the served origin listens"));
     let (mut socket, _) = tungstenite::connect(format!("ws://{}/__build", srv.addr)).unwrap();
     if let tungstenite::stream::MaybeTlsStream::Plain(tcp) = socket.get_ref() {
         tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();

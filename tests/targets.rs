@@ -105,7 +105,7 @@ fn pages_show_capacity_at_the_targets() {
     let rows = table_rows(&index, "<table class=\"runs\"");
     assert_eq!(rows[0].last().unwrap(), "Capacity (batch), tok/s per device");
     // A row's name says what its columns do not: version, device count, date.
-    let vllm_row = rows.iter().find(|r| r[0] == "0.10.0 · 2× · 2026-11-01").unwrap();
+    let vllm_row = rows.iter().find(|r| r[0] == "0.10.0 · 2× · 2026-11-01 imported").unwrap();
     assert_eq!(vllm_row.last().unwrap(), "120.0 at 8K ×16");
     assert!(index.contains("<td class=\"num\" data-label=\"Capacity per device\">120.0<small> at 8K ×16</small></td>"));
     // index.json carries the capacity for scripts.

@@ -458,6 +458,9 @@ fn validate_manifest(m: &RunManifest) -> Result<()> {
     if m.engine.name.trim().is_empty() {
         bail!("engine.name is empty");
     }
+    if m.hardware.count == 0 {
+        bail!("hardware.count: expected at least 1 device, found 0 (per-device figures divide by it)");
+    }
     if m.hardware.device.trim().is_empty() {
         bail!("hardware.device is empty");
     }

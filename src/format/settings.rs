@@ -16,7 +16,9 @@ pub struct SiteSettings {
     pub title: String,
     pub description: String,
     /// `https://example.org/speed/`: absolute links, `sitemap.xml` and `feed.xml`. Always
-    /// ends with `/` once loaded.
+    /// ends with `/` once loaded; no user info, query or fragment (they would be published in
+    /// every link).
+    #[serde(deserialize_with = "published_url")]
     pub base_url: Option<String>,
     /// Changes smaller than this (percent) are neither regressions nor improvements.
     pub change_threshold_pct: f64,
@@ -92,6 +94,33 @@ pub fn default_slos() -> BTreeMap<String, Slo> {
 
 pub fn default_interactivity() -> Vec<f64> {
     vec![10.0, 20.0, 50.0]
+}
+
+/// A base URL every page may publish: absolute http(s), no user info (published in sitemap,
+/// feed and canonical links), no query or fragment (`/s/#frag` makes every link
+/// `#frag/runs/...`), nothing that needs quoting. The error never repeats the value.
+fn published_url<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    use serde::de::Error;
+    let url = String::deserialize(d)?;
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    let Some(rest) = rest else {
+        return Err(D::Error::custom("expected an absolute http(s) URL such as https://example.org/speed/"));
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    if authority.contains('@') {
+        return Err(D::Error::custom(
+            "a user name or password in base_url would be published in every link: remove it",
+        ));
+    }
+    if url.contains(['?', '#']) {
+        return Err(D::Error::custom("base_url cannot have a query or fragment (? or #): every link is built on it"));
+    }
+    if authority.is_empty()
+        || url.chars().any(|c| c.is_control() || c.is_whitespace() || matches!(c, '"' | '<' | '>' | '\\'))
+    {
+        return Err(D::Error::custom("expected an absolute http(s) URL such as https://example.org/speed/"));
+    }
+    Ok(Some(if url.ends_with('/') { url } else { format!("{url}/") }))
 }
 
 fn median_percentile() -> u32 {
@@ -172,7 +201,7 @@ impl SiteSettings {
     }
 
     pub fn parse(text: &str) -> Result<SiteSettings> {
-        let mut s: SiteSettings = toml::from_str(text).map_err(|e| anyhow::anyhow!(located(text, &e)))?;
+        let s: SiteSettings = toml::from_str(text).map_err(|e| anyhow::anyhow!(located(text, &e)))?;
         if !(s.change_threshold_pct.is_finite() && (0.0..=100.0).contains(&s.change_threshold_pct)) {
             bail!("change_threshold_pct: expected a percentage from 0 to 100, found {}", s.change_threshold_pct);
         }
@@ -195,14 +224,6 @@ impl SiteSettings {
         for name in &s.slo_order {
             if !s.slo.contains_key(name) {
                 bail!("slo_order: {name:?} is not an [slo.{name}] table");
-            }
-        }
-        if let Some(url) = &mut s.base_url {
-            if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains(['"', '<', '>', ' ']) {
-                bail!("base_url: expected an absolute http(s) URL such as https://example.org/speed/, found {url:?}");
-            }
-            if !url.ends_with('/') {
-                url.push('/');
             }
         }
         Ok(s)
@@ -270,7 +291,18 @@ mod tests {
         let e = SiteSettings::parse("[prices]\nH200 = -1\n").unwrap_err().to_string();
         assert_eq!(e, "prices.\"H200\": expected dollars per device-hour above 0, found -1");
         let e = SiteSettings::parse("base_url = \"javascript:alert(1)\"").unwrap_err().to_string();
-        assert!(e.starts_with("base_url: expected an absolute http(s) URL"), "{e}");
+        assert!(e.starts_with("line 1, column 12: expected an absolute http(s) URL"), "{e}");
+        let e = SiteSettings::parse("title = \"t\"\nbase_url = \"https://ops:hunter2@example.org/s/\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("line 2, column 12: a user name or password in base_url") && !e.contains("hunter2"),
+            "{e}"
+        );
+        let e = SiteSettings::parse("base_url = \"https://example.org/s/#frag\"").unwrap_err().to_string();
+        assert!(e.starts_with("line 1, column 12: base_url cannot have a query or fragment"), "{e}");
+        let e = SiteSettings::parse("base_url = \"https://example.org/s/?token=abc\"").unwrap_err().to_string();
+        assert!(e.contains("query or fragment") && !e.contains("token=abc"), "{e}");
     }
 
     #[test]

@@ -45,11 +45,29 @@ impl Builds {
         if !hyper_tungstenite::is_upgrade_request(req) {
             return None;
         }
+        let header = |name: hyper::header::HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
+        if !origin_allowed(header(hyper::header::ORIGIN), header(hyper::header::HOST)) {
+            // Another site's page must not learn when this one rebuilds (or hold sockets open).
+            let body = Full::new(Bytes::from_static(b"this origin may not listen to the site's builds\n"));
+            return Some(
+                Response::builder().status(hyper::StatusCode::FORBIDDEN).body(body).expect("a fixed response"),
+            );
+        }
         // Pages send nothing but a close: a tiny limit keeps a misbehaving client's memory flat.
         let config = WebSocketConfig::default().max_message_size(Some(1024)).max_frame_size(Some(1024));
         let (response, socket) = hyper_tungstenite::upgrade(req, Some(config)).ok()?;
         tokio::spawn(tell_builds(socket, self.last.subscribe()));
         Some(response)
+    }
+}
+
+/// A WebSocket from a browser carries the page's `Origin`: only the served site's own
+/// (`http://` + the `Host` it asked for) may listen. Clients that are not browsers send none.
+pub fn origin_allowed(origin: Option<&str>, host: Option<&str>) -> bool {
+    match (origin, host) {
+        (None, _) => true,
+        (Some(origin), Some(host)) => origin.eq_ignore_ascii_case(&format!("http://{host}")),
+        (Some(_), None) => false,
     }
 }
 
@@ -88,6 +106,17 @@ async fn tell_builds(socket: HyperWebsocket, mut builds: watch::Receiver<u64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_served_origin_may_listen() {
+        assert!(origin_allowed(None, Some("127.0.0.1:8000")));
+        assert!(origin_allowed(Some("http://127.0.0.1:8000"), Some("127.0.0.1:8000")));
+        assert!(origin_allowed(Some("http://LOCALHOST:8000"), Some("localhost:8000")));
+        assert!(!origin_allowed(Some("http://evil.example"), Some("127.0.0.1:8000")));
+        assert!(!origin_allowed(Some("http://127.0.0.1:8001"), Some("127.0.0.1:8000")));
+        assert!(!origin_allowed(Some("null"), Some("127.0.0.1:8000")));
+        assert!(!origin_allowed(Some("http://127.0.0.1:8000"), None));
+    }
 
     #[test]
     fn the_script_names_its_build_and_the_endpoint() {

@@ -64,7 +64,16 @@ pub fn integer(v: f64) -> String {
 /// scaled value is exact where it is not within rounding error of a tie; ties, huge
 /// values and other precisions go to std.
 pub fn fixed(v: f64, decimals: u32) -> String {
-    rounded(v, decimals).unwrap_or_else(|| format!("{v:.prec$}", prec = decimals as usize))
+    let text = rounded(v, decimals).unwrap_or_else(|| format!("{v:.prec$}", prec = decimals as usize));
+    without_zero_sign(text)
+}
+
+/// A zero is never signed on a page (`-0.0` in a data file, or -0.04 at one decimal).
+fn without_zero_sign(text: String) -> String {
+    match text.strip_prefix('-') {
+        Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+        _ => text,
+    }
 }
 
 /// `fixed`'s quick way, `None` where it cannot be sure of std's answer.
@@ -167,9 +176,9 @@ mod tests {
         let large = [1234567.85, 1e15, 4.5e15, 4.6e15, 1e300, -1e300];
         let values = ties_and_signs.into_iter().chain(edges).chain(large);
         for v in values {
-            assert_eq!(fixed(v, 0), format!("{v:.0}"), "{v:e} at 0 decimals");
-            assert_eq!(fixed(v, 1), format!("{v:.1}"), "{v:e} at 1 decimal");
-            assert_eq!(fixed(v, 3), format!("{v:.3}"), "{v:e} at 3 decimals");
+            assert_eq!(fixed(v, 0), without_zero_sign(format!("{v:.0}")), "{v:e} at 0 decimals");
+            assert_eq!(fixed(v, 1), without_zero_sign(format!("{v:.1}")), "{v:e} at 1 decimal");
+            assert_eq!(fixed(v, 3), without_zero_sign(format!("{v:.3}")), "{v:e} at 3 decimals");
         }
     }
 
@@ -178,8 +187,8 @@ mod tests {
         fn fixed_prints_as_std(v in -1e7f64..1e7, tenths in -100_000_000i64..100_000_000, bits in any::<u64>()) {
             // Any value, a tie or near-tie at one decimal (`x.y5`), any bit pattern.
             for v in [v, tenths as f64 / 10.0 + 0.05, f64::from_bits(bits)] {
-                prop_assert_eq!(fixed(v, 0), format!("{v:.0}"));
-                prop_assert_eq!(fixed(v, 1), format!("{v:.1}"));
+                prop_assert_eq!(fixed(v, 0), without_zero_sign(format!("{v:.0}")));
+                prop_assert_eq!(fixed(v, 1), without_zero_sign(format!("{v:.1}")));
             }
         }
     }
@@ -216,6 +225,11 @@ mod tests {
         assert_eq!(integer(12261.0), "12,261");
         assert_eq!(group_thousands("-1234567.25"), "-1,234,567.25");
         assert_eq!(dollars(1234.5), "$1,234.50");
+        assert_eq!(
+            (fixed(-0.0, 1), fixed(-0.04, 1), fixed(-0.0, 0), fixed(-0.4, 0)),
+            ("0.0".into(), "0.0".into(), "0".into(), "0".into())
+        );
+        assert_eq!((decimal1(-0.0), integer(-0.0), fixed(-1.0, 1)), ("0.0".into(), "0".into(), "-1.0".into()));
         assert_eq!(dollars(0.3889), "$0.389");
         assert_eq!(dollars(0.012345), "$0.0123");
     }

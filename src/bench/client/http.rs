@@ -29,27 +29,39 @@ pub struct Endpoint {
 impl Endpoint {
     /// `http://127.0.0.1:8000`, `https://gateway/openai/v1`, `http://host:8000/prefix`
     /// (a trailing `/v1` is dropped: paths are added per request).
+    /// Errors never repeat the URL or any part of it that may hold a secret (user info, a
+    /// query, a fragment): they say which part is wrong.
     pub fn parse(url: &str) -> Result<Endpoint> {
         let (tls, rest) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
             (Some(rest), _) => (false, rest),
             (None, Some(rest)) => (true, rest),
-            (None, None) => bail!("{url}: the endpoint must start with http:// or https://"),
+            (None, None) => bail!("--endpoint: expected an address starting with http:// or https://"),
         };
-        if rest.contains('@') {
-            bail!("{url}: credentials in the URL are not sent; put the key in OPENAI_API_KEY (or --api-key-env) or a header in --header-env");
+        if rest.contains(['?', '#']) {
+            bail!("--endpoint: the address has a query or fragment (after ? or #), which is neither sent nor shown (it can hold a key); give the server's address only, and the key in OPENAI_API_KEY (or --api-key-env) or a header in --header-env");
         }
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
         };
+        if authority.contains('@') {
+            bail!("--endpoint: credentials in the address (user:password@) are neither sent nor shown; put the key in OPENAI_API_KEY (or --api-key-env) or a header in --header-env");
+        }
+        if authority.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            bail!("--endpoint: the host holds spaces or control characters");
+        }
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
-                (h.to_string(), p.parse::<u16>().map_err(|_| anyhow!("{url}: bad port {p:?}"))?)
+                let port = p.parse::<u16>().ok().filter(|p| *p > 0);
+                (
+                    h.to_string(),
+                    port.ok_or_else(|| anyhow!("--endpoint: bad port (expected a number from 1 to 65535)"))?,
+                )
             }
             _ => (authority.to_string(), if tls { 443 } else { 80 }),
         };
         if host.is_empty() {
-            bail!("{url}: no host");
+            bail!("--endpoint: no host");
         }
         let mut base_path = path.trim_end_matches('/').to_string();
         if base_path.ends_with("/v1") {
@@ -289,10 +301,30 @@ mod tests {
         assert_eq!(e.display(), "https://gateway.example:443/openai");
         assert!(Endpoint::parse("h:80").is_err());
         assert!(Endpoint::parse("https://user:pw@h").is_err());
+        // A path may hold an @ (a gateway's route); only user info in the authority is refused.
+        assert_eq!(Endpoint::parse("http://h/@team/v1").unwrap().base_path, "/@team");
         assert!(Endpoint::parse("http://127.0.0.1:1").unwrap().is_loopback());
         assert!(Endpoint::parse("http://[::1]:8000").unwrap().is_loopback());
         assert!(Endpoint::parse("http://localhost").unwrap().is_loopback());
         assert!(!Endpoint::parse("http://10.0.0.2").unwrap().is_loopback());
+    }
+
+    #[test]
+    fn endpoint_errors_never_repeat_a_secret() {
+        for url in [
+            "http://host:8000?api_key=sk-SECRETVALUE123",
+            "http://host:8000/v1?api_key=sk-SECRETVALUE123",
+            "http://host:8000/#sk-SECRETVALUE123",
+            "http://user:sk-SECRETVALUE123@host:8000",
+            "https://sk-SECRETVALUE123@host",
+            "http://host:sk-SECRETVALUE123",
+            "ftp://sk-SECRETVALUE123@host",
+            "http://host\tsk-SECRETVALUE123:80",
+        ] {
+            let e = format!("{:#}", Endpoint::parse(url).unwrap_err());
+            assert!(!e.contains("SECRETVALUE"), "{url} -> {e}");
+            assert!(e.starts_with("--endpoint: "), "{e}");
+        }
     }
 
     #[test]
