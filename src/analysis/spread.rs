@@ -53,10 +53,7 @@ impl Spread {
 
     /// Across repetitions: the mean of each figure over the repetitions that have it.
     pub fn across(reps: &[&Figures]) -> Spread {
-        let of = |f: fn(&Figures) -> Option<f64>| {
-            let v: Vec<f64> = reps.iter().filter_map(|r| f(r)).collect();
-            mean_estimate(&v, Basis::Repetitions)
-        };
+        let of = |f: fn(&Figures) -> Option<f64>| mean_estimate(&values(reps, f), Basis::Repetitions);
         Spread {
             prompt_tps: of(|f| f.prompt_tps),
             total_tps: of(|f| f.total_tps),
@@ -71,13 +68,15 @@ impl Spread {
     }
 }
 
+/// One figure of every repetition that has it.
+fn values(reps: &[&Figures], f: fn(&Figures) -> Option<f64>) -> Vec<f64> {
+    reps.iter().filter_map(|r| f(r)).collect()
+}
+
 /// The figures of several valid repetitions: each the mean of the repetitions that have it
 /// (counts summed), so the printed figure is the point of its interval.
 pub fn mean_figures(reps: &[&Figures]) -> Figures {
-    let mean = |f: fn(&Figures) -> Option<f64>| {
-        let v: Vec<f64> = reps.iter().filter_map(|r| f(r)).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
+    let mean = |f: fn(&Figures) -> Option<f64>| super::stats::mean(&values(reps, f));
     let sum = |f: fn(&Figures) -> Option<u64>| reps.iter().filter_map(|r| f(r)).reduce(u64::saturating_add);
     Figures {
         prompt_tps: mean(|f| f.prompt_tps),
