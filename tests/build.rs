@@ -342,3 +342,23 @@ fn all_problems_are_reported_at_once() {
         "{err}"
     );
 }
+
+#[test]
+fn every_run_and_cell_page_has_a_title_of_its_own() {
+    let ws = Workspace::from_repo_data();
+    assert_ok(&ws.site(&["build"]));
+    let title = |page: &str| {
+        let html = ws.read(page);
+        let start = html.find("<title>").unwrap() + 7;
+        html[start..html[start..].find("</title>").unwrap() + start].to_string()
+    };
+    // Runs of one model on the same hardware: before, every one was titled
+    // "SmolLM2-135M-Instruct on AMD EPYC (2 cores) ×1".
+    let runs = ["smollm2-135m-llamacpp-cpu-2-slots", "smollm2-135m-llamacpp-cpu-256"];
+    let titles: Vec<String> = runs.iter().map(|r| title(&format!("public/runs/{r}/index.html"))).collect();
+    let model = "SmolLM2-135M-Instruct · llama.cpp xllamacpp 2026.10.11549 · 1× AMD EPYC (2 cores)";
+    assert_eq!(titles[0], format!("{model} · 2026-12-02 · smollm2-135m-llamacpp-cpu-2-slots · Speed Matrix"));
+    assert_eq!(titles[1], format!("{model} · 2026-12-03 · Speed Matrix"));
+    let cell = title("public/runs/smollm2-135m-llamacpp-cpu-2-slots/cells/decode-1k-x2/index.html");
+    assert!(cell.starts_with(&format!("1K × 2 · {}", titles[0].trim_end_matches(" · Speed Matrix"))), "{cell}");
+}

@@ -165,6 +165,8 @@ pub fn load_data_dir_with<R: Send>(root: &Path, reduce: impl Fn(LoadedRun) -> R 
             }
         }
     }
+    check_case_collisions(&runs_dir, run_ids.iter().map(String::as_str), "runs", &mut problems);
+    check_case_collisions(&pages_dir, pages.iter().map(|p: &PageSource| p.slug.as_str()), "pages", &mut problems);
     let mut comparisons = Vec::new();
     let compare_path = root.join(COMPARE_FILE);
     if fs::symlink_metadata(&compare_path).is_ok() {
@@ -178,6 +180,23 @@ pub fn load_data_dir_with<R: Send>(root: &Path, reduce: impl Fn(LoadedRun) -> R 
     }
     problems.into_result(root)?;
     Ok(DataSet { root: root.to_path_buf(), runs, run_ids, pages, comparisons, skipped })
+}
+
+/// Names that differ only in case (`Run-A`, `run-a`) make pages that overwrite each other on
+/// case-insensitive file systems and hosts (macOS, Windows, many static hosts): refused,
+/// naming both.
+fn check_case_collisions<'a>(dir: &Path, names: impl Iterator<Item = &'a str>, what: &str, problems: &mut Problems) {
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    let mut names: Vec<&str> = names.collect();
+    names.sort_unstable();
+    for name in names {
+        if let Some(first) = seen.insert(name.to_lowercase(), name) {
+            problems.push(anyhow!(
+                "{}: {what} {first:?} and {name:?} differ only in case: their pages would overwrite each other on case-insensitive hosts (macOS, Windows, many static hosts); rename one",
+                dir.display()
+            ));
+        }
+    }
 }
 
 /// That every comparison of `compare.json` names two different runs of `run_ids` (for a

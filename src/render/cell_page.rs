@@ -39,9 +39,11 @@ pub fn files(run: &RunView) -> Vec<String> {
 /// and title), what its cell files keep beyond the view (records, samples), the navigation
 /// and the templates (not its leaderboard places: a cell page links to its board without
 /// one).
-pub fn input_hash(cx: &PageContext, run: &RunView, template_hash: u64) -> u64 {
+pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, template_hash: u64) -> u64 {
     let mut h = crate::units::InputHash::default();
     h.u64(run.view_hash).u64(run.detail_hash.is_some() as u64).u64(run.detail_hash.unwrap_or(0));
+    // The run's unique name titles every cell page (it changes when another run arrives).
+    h.piece(cx.titles.get(index).map_or("", String::as_str).as_bytes());
     h.u64(cx.nav_hash).u64(template_hash);
     h.finish()
 }
@@ -171,13 +173,13 @@ struct EvidenceView {
 /// holding its raw records.
 pub fn render_all(
     cx: &PageContext,
-    run: &RunView,
+    (run, index): (&RunView, usize),
     raw: Option<&LoadedRun>,
     in_parallel: bool,
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
-    let frame = RunFrame::of(run);
+    let frame = RunFrame::of(run, cx.titles.get(index).map(String::as_str));
     let views: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
     let one = |&view: &&CellView, sink: &dyn Sink, st: &mut RenderStats| {
         let cell = raw
@@ -198,17 +200,21 @@ struct RunFrame {
     root: Value,
     run_id: Value,
     run_title: Value,
+    /// The run's unique name, for the page's `<title>` (tabs, bookmarks, shared links).
+    page_run_title: Value,
     bench_tool: Value,
     tool_name: Value,
 }
 
 impl RunFrame {
-    fn of(run: &RunView) -> RunFrame {
+    fn of(run: &RunView, unique: Option<&str>) -> RunFrame {
         let tool = &run.manifest.bench_tool;
+        let title = super::common::run_title(run);
         RunFrame {
             root: root("../../../../"),
             run_id: Value::from(run.id.as_str()),
-            run_title: Value::from(super::common::run_title(run)),
+            page_run_title: Value::from(unique.map_or_else(|| title.clone(), str::to_string)),
+            run_title: Value::from(title),
             bench_tool: Value::from(format!("{} v{}", tool.name, tool.version)),
             tool_name: Value::from(tool.name.as_str()),
         }
@@ -236,6 +242,7 @@ fn render(
         nav_pages => cx.nav_pages(),
         run_id => frame.run_id.clone(),
         run_title => frame.run_title.clone(),
+        page_run_title => frame.page_run_title.clone(),
         name => cell_name(view),
         cell => ser(view),
         measured => view.source == FigureSource::Measured,

@@ -249,6 +249,8 @@ pub fn render(
         nav_pages => cx.nav_pages(),
         run => ser(run),
         title => run_title(run),
+        // Unique among the site's runs (tabs, bookmarks, search results, shared links).
+        page_title => index.and_then(|i| cx.titles.get(i)).cloned().unwrap_or_else(|| run_title(run)),
         prefill_chart => prefill_chart,
         tvi_chart => tvi_chart,
         notes_html => ser(notes_html),

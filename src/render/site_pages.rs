@@ -187,13 +187,14 @@ impl SitePages<'_> {
         let cell_units: Vec<Unit> = site
             .runs
             .par_iter()
-            .map(|r| {
+            .enumerate()
+            .map(|(i, r)| {
                 let cells = r.prefill.len() + r.decode.len();
                 Unit {
                     patch: None,
                     key: format!("runs/{}/cells", r.id),
                     files: Box::new(move || cell_page::files(r)),
-                    hash: cell_page::input_hash(cx, r, self.template_hash),
+                    hash: cell_page::input_hash(cx, r, i, self.template_hash),
                     kept: RenderStats { pages: cells, files: cells, ..Default::default() },
                 }
             })
@@ -211,7 +212,7 @@ impl SitePages<'_> {
         let render_cells = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
             let raw = run.detail_hash.map(|_| (self.raw_run)(run)).transpose()?;
-            cell_page::render_all(cx, run, raw.as_ref(), cells_in_parallel, sink, st)
+            cell_page::render_all(cx, (run, i), raw.as_ref(), cells_in_parallel, sink, st)
                 .with_context(|| format!("rendering the cells of run {}", run.id))
         };
         by_folder.extend(render_cached(&cell_units, self.previous, render_cells, sink, stats)?);

@@ -69,10 +69,15 @@ impl TlsOptions {
     }
 }
 
-/// Every certificate of a PEM file; an error names the file.
+/// The most a `--ca-cert` file may hold (a bundle of every public root is about 250 KB).
+const MAX_CA_FILE_BYTES: u64 = 4 << 20;
+
+/// Every certificate of a PEM file; an error names the file. Read as data files are: a
+/// regular file of bounded size (a FIFO would block forever, `/dev/zero` never ends).
 fn ca_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-        .with_context(|| format!("--ca-cert {}: cannot read it", path.display()))?
+    let bytes = crate::fsutil::read_regular_file(path, MAX_CA_FILE_BYTES)
+        .with_context(|| format!("--ca-cert {}: cannot read it", path.display()))?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<_, _>>()
         .with_context(|| format!("--ca-cert {}: not a PEM certificate file", path.display()))?;
     if certs.is_empty() {
@@ -153,5 +158,21 @@ mod tests {
         let e =
             TlsOptions { ca_cert: Some(dir.path().join("missing.pem")), insecure: false }.connector().err().unwrap();
         assert!(format!("{e:#}").contains("missing.pem: cannot read it"), "{e:#}");
+    }
+
+    #[test]
+    fn a_ca_file_that_is_no_regular_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("ca.fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for path in [fifo, "/dev/zero".into(), dir.path().to_path_buf()] {
+            let e = TlsOptions { ca_cert: Some(path.clone()), insecure: false }.connector().err().unwrap();
+            assert!(format!("{e:#}").contains("cannot read it"), "{}: {e:#}", path.display());
+        }
+        let big = dir.path().join("big.pem");
+        std::fs::write(&big, vec![b'A'; (MAX_CA_FILE_BYTES + 1) as usize]).unwrap();
+        let e = TlsOptions { ca_cert: Some(big), insecure: false }.connector().err().unwrap();
+        assert!(format!("{e:#}").contains("more than"), "{e:#}");
     }
 }
