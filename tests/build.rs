@@ -362,3 +362,26 @@ fn every_run_and_cell_page_has_a_title_of_its_own() {
     let cell = title("public/runs/smollm2-135m-llamacpp-cpu-2-slots/cells/decode-1k-x2/index.html");
     assert!(cell.starts_with(&format!("1K × 2 · {}", titles[0].trim_end_matches(" · Speed Matrix"))), "{cell}");
 }
+
+#[test]
+fn feeds_and_sitemaps_are_well_formed_whatever_the_names_hold() {
+    let ws = Workspace::from_fixture("valid/compare");
+    // A control character in the site's title and in a model id: XML 1.0 allows neither.
+    std::fs::write(
+        ws.path().join("site.toml"),
+        "title = \"Lab\\u0007 \\u001b[2J\"\nbase_url = \"https://example.org/lab/\"\n",
+    )
+    .unwrap();
+    let manifest = ws.path().join("data/runs/base/run.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let mut run: serde_json::Value = serde_json::from_str(&text).unwrap();
+    run["model"]["id"] = serde_json::Value::from("acme/Tiny\u{1}-1B\u{c}");
+    std::fs::write(&manifest, serde_json::to_string_pretty(&run).unwrap()).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    for file in ["public/feed.xml", "public/sitemap.xml"] {
+        let xml = ws.read(file);
+        let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{file} is not well-formed XML: {e}"));
+        assert!(doc.descendants().count() > 3, "{file}");
+    }
+    assert!(ws.read("public/feed.xml").contains("Tiny\u{FFFD}-1B"));
+}

@@ -33,9 +33,9 @@ pub fn slugify(name: &str) -> String {
 }
 
 /// Text for XML (SVG elements, the sitemap, the feed): the five characters XML reserves as
-/// entities, everything else as it is.
+/// entities, characters XML 1.0 does not allow as U+FFFD, everything else as it is.
 pub fn xml_escape(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains(['&', '<', '>', '"', '\'']) {
+    if !text.contains(['&', '<', '>', '"', '\'']) && text.chars().all(xml_char) {
         return text.into();
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -46,10 +46,19 @@ pub fn xml_escape(text: &str) -> std::borrow::Cow<'_, str> {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            // A character XML 1.0 does not allow, even escaped, would make the whole feed,
+            // sitemap or chart unreadable: it is shown as the replacement character.
+            c if !xml_char(c) => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
     out.into()
+}
+
+/// Whether XML 1.0 allows `c` (its `Char` production): tab, newline, carriage return and
+/// everything from space up, less U+FFFE and U+FFFF (Rust strings hold no surrogates).
+fn xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}')
 }
 
 /// `stepfun-ai/Step-3.5-Flash` -> `Step-3.5-Flash`.
@@ -143,6 +152,14 @@ impl std::io::Write for InputHash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xml_text_holds_only_characters_xml_allows() {
+        assert_eq!(xml_escape("a\u{1}b\u{7}c\u{1b}[2J\u{FFFF}"), "a\u{FFFD}b\u{FFFD}c\u{FFFD}[2J\u{FFFD}");
+        assert_eq!(xml_escape("tab\tnew\nline\r"), "tab\tnew\nline\r");
+        assert_eq!(xml_escape("<a & 'b'>"), "&lt;a &amp; &apos;b&apos;&gt;");
+        assert!(matches!(xml_escape("plain"), std::borrow::Cow::Borrowed(_)));
+    }
 
     #[test]
     fn slugs_are_path_safe() {
