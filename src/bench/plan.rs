@@ -129,9 +129,11 @@ pub fn plan(
     let mut out = Vec::new();
     for ctx in all {
         if prefill_contexts.contains(&ctx) {
-            // A prompt that cannot fit at all is reported by the server; the plan only
-            // skips decode cells.
-            out.push(PlannedCell { phase: Phase::Prefill, context: ctx, concurrency: 1, over_capacity: None });
+            // The prefill sample is one stream asking for one token: the same rules as a
+            // decode cell's (one slot's context on llama.cpp, the KV budget, the model's
+            // length), so a prompt that cannot fit is Over capacity, not a server error.
+            let over_capacity = over_capacity(ctx, 1, 1, cap);
+            out.push(PlannedCell { phase: Phase::Prefill, context: ctx, concurrency: 1, over_capacity });
         }
         if contexts.contains(&ctx) {
             for &c in concurrency {
@@ -171,6 +173,22 @@ mod tests {
         assert!(over_capacity(1024, 4, 512, &llama).is_none());
         assert_eq!(over_capacity(1024, 8, 512, &llama).unwrap().rule, CapacityRule::ParallelSlots);
         assert!(over_capacity(1600, 1, 512, &llama).is_some());
+    }
+
+    #[test]
+    fn a_prompt_that_cannot_fit_one_slot_is_an_over_capacity_prefill() {
+        // llama.cpp, 4 slots of 1,024 tokens: a 1K prompt and its one output token do not fit.
+        let llama = Capacity { slots: Some(4), slot_ctx: Some(1024), ..Default::default() };
+        let p = plan(&[512, 1024], &[1], &[512, 1024], 128, &llama);
+        let prefill: Vec<(u32, bool)> =
+            p.iter().filter(|c| c.phase == Phase::Prefill).map(|c| (c.context, c.over_capacity.is_some())).collect();
+        assert_eq!(prefill, [(512, false), (1024, true)]);
+        let over = p.iter().find(|c| c.phase == Phase::Prefill && c.context == 1024).unwrap();
+        assert_eq!(over.over_capacity.as_ref().unwrap().required_tokens, 1025);
+        // The model's length and the KV budget apply too.
+        let short = Capacity { max_model_len: Some(8192), ..Default::default() };
+        assert!(plan(&[], &[1], &[8192], 128, &short)[0].over_capacity.is_some());
+        assert!(plan(&[], &[1], &[8191], 128, &short)[0].over_capacity.is_none());
     }
 
     #[test]
