@@ -440,17 +440,20 @@ fn too_long_prompts_and_a_vanished_server_are_errors_not_crashes() {
     let late = cell(ws.path(), "gone", "prefill-2560.json");
     assert_eq!(late["status"], "error", "{late}");
     assert!(late["error"]["message"].as_str().unwrap().contains("connecting to"), "{late}");
-    // A prompt longer than the model: the server's 400 is kept as the cell's error.
+    // A prompt longer than the model is planned Over capacity, as decode cells are, and
+    // never sent (before, it was sent and came back as the server's 400: an error cell).
     let sim = SimEngine::start(&["--max-model-len", "3000"]);
     let out = bench(
         ws.path(),
         &sim.url,
-        &["--contexts", "1k", "--concurrency", "1", "--prefill-contexts", "4k", "--run-id", "long"],
+        &["--contexts", "1k", "--concurrency", "1", "--prefill-contexts", "2k,4k", "--run-id", "long"],
     );
     assert_ok(&out);
-    let long = cell(ws.path(), "long", "prefill-4096.json");
-    assert_eq!(long["status"], "error");
-    assert!(long["error"]["message"].as_str().unwrap().contains("exceeds the available context size"), "{long}");
+    let planned = cell(ws.path(), "long", "prefill-4096.json");
+    assert_eq!(planned["status"], "over_capacity", "{planned}");
+    assert_eq!(planned["over_capacity"]["rule"], "context + max output > max model length");
+    assert_eq!(planned["over_capacity"]["required_tokens"], 4097);
+    assert_eq!(cell(ws.path(), "long", "prefill-2048.json")["status"], "valid");
 }
 
 #[test]
