@@ -170,13 +170,17 @@
       FILTERS.forEach(function (f) {
         var key = f[0];
         if (key === presetField) return;
-        var values = {};
-        all.forEach(function (r) { if (!presetField || String(r[presetField]) === presetValue) if (r[key] !== null && r[key] !== undefined && r[key] !== "") values[r[key]] = 1; });
-        var names = Object.keys(values).sort();
+        // A Map, not a plain object: a value such as "__proto__" is a key like any other.
+        var values = new Map();
+        all.forEach(function (r) { if (!presetField || String(r[presetField]) === presetValue) if (r[key] !== null && r[key] !== undefined && r[key] !== "") values.set(String(r[key]), 1); });
+        var names = Array.from(values.keys()).sort();
         if (names.length < 2 && !state.f[key]) return;
         var s = el("select", { name: key, "aria-label": f[1] });
         s.appendChild(el("option", { value: "" }, "Any " + f[1].toLowerCase()));
         names.forEach(function (n) { s.appendChild(el("option", { value: n }, n)); });
+        // A value from the address that no run has is shown as what filters the list (to 0
+        // runs), not as "Any".
+        if (state.f[key] && !values.has(state.f[key])) s.appendChild(el("option", { value: state.f[key] }, state.f[key] + " (no run)"));
         s.value = state.f[key];
         s.addEventListener("change", change);
         selects[key] = s;

@@ -54,6 +54,11 @@ const live = (page) => page.waitForSelector('.runs-listing.live', { timeout: 100
   eq(await rows(page), 2, 'search "sglang"');
   ok(page.url().includes('q=sglang'), `search in the URL: ${page.url()}`);
   await page.fill('input[name=q]', '');
+  // A model id that plain objects hold specially is an option like any other.
+  ok(await page.locator('select[name=model_id] option[value="__proto__"]').count() === 1, 'model filter: the __proto__ model is an option');
+  await page.selectOption('select[name=model_id]', '__proto__');
+  eq(await rows(page), 1, 'model filter: __proto__');
+  await page.selectOption('select[name=model_id]', '');
   // Filter by engine through its select.
   await page.selectOption('select[name=engine]', 'sglang');
   eq(await rows(page), 2, 'engine filter');
@@ -68,6 +73,16 @@ const live = (page) => page.waitForSelector('.runs-listing.live', { timeout: 100
   await page.click('button.more');
   eq(await rows(page), 200, 'show more');
   eq(errors, [], 'index over HTTP: console errors');
+  await context.close();
+}
+
+// A filter value from the address that no run has: the select says so, the list is empty.
+{
+  const { context, page, errors } = await open(base + '/?model_id=nobody%2Fnothing');
+  await live(page);
+  eq(await page.inputValue('select[name=model_id]'), 'nobody/nothing', 'an unknown filter value from the URL is shown, not "Any"');
+  eq(await rows(page), 0, 'an unknown filter value lists no run');
+  eq(errors, [], 'unknown filter value: console errors');
   await context.close();
 }
 
