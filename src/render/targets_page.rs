@@ -84,6 +84,8 @@ pub fn miss_text(m: Option<&Miss>) -> String {
 /// One context × SLO of a run page's table.
 #[derive(Debug, Serialize)]
 struct TargetCell {
+    /// The board's folder under `targets/` (`board_slug`).
+    board: String,
     concurrency: Option<u32>,
     total_tps: Option<f64>,
     tps_per_device: Option<f64>,
@@ -112,6 +114,7 @@ pub fn run_targets(capacity: &RunCapacity, settings: &SiteSettings) -> minijinja
                 .iter()
                 .map(|s| match &s.point {
                     Some(p) => TargetCell {
+                        board: board_slug(&s.slo, c.context),
                         concurrency: Some(p.concurrency),
                         total_tps: Some(p.total_tps),
                         tps_per_device: Some(p.tps_per_device),
@@ -120,6 +123,7 @@ pub fn run_targets(capacity: &RunCapacity, settings: &SiteSettings) -> minijinja
                         why: None,
                     },
                     None => TargetCell {
+                        board: board_slug(&s.slo, c.context),
                         concurrency: None,
                         total_tps: None,
                         tps_per_device: None,

@@ -144,7 +144,6 @@ fn register_filters(env: &mut Environment<'static>) {
     env.add_filter("s1", figure(numbers::seconds1));
     env.add_filter("int", figure(numbers::integer));
     env.add_filter("usd", figure(numbers::dollars));
-    env.add_filter("ctx_slug", figure(|v| numbers::context_slug(v as u32)));
     env.add_filter("secs", figure(numbers::seconds_setting));
     env.add_filter("ctx", figure(|v| numbers::context_label(v as u32)));
     env.add_filter("status_label", |s: String| status_label(&s).to_string());
