@@ -52,9 +52,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // The cause chain once, outermost first.
-            eprintln!("error: {e}");
+            // Messages carry data (model ids, server replies, file names): no control
+            // character reaches the terminal raw.
+            eprintln!("error: {}", speed_matrix::units::terminal_safe(&e.to_string()));
             for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                eprintln!("  caused by: {}", speed_matrix::units::terminal_safe(&cause.to_string()));
             }
             ExitCode::FAILURE
         }

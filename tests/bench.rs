@@ -6,7 +6,7 @@ mod common;
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -748,6 +748,56 @@ fn https_servers_are_checked_trusted_with_their_ca_or_accepted_insecurely_and_he
             assert!(!text.contains("team-secret-77"), "the header value is in {}", e.path().display());
         }
     }
+}
+
+/// A self-signed certificate as `openssl req -x509 -addext subjectAltName=...` makes it
+/// (CA:TRUE), for `names`, valid from `days_from` to `days_to` days from now: (cert, key).
+fn self_signed(dir: &Path, names: &[&str], days_from: i64, days_to: i64) -> (String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let mut params = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let at = |days: i64| rcgen::date_time_ymd(1970, 1, 1) + time::Duration::seconds(now + days * 86_400);
+    params.not_before = at(days_from);
+    params.not_after = at(days_to);
+    let key = KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let tag = format!("{}-{days_from}-{days_to}", names.join("_"));
+    let (c, k) = (dir.join(format!("{tag}.pem")), dir.join(format!("{tag}.key")));
+    fs::write(&c, cert.pem()).unwrap();
+    fs::write(&k, key.serialize_pem()).unwrap();
+    (c.to_str().unwrap().to_string(), k.to_str().unwrap().to_string())
+}
+
+#[test]
+fn a_self_signed_server_certificate_listed_in_ca_cert_is_trusted_with_its_name_and_dates_checked() {
+    let _cpu = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let bench = |cert: &str, key: &str, run_id: &str| {
+        let sim = SimEngine::start(&["--tls-cert", cert, "--tls-key", key]);
+        Command::new(env!("CARGO_BIN_EXE_site"))
+            .current_dir(ws.path())
+            .args(["bench", "--endpoint", &sim.url, "--gpu", "Sim GPU", "--gpu-count", "1", "--max-output", "16"])
+            .args(FAST)
+            .args(["--contexts", "1k", "--concurrency", "1", "--run-id", run_id, "--ca-cert", cert])
+            .output()
+            .unwrap()
+    };
+    let (cert, key) = self_signed(dir.path(), &["127.0.0.1"], -1, 30);
+    let out = bench(&cert, &key, "pinned");
+    assert_ok(&out);
+    let manifest = fs::read_to_string(ws.path().join("data/runs/pinned/run.json")).unwrap();
+    assert!(manifest.contains("\"tls\": \"private_ca\""), "{manifest}");
+    // The name and the dates are still checked.
+    let (cert, key) = self_signed(dir.path(), &["example.com"], -1, 30);
+    let out = bench(&cert, &key, "other-name");
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("NotValidForName"), "{}", stderr(&out));
+    let (cert, key) = self_signed(dir.path(), &["127.0.0.1"], -30, -1);
+    let out = bench(&cert, &key, "expired");
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("Expired"), "{}", stderr(&out));
 }
 
 #[test]

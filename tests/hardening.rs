@@ -10,50 +10,11 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::rogue::{completion, discovery, good_stream, Reply, Rogue};
+use common::rogue::{bench_args, completion, discovery, good_stream, Reply, Rogue};
 use common::serve;
 use common::*;
 
 const SECRET: &str = "sk-live-Zq9secretKEY";
-
-fn site_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_site"));
-    c.args(args).current_dir(dir);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().unwrap()
-}
-
-fn bench_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut a = vec![
-        "bench",
-        "--endpoint",
-        url,
-        "--gpu",
-        "Rogue GPU",
-        "--max-output",
-        "8",
-        "--duration",
-        "0.5s",
-        "--warmup-hold",
-        "0.1s",
-        "--warmup-timeout",
-        "2s",
-        "--stall-timeout",
-        "3s",
-        "--contexts",
-        "1k",
-        "--concurrency",
-        "1",
-    ];
-    a.extend_from_slice(extra);
-    a
-}
-
-fn all_files_text(dir: &Path) -> String {
-    tree(dir).into_iter().map(|(p, b)| format!("{p}\n{}", String::from_utf8_lossy(&b))).collect()
-}
 
 fn measured() -> Workspace {
     Workspace::from_fixture("valid/measured")
@@ -86,7 +47,8 @@ fn a_server_echoing_the_key_never_gets_it_stored_or_printed() {
     let written = all_files_text(&ws.path().join("data"));
     assert!(written.contains("invalid key Bearer <redacted> (raw <redacted>)"), "{written}");
     assert!(!written.contains(SECRET));
-    assert!(written.contains("\"launch_command\": \"vllm serve m --api-key <redacted> --port 8000\""), "{written}");
+    // Only the secret word changes: the line continuation is kept as written.
+    assert!(written.contains(r#""launch_command": "vllm serve m \\\n --api-key <redacted> --port 8000""#), "{written}");
     assert_ok(&site_in(ws.path(), &["build"]));
     assert!(!all_files_text(&ws.path().join("public")).contains(SECRET));
 }
@@ -318,7 +280,8 @@ fn a_vanished_server_stops_the_run_and_resume_measures_those_cells_again() {
     let out = site_in(ws.path(), &bench_args(&server.url, &matrix));
     assert_ok(&out);
     let err = stderr(&out);
-    let unreachable_before = 3;
+    // Three unreachable in a row, and the cell in flight when the server went away.
+    let unreachable_before = 4;
     let kept = cells - unreachable_before;
     assert!(err.contains(&format!("resuming outage: {kept} cells already measured, {} to go", 16 - kept)), "{err}");
     let run = speed_matrix::format::load_run_dir(&ws.path().join("data/runs/outage")).unwrap();

@@ -8,7 +8,6 @@ mod common;
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use common::sim::{bench, cell, SimEngine};
 use common::*;

@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
 
 use super::client::stream::WindowClock;
+use crate::units::terminal_safe;
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -34,20 +35,20 @@ impl Progress {
     /// A line that stays (plain output) or prints above the bar.
     pub fn line(&self, text: &str) {
         match &self.bar {
-            Some(b) => b.println(text),
-            None => eprintln!("{text}"),
+            Some(b) => b.println(terminal_safe(text)),
+            None => eprintln!("{}", terminal_safe(text)),
         }
     }
 
     pub fn current(&self, text: &str) {
         if let Some(b) = &self.bar {
-            b.set_message(text.to_string());
+            b.set_message(terminal_safe(text).into_owned());
         }
     }
 
     pub fn cell_done(&mut self, text: &str) {
         self.done += 1;
-        let line = format!("[{}/{}] {text}", self.done, self.total);
+        let line = format!("[{}/{}] {}", self.done, self.total, terminal_safe(text));
         match &self.bar {
             Some(b) => {
                 b.inc(1);

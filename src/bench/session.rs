@@ -23,7 +23,7 @@ use super::setup::{
 use super::telemetry::Telemetry;
 use super::{BenchConfig, BenchSummary};
 use crate::format::{Cell, CellError, ErrorCause, Phase, RunManifest, Status};
-use crate::units::context_label;
+use crate::units::{context_label, terminal_safe};
 
 /// Cells in a row that found the server unreachable before the run stops.
 pub const MAX_UNREACHABLE_CELLS: u32 = 3;
@@ -43,7 +43,7 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
     };
     let cap = capacity(&info, &cfg);
     let planned = plan::plan(&cfg.contexts, &cfg.concurrency, &cfg.prefill_contexts, cfg.max_output, &cap);
-    eprintln!("{}", server_line(&info, &client, &model, &cap));
+    eprintln!("{}", terminal_safe(&server_line(&info, &client, &model, &cap)));
     if cfg.dry_run {
         print_plan(&planned, &cfg);
         return Ok(BenchSummary::default());
@@ -82,6 +82,9 @@ struct Session<'a> {
     sized_by: Option<&'static str>,
     /// Each context's prompt, once sized: later repetitions send the same prompt.
     prompts: BTreeMap<u32, SizedPrompt>,
+    /// The last measured cell that found the server up: when the server then stays
+    /// unreachable and the run stops, this was the cell in flight as it went away.
+    last_reached: Option<Cell>,
 }
 
 impl<'a> Session<'a> {
@@ -151,6 +154,7 @@ impl<'a> Session<'a> {
             info: info.clone(),
             sized_by: None,
             prompts: BTreeMap::new(),
+            last_reached: None,
         }
     }
 
@@ -349,16 +353,33 @@ impl<'a> Session<'a> {
         if cell.status != Status::OverCapacity {
             s.unreachable_streak = if cell.server_unreachable() { s.unreachable_streak + 1 } else { 0 };
         }
-        if s.unreachable_streak >= MAX_UNREACHABLE_CELLS {
+        if self.summary.unreachable_streak >= MAX_UNREACHABLE_CELLS {
             self.progress.finish();
+            self.mark_cell_in_flight_unreachable()?;
             let message = cell.error.map(|e| e.message).unwrap_or_default();
             bail!(
                 "the server was unreachable for {MAX_UNREACHABLE_CELLS} cells in a row ({message}); stopped with {} cells in {}. Restart the server and continue with --resume (unreachable cells are measured again)",
-                s.written,
+                self.summary.written,
                 self.recorder.dir.display()
             );
         }
+        if cell.status != Status::OverCapacity && !cell.server_unreachable() {
+            self.last_reached = Some(cell);
+        }
         Ok(())
+    }
+
+    /// The server went away during the cell before the unreachable streak: an error there
+    /// (its streams broke) is the outage's, not the cell's, so `--resume` measures it again.
+    fn mark_cell_in_flight_unreachable(&mut self) -> Result<()> {
+        let Some(mut cell) = self.last_reached.take().filter(|c| c.status == Status::Error) else {
+            return Ok(());
+        };
+        if let Some(error) = cell.error.as_mut() {
+            error.cause = Some(ErrorCause::Unreachable);
+            error.message = format!("{} (the server became unreachable during this cell)", error.message);
+        }
+        self.recorder.write_cell(&cell)
     }
 
     async fn stop_background(&mut self) {

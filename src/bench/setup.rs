@@ -56,7 +56,8 @@ pub(super) fn resolve_hardware(facts: &mut ManifestFacts, endpoint: &Endpoint) -
         Some(found) => {
             hardware::fill(facts, &found);
             let memory = found.memory_gb.map(|g| format!(", {g} GB each")).unwrap_or_default();
-            eprintln!("hardware (from {}): {} x {}{memory}", found.source, found.count, found.device);
+            let line = format!("hardware (from {}): {} x {}{memory}", found.source, found.count, found.device);
+            eprintln!("{}", crate::units::terminal_safe(&line));
             Ok(())
         }
         None => bail!("could not detect this machine's hardware: say what the server runs on with --gpu NAME --gpu-count N or --cpu NAME"),

@@ -25,6 +25,9 @@ pub fn run(args: &BuildArgs) -> Result<()> {
             site.data.skipped.len()
         );
     }
+    for r in &site.data.redactions {
+        eprintln!("warning: {}", speed_matrix::units::terminal_safe(&r.to_string()));
+    }
     let report = site.build()?;
     println!("Built {} ({} files) in {:.1} ms", args.out.display(), report.files, t.elapsed().as_secs_f64() * 1000.0);
     println!("{}", format_steps(&report.steps));

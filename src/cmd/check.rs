@@ -2,6 +2,7 @@ use anyhow::Result;
 
 use crate::cli::CheckArgs;
 use speed_matrix::site::{format_steps, Site};
+use speed_matrix::units::terminal_safe;
 
 pub fn run(args: &CheckArgs) -> Result<()> {
     // The output folder is never touched by a check.
@@ -10,7 +11,10 @@ pub fn run(args: &CheckArgs) -> Result<()> {
     println!("{}: OK", args.site.data.display());
     println!("{}", format_steps(&site.steps));
     for s in &site.data.skipped {
-        println!("  skipped {}: {}", s.path.display(), s.reason);
+        println!("  skipped {}: {}", terminal_safe(&s.path.display().to_string()), s.reason);
+    }
+    for r in &site.data.redactions {
+        eprintln!("warning: {}", terminal_safe(&r.to_string()));
     }
     if warned > 0 {
         println!("  {warned} cells carry warnings (shown on their run pages)");

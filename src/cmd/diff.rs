@@ -8,7 +8,7 @@ use speed_matrix::analysis::{normalize_run, RunSlugs};
 use speed_matrix::format::{self, load_run_dir, LoadedRun, Phase, SiteSettings, RUNS_DIR, RUN_MANIFEST};
 use speed_matrix::render::compare_page::{comparison_csv, comparison_html};
 use speed_matrix::render::{templates, PageContext};
-use speed_matrix::units::context_label;
+use speed_matrix::units::{context_label, terminal_safe};
 use speed_matrix::write::{assets, Sink, Staging};
 
 /// A run id under the data folder, or a path to a run folder.
@@ -70,7 +70,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         .map(|&(phase, ctx, c, _)| cell_name(phase, ctx, c))
         .collect();
     if !slower.is_empty() {
-        println!("slower figures in: {}", slower.join(", "));
+        println!("slower figures in: {}", terminal_safe(&slower.join(", ")));
     }
     if args.fail_on_regression && !slower.is_empty() {
         bail!("--fail-on-regression: {} cell(s) judged slower", slower.len());

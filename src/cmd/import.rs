@@ -4,6 +4,7 @@ use crate::cli::ImportArgs;
 use speed_matrix::format::facts::ManifestFacts;
 use speed_matrix::import::import_paths;
 use speed_matrix::import::sources::Format;
+use speed_matrix::units::terminal_safe;
 
 pub fn run(a: &ImportArgs) -> Result<()> {
     let facts = ManifestFacts { tool_version: a.tool_version.clone(), ..a.facts.to_manifest_facts()? };
@@ -12,14 +13,14 @@ pub fn run(a: &ImportArgs) -> Result<()> {
     for s in &runs {
         println!(
             "Imported {} into {} ({} cells, {} Over capacity reconstructed, {} with warnings)",
-            s.found,
+            terminal_safe(&s.found),
             s.run_dir.display(),
             s.cells,
             s.reconstructed_over_capacity,
             s.warned
         );
         if !s.not_told.is_empty() {
-            println!("  not in the files: {}", s.not_told.join(", "));
+            println!("  not in the files: {}", terminal_safe(&s.not_told.join(", ")));
         }
     }
     println!("Publish with: site build");

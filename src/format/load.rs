@@ -32,13 +32,15 @@ pub struct DataSet<R = LoadedRun> {
     pub comparisons: Vec<ComparisonSpec>,
     /// Entries the loader did not read, each with the reason (`site check` lists them).
     pub skipped: Vec<Skipped>,
+    /// Notes and pages that held secret-shaped text, published redacted (warned about).
+    pub redactions: Vec<Redaction>,
 }
 
 impl<R> DataSet<R> {
     /// The runs, and the rest of the data set without them.
     pub fn take_runs(self) -> (Vec<R>, DataSet<()>) {
-        let DataSet { root, runs, run_ids, pages, comparisons, skipped } = self;
-        let rest = DataSet { root, runs: vec![(); runs.len()], run_ids, pages, comparisons, skipped };
+        let DataSet { root, runs, run_ids, pages, comparisons, skipped, redactions } = self;
+        let rest = DataSet { root, runs: vec![(); runs.len()], run_ids, pages, comparisons, skipped, redactions };
         (runs, rest)
     }
 }
@@ -50,6 +52,32 @@ pub struct Skipped {
     pub reason: &'static str,
 }
 
+/// A Markdown file (a run's notes, a page) that held secret-shaped text (`api_key=...`, a
+/// token in a link's query, `sk-...`): it is published with those values redacted, and
+/// `site check` and `site build` name the lines so the file itself gets fixed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redaction {
+    pub path: PathBuf,
+    /// 1-based.
+    pub lines: Vec<usize>,
+}
+
+impl std::fmt::Display for Redaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let lines: Vec<String> = self.lines.iter().map(|l| format!("{}:{l}", self.path.display())).collect();
+        write!(f, "{}: secret-shaped text published as <redacted>; remove it from the file", lines.join(", "))
+    }
+}
+
+/// Markdown as it may be published, and the redaction to warn about if it held secrets.
+fn redacted_markdown(path: &Path, markdown: String) -> (String, Option<Redaction>) {
+    let (text, lines) = crate::redact::scrub_lines(&markdown);
+    match text {
+        Some(text) => (text, Some(Redaction { path: path.to_path_buf(), lines })),
+        None => (markdown, None),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct LoadedRun {
     /// The run folder's name.
@@ -59,6 +87,8 @@ pub struct LoadedRun {
     /// Sorted by (phase, context, concurrency).
     pub cells: Vec<LoadedCell>,
     pub notes_markdown: Option<String>,
+    /// Lines of `notes.md` whose secrets were redacted.
+    pub notes_redaction: Option<Redaction>,
 }
 
 #[derive(Debug, Clone)]
@@ -73,6 +103,7 @@ pub struct PageSource {
     pub slug: String,
     pub file: PathBuf,
     pub markdown: String,
+    pub redaction: Option<Redaction>,
 }
 
 /// Collects problems so one pass reports all of them.
@@ -98,8 +129,9 @@ impl Problems {
     }
 }
 
-/// One run folder read: the run (id and what it was reduced to), and what it skipped.
-type LoadedFolder<R> = (Result<(String, R)>, Vec<Skipped>);
+/// One run folder read: the run (id, what it was reduced to, its notes' redaction), and what
+/// it skipped.
+type LoadedFolder<R> = (Result<(String, R, Option<Redaction>)>, Vec<Skipped>);
 
 /// Loads `root` (a data folder with `runs/` and optionally `pages/`).
 pub fn load_data_dir(root: &Path) -> Result<DataSet> {
@@ -134,17 +166,21 @@ pub fn load_data_dir_with<R: Send>(root: &Path, reduce: impl Fn(LoadedRun) -> R 
         .par_iter()
         .map(|(path, name)| {
             let mut skipped = Vec::new();
-            let run = load_run(path, name, &mut skipped).map(|run| (run.id.clone(), reduce(run)));
+            let run = load_run(path, name, &mut skipped).map(|mut run| {
+                let redaction = run.notes_redaction.take();
+                (run.id.clone(), reduce(run), redaction)
+            });
             (run, skipped)
         })
         .collect();
-    let (mut runs, mut run_ids) = (Vec::new(), Vec::new());
+    let (mut runs, mut run_ids, mut redactions) = (Vec::new(), Vec::new(), Vec::new());
     for (run, mut also_skipped) in loaded {
         skipped.append(&mut also_skipped);
         match run {
-            Ok((id, run)) => {
+            Ok((id, run, redaction)) => {
                 run_ids.push(id);
                 runs.push(run);
+                redactions.extend(redaction);
             }
             Err(e) => problems.push(e),
         }
@@ -179,7 +215,8 @@ pub fn load_data_dir_with<R: Send>(root: &Path, reduce: impl Fn(LoadedRun) -> R 
         }
     }
     problems.into_result(root)?;
-    Ok(DataSet { root: root.to_path_buf(), runs, run_ids, pages, comparisons, skipped })
+    redactions.extend(pages.iter().filter_map(|p| p.redaction.clone()));
+    Ok(DataSet { root: root.to_path_buf(), runs, run_ids, pages, comparisons, skipped, redactions })
 }
 
 /// Names that differ only in case (`Run-A`, `run-a`) make pages that overwrite each other on
@@ -254,7 +291,8 @@ fn load_page(path: &Path) -> Result<PageSource> {
     let slug = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
     check_id("page name", &slug).with_context(|| path.display().to_string())?;
     let markdown = fsutil::read_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?;
-    Ok(PageSource { slug, file: path.to_path_buf(), markdown })
+    let (markdown, redaction) = redacted_markdown(path, markdown);
+    Ok(PageSource { slug, file: path.to_path_buf(), markdown, redaction })
 }
 
 /// Loads one run folder (`run.json`, `cells/*.json`, optional `notes.md`).
@@ -274,13 +312,20 @@ pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<Load
     check_id("run id", &id).with_context(|| dir.display().to_string())?;
     let mut problems = Problems::default();
     let manifest = load_manifest(&dir.join(RUN_MANIFEST), &mut problems);
-    let notes_markdown = read_run_folder(dir, &mut problems, skipped)?;
+    let notes = read_run_folder(dir, &mut problems, skipped)?;
+    let (notes_markdown, notes_redaction) = match notes {
+        Some(md) => {
+            let (md, redaction) = redacted_markdown(&dir.join(RUN_NOTES), md);
+            (Some(md), redaction)
+        }
+        None => (None, None),
+    };
     let mut cells = load_cells(&dir.join(CELLS_DIR), &mut problems, skipped)?;
     check_cells(&cells, manifest.as_ref(), &mut problems);
     problems.into_result(dir)?;
     cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition));
     let manifest = manifest.expect("a run without problems has its manifest");
-    Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest, cells, notes_markdown })
+    Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest, cells, notes_markdown, notes_redaction })
 }
 
 fn load_manifest(path: &Path, problems: &mut Problems) -> Option<RunManifest> {

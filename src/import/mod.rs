@@ -93,10 +93,9 @@ fn usage_was_end_only(r: &DecodeResult, file: &ResultsFile) -> Option<String> {
     ))
 }
 
-/// A tool's error text without credentials: URL passwords and bearer tokens go.
+/// A tool's error text without credentials: anything secret-shaped goes.
 fn scrubbed(message: &str) -> String {
-    let words: Vec<String> = message.split(' ').map(|w| crate::redact::redact_urls(w).into_owned()).collect();
-    crate::redact::scrub_bearer(&words.join(" "))
+    crate::redact::scrub_text(message).into_owned()
 }
 
 /// Why a result is an error cell, if it is one: a `failure_reason` or a negative

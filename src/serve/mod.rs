@@ -25,6 +25,7 @@ use tokio::net::TcpListener;
 use tokio_util::io::ReaderStream;
 
 use crate::site::{format_steps, Site, SiteConfig};
+use crate::units::terminal_safe;
 use crate::write::OutputIndex;
 use files::{content_type, resolve, Resolved};
 
@@ -92,7 +93,10 @@ fn start_builds(
                     shared.builds.finished();
                     println!("Rebuilt after a change in {:.1} ms\n{steps}", t.elapsed().as_secs_f64() * 1000.0);
                 }
-                Err(e) => eprintln!("error: rebuild failed, still serving the last good site: {e:#}"),
+                Err(e) => eprintln!(
+                    "error: rebuild failed, still serving the last good site: {}",
+                    terminal_safe(&format!("{e:#}"))
+                ),
             }
             let _ = std::io::stdout().flush();
         }
@@ -140,7 +144,7 @@ async fn serve_async(opts: ServeOptions) -> Result<()> {
         Err(e) => {
             // Nothing good to serve yet unless an earlier build of ours is there: a folder
             // without our marker is one `site build` refused, and is never served.
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", terminal_safe(&format!("{e:#}")));
             let ours = opts.config.out_dir.join(crate::write::MARKER).is_file();
             if !ours || !opts.config.out_dir.join("index.html").is_file() {
                 return Err(e.context("the first build failed and there is no earlier site to serve"));

@@ -8,8 +8,10 @@
 pub const BUILD_VERSION: &str = env!("SITE_VERSION");
 
 pub mod numbers;
+pub mod terminal;
 
 pub use numbers::context_label;
+pub use terminal::{terminal_safe, terminal_safe_lines};
 
 /// Lower-case ASCII letters and digits joined by single dashes: `H200 SXM` -> `h200-sxm`.
 pub fn slugify(name: &str) -> String {

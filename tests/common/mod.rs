@@ -186,3 +186,18 @@ pub fn load_fixture(fixture: &str) -> speed_matrix::site::Site {
     })
     .unwrap()
 }
+
+/// The real binary in `dir` with extra environment variables.
+pub fn site_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_site"));
+    c.args(args).current_dir(dir);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// Every file under `dir`, path and text, as one string (to search for secrets).
+pub fn all_files_text(dir: &Path) -> String {
+    tree(dir).into_iter().map(|(p, b)| format!("{p}\n{}", String::from_utf8_lossy(&b))).collect()
+}

@@ -34,6 +34,9 @@ pub enum Reply {
     Hang,
     /// Stop listening for good: this and every later connection is refused.
     GoAway,
+    /// Start an SSE stream, then die mid-answer: the stream breaks off and every later
+    /// connection is refused (an engine that crashed).
+    StreamThenGoAway(Vec<Vec<u8>>),
 }
 
 pub struct Rogue {
@@ -128,6 +131,13 @@ fn serve(mut conn: TcpStream, answer: &(dyn Fn(&Req) -> Reply + Send + Sync), st
         Reply::GoAway => {
             stop.store(true, Ordering::SeqCst);
         }
+        Reply::StreamThenGoAway(pieces) => {
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+            for p in pieces {
+                let _ = conn.write_all(&p);
+            }
+            stop.store(true, Ordering::SeqCst);
+        }
     }
 }
 
@@ -174,4 +184,31 @@ pub fn good_stream(n: u64, prompt_tokens: u64) -> Reply {
         .into_bytes(),
     );
     Reply::Stream(pieces)
+}
+
+/// `site bench` against a rogue server: one small cell, short timeouts.
+pub fn bench_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "bench",
+        "--endpoint",
+        url,
+        "--gpu",
+        "Rogue GPU",
+        "--max-output",
+        "8",
+        "--duration",
+        "0.5s",
+        "--warmup-hold",
+        "0.1s",
+        "--warmup-timeout",
+        "2s",
+        "--stall-timeout",
+        "3s",
+        "--contexts",
+        "1k",
+        "--concurrency",
+        "1",
+    ];
+    a.extend_from_slice(extra);
+    a
 }

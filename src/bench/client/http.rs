@@ -190,7 +190,7 @@ impl HttpClient {
 
     /// `text` without this client's secrets (a server may echo the key it was sent).
     pub fn scrub(&self, text: &str) -> String {
-        self.scrubber.scrub(text)
+        self.scrubber.scrub_message(text)
     }
 
     fn build(&self, method: Method, path: &str, body: Option<Bytes>) -> Result<Request<Full<Bytes>>> {

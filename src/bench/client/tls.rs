@@ -1,12 +1,18 @@
 //! TLS for `https://` endpoints (rustls with the ring provider): the system's roots and the
 //! webpki roots, a private CA from `--ca-cert`, or no verification at all with `--insecure`
 //! (self-signed test servers; the run records it).
+//!
+//! A server whose certificate is itself in `--ca-cert` (a self-signed certificate made with
+//! `openssl req -x509`, often CA:TRUE) is accepted as `curl --cacert` accepts it: that exact
+//! certificate, its host name and its validity dates checked. Path validation alone refuses
+//! it (`CaUsedAsEndEntity`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -39,12 +45,20 @@ impl TlsOptions {
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .context("setting up TLS")?;
-        let mut config = if self.insecure {
-            builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+        let check = if self.insecure {
+            CertCheck::AcceptAny
         } else {
-            builder.with_root_certificates(self.roots()?)
-        }
-        .with_no_client_auth();
+            let pinned = match &self.ca_cert {
+                Some(path) => ca_certificates(path)?,
+                None => Vec::new(),
+            };
+            let roots = WebPkiServerVerifier::builder_with_provider(Arc::new(self.roots()?), provider.clone())
+                .build()
+                .context("setting up TLS")?;
+            CertCheck::RootsOrPinned { roots, pinned }
+        };
+        let verifier = Arc::new(Verifier { check, provider });
+        let mut config = builder.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth();
         // The client speaks HTTP/1.1 only.
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(TlsConnector::from(Arc::new(config)))
@@ -94,21 +108,39 @@ pub fn server_name(host: &str) -> Result<ServerName<'static>> {
         .with_context(|| format!("{host:?} is not a host name a certificate can carry"))
 }
 
-/// `--insecure`: any certificate is accepted; signatures are still checked, so the
-/// connection is encrypted to whoever answered.
+/// How the server's certificate is checked: the usual path validation, except for a
+/// certificate listed in `--ca-cert` itself; or (`--insecure`) not at all. Signatures are
+/// checked either way, so the connection is encrypted to whoever answered.
 #[derive(Debug)]
-struct AcceptAnyCertificate(Arc<CryptoProvider>);
+struct Verifier {
+    check: CertCheck,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for AcceptAnyCertificate {
+#[derive(Debug)]
+enum CertCheck {
+    RootsOrPinned { roots: Arc<WebPkiServerVerifier>, pinned: Vec<CertificateDer<'static>> },
+    AcceptAny,
+}
+
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        match &self.check {
+            CertCheck::AcceptAny => Ok(ServerCertVerified::assertion()),
+            CertCheck::RootsOrPinned { pinned, .. } if pinned.iter().any(|c| c.as_ref() == end_entity.as_ref()) => {
+                check_pinned(end_entity, server_name, now)
+            }
+            CertCheck::RootsOrPinned { roots, .. } => {
+                roots.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+            }
+        }
     }
 
     fn verify_tls12_signature(
@@ -117,7 +149,7 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn verify_tls13_signature(
@@ -126,12 +158,34 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
+}
+
+/// A certificate the user listed: trusted as it is, if it names this host and is valid now.
+/// (The handshake's signature, checked separately, proves the server holds its key.)
+fn check_pinned(
+    cert: &CertificateDer<'_>,
+    name: &ServerName<'_>,
+    now: UnixTime,
+) -> Result<ServerCertVerified, rustls::Error> {
+    use rustls::CertificateError;
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).map_err(|_| CertificateError::BadEncoding)?;
+    let validity = parsed.validity();
+    let now = now.as_secs() as i64;
+    if now < validity.not_before.timestamp() {
+        return Err(CertificateError::NotValidYet.into());
+    }
+    if now > validity.not_after.timestamp() {
+        return Err(CertificateError::Expired.into());
+    }
+    let ee = webpki::EndEntityCert::try_from(cert).map_err(|_| CertificateError::BadEncoding)?;
+    ee.verify_is_valid_for_subject_name(name).map_err(|_| CertificateError::NotValidForName)?;
+    Ok(ServerCertVerified::assertion())
 }
 
 #[cfg(test)]

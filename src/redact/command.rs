@@ -1,0 +1,211 @@
+//! Launch commands: the secret words replaced in place, everything else kept as written.
+//!
+//! A word is secret when it is the value of a secret flag (`--api-key X`, `--hf-token=X`),
+//! of a credential flag (`curl -u user:X`, `--user user:X`: the password part), follows
+//! `Bearer`, or is a header of a header flag with a secret name (`-H 'Authorization: ...'`).
+//! Every word is also read as free text ([`super::text::scrub_text`]): `KEY=VALUE` pairs,
+//! JSON-valued flags (`--hf-overrides '{"api_key": "..."}'`), URL userinfo and query keys,
+//! well-known token formats. `bash -c "..."` bodies and `$(...)` are redacted as commands.
+
+use std::borrow::Cow;
+
+use super::lex::{is_redirection, lex, Kind};
+use super::text::{scrub_text, secret_name};
+use super::REDACTED;
+
+/// Deeper nesting than this (`bash -c "sh -c '...'"` eight times) is redacted whole.
+const MAX_DEPTH: u32 = 8;
+
+/// Redacts a shell command line. Unchanged (byte for byte) when it holds no secret; otherwise
+/// only the secret words change, re-quoted for the shell, and every operator, redirection,
+/// grouping, comment and space stays as written.
+pub fn redact_command(cmd: &str) -> String {
+    redact_at(cmd, 0).into_owned()
+}
+
+fn redact_at(cmd: &str, depth: u32) -> Cow<'_, str> {
+    if depth > MAX_DEPTH {
+        return Cow::Owned(REDACTED.to_string());
+    }
+    let mut out = String::new();
+    let mut done = 0;
+    let mut next = Next::default();
+    for piece in lex(cmd) {
+        let raw = &cmd[piece.span.clone()];
+        let new = match piece.kind {
+            Kind::Space => None,
+            Kind::Operator => {
+                next = Next { file: is_redirection(raw), ..Next::default() };
+                None
+            }
+            Kind::Comment => owned(scrub_text(raw)),
+            Kind::Word => redact_raw_word(raw, &mut next, depth),
+        };
+        if let Some(new) = new {
+            out.push_str(&cmd[done..piece.span.start]);
+            out.push_str(&new);
+            done = piece.span.end;
+        }
+    }
+    if done == 0 {
+        return Cow::Borrowed(cmd);
+    }
+    out.push_str(&cmd[done..]);
+    Cow::Owned(out)
+}
+
+fn owned(c: Cow<'_, str>) -> Option<String> {
+    match c {
+        Cow::Owned(s) => Some(s),
+        Cow::Borrowed(_) => None,
+    }
+}
+
+/// What the previous word said about the next one.
+#[derive(Default)]
+struct Next {
+    secret: bool,
+    header: bool,
+    /// After `-u`/`--user`: `user:password`.
+    credentials: bool,
+    /// After `-c` (`bash -c`, `sh -c`): a whole command.
+    body: bool,
+    /// After a redirection: a file name.
+    file: bool,
+}
+
+/// The replacement text of one word as written (quotes and all), or `None` to keep it.
+fn redact_raw_word(raw: &str, next: &mut Next, depth: u32) -> Option<String> {
+    if std::mem::take(&mut next.file) {
+        return owned(scrub_text(raw));
+    }
+    if let Some(inner) = raw.strip_prefix("$(").and_then(|r| r.strip_suffix(')')) {
+        return owned(redact_at(inner, depth + 1)).map(|i| format!("$({i})"));
+    }
+    let value = unquoted(raw);
+    let new = redact_word(&value, next, depth)?;
+    (new != value).then(|| quote(&new))
+}
+
+/// The word's value as the shell passes it on: quotes removed, escapes read.
+fn unquoted(raw: &str) -> String {
+    if raw == REDACTED {
+        return raw.to_string();
+    }
+    let words = shlex::split(raw).or_else(|| ["\"", "'"].iter().find_map(|c| shlex::split(&format!("{raw}{c}"))));
+    match words.as_deref() {
+        Some([one]) => one.clone(),
+        Some([]) => String::new(),
+        _ => raw.to_string(),
+    }
+}
+
+/// The redacted value of one word, or `None` when it stays as it is.
+fn redact_word(w: &str, next: &mut Next, depth: u32) -> Option<String> {
+    if std::mem::take(&mut next.secret) {
+        return (w != REDACTED).then(|| REDACTED.to_string());
+    }
+    if w.eq_ignore_ascii_case("bearer") {
+        *next = Next { secret: true, ..Next::default() };
+        return None;
+    }
+    if std::mem::take(&mut next.credentials) {
+        return credentials(w).or_else(|| owned(scrub_text(w)));
+    }
+    if std::mem::take(&mut next.header) {
+        return redact_header(w).or_else(|| owned(redact_at(w, depth + 1)));
+    }
+    if std::mem::take(&mut next.body) {
+        return owned(redact_at(w, depth + 1));
+    }
+    next.body = w == "-c";
+    if let Some((name, value)) = w.split_once('=').filter(|(n, _)| is_env_name(n) && secret_name(n)) {
+        return (value != REDACTED).then(|| format!("{name}={REDACTED}"));
+    }
+    if w.starts_with('-') {
+        if let Some(r) = redact_flag(w, next) {
+            return Some(r);
+        }
+    } else if w.chars().any(char::is_whitespace) && !w.starts_with(['{', '[']) {
+        // A quoted body: `bash -c "..."`, `sh -c '...'`, `env 'X=..'`.
+        if let Some(r) = owned(redact_at(w, depth + 1)) {
+            return Some(r);
+        }
+    }
+    owned(scrub_text(w))
+}
+
+fn is_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `--api-key=X`, `--api-key X`, `-H 'Name: X'`, `--user=u:X`, `-uuser:X`.
+fn redact_flag(w: &str, next: &mut Next) -> Option<String> {
+    if let Some((flag, value)) = w.split_once('=') {
+        if secret_name(flag) {
+            return (value != REDACTED).then(|| format!("{flag}={REDACTED}"));
+        }
+        if header_flag(flag) {
+            return redact_header(value).map(|h| format!("{flag}={h}"));
+        }
+        if credentials_flag(flag) {
+            return credentials(value).map(|c| format!("{flag}={c}"));
+        }
+        return None;
+    }
+    if secret_name(w) {
+        next.secret = true;
+    } else if header_flag(w) {
+        next.header = true;
+    } else if credentials_flag(w) {
+        next.credentials = true;
+    } else if let Some(h) = w.strip_prefix("-H").filter(|h| h.contains(':')) {
+        return redact_header(h).map(|h| format!("-H{h}"));
+    } else if let Some(c) = w.strip_prefix("-u").filter(|c| c.contains(':')) {
+        return credentials(c).map(|c| format!("-u{c}"));
+    }
+    None
+}
+
+/// Header flags of curl-like tools and of engines that pass headers on.
+fn header_flag(flag: &str) -> bool {
+    matches!(flag, "-H" | "--header" | "--headers" | "--middleware-header" | "--extra-header" | "--proxy-header")
+}
+
+/// `curl -u user:password`, `--user`, `--proxy-user`, `-U`.
+fn credentials_flag(flag: &str) -> bool {
+    matches!(flag, "-u" | "-U" | "--user" | "--proxy-user" | "--basic-auth" | "--http-user")
+}
+
+/// `user:password` keeps the user.
+fn credentials(value: &str) -> Option<String> {
+    let (user, password) = value.split_once(':')?;
+    (!password.is_empty() && password != REDACTED).then(|| format!("{user}:{REDACTED}"))
+}
+
+/// `Authorization: Bearer x`, `x-api-key: x`, `Cookie: x`...: the header's value is secret.
+fn redact_header(h: &str) -> Option<String> {
+    let (name, value) = h.split_once(':')?;
+    let n = name.trim().to_ascii_lowercase();
+    let secret = matches!(n.as_str(), "proxy-authorization" | "set-cookie") || secret_name(&n);
+    (secret && value.trim() != REDACTED).then(|| format!("{}: {REDACTED}", name.trim()))
+}
+
+/// Quotes a word for the shell, leaving `<redacted>` readable (`--api-key=<redacted>` rather
+/// than `'--api-key=<redacted>'`); the mark reads as one word wherever it stands.
+fn quote(word: &str) -> String {
+    let plain = |w: &str| w.chars().all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if !word.is_empty() && plain(&word.replace(REDACTED, "")) && !word.contains(&format!("{REDACTED}{REDACTED}")) {
+        return word.to_string();
+    }
+    match shlex::try_quote(word) {
+        Ok(q) => q.into_owned(),
+        // A NUL byte cannot be quoted; it has no business in a command anyway.
+        Err(_) => shlex::try_quote(&word.replace('\0', "")).map(Cow::into_owned).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+use super::*;
+
+#[test]
+fn secrets_are_redacted_and_other_words_kept() {
+    let cmd = "env HF_TOKEN=hf_abc VLLM_X=1 OPENAI_API_KEY=sk-1 vllm serve m --api-key sk-secret --hf-token=hf_x --port 8000 --max-model-len 4096 --max-num-batched-tokens 8192";
+    assert_eq!(
+        redact_command(cmd),
+        "env HF_TOKEN=<redacted> VLLM_X=1 OPENAI_API_KEY=<redacted> vllm serve m --api-key <redacted> --hf-token=<redacted> --port 8000 --max-model-len 4096 --max-num-batched-tokens 8192"
+    );
+}
+
+#[test]
+fn commands_without_secrets_are_kept_byte_for_byte() {
+    for cmd in [
+        "llama-server -m x.gguf --ctx-size 8192",
+        "vllm serve m \\\n  --tp 4\t--port 8000",
+        "a  'b c'",
+        "(vllm serve m >log 2>&1 &) && curl -s http://h:8000/v1/models | jq .",
+        "python -u bench.py --max-tokens 256",
+    ] {
+        assert_eq!(redact_command(cmd), cmd);
+    }
+}
+
+#[test]
+fn only_the_secret_word_changes() {
+    let cases = [
+        (
+            "vllm serve m \\\n  --api-key s3cr3t \\\n  --port 8000",
+            "vllm serve m \\\n  --api-key <redacted> \\\n  --port 8000",
+        ),
+        ("vllm serve m\t--api-key\ts3cr3t", "vllm serve m\t--api-key\t<redacted>"),
+        ("vllm serve m --api-key \"a b\" --port 1", "vllm serve m --api-key <redacted> --port 1"),
+        ("x --api-key='a b' y", "x --api-key=<redacted> y"),
+        ("vllm serve --api-key s3cr3t|tee log", "vllm serve --api-key <redacted>|tee log"),
+        ("vllm serve --api-key s3cr3t >log; echo done", "vllm serve --api-key <redacted> >log; echo done"),
+        ("(vllm serve --api-key s3cr3t) && x", "(vllm serve --api-key <redacted>) && x"),
+        ("vllm serve --api-key >log s3cr3t", "vllm serve --api-key >log s3cr3t"),
+        (
+            "bash -c \"HF_TOKEN=s3cr3t vllm serve m --api-key k2\"",
+            "bash -c 'HF_TOKEN=<redacted> vllm serve m --api-key <redacted>'",
+        ),
+        ("env 'HF_TOKEN=s3 cr3t' vllm serve m", "env HF_TOKEN=<redacted> vllm serve m"),
+        ("curl -H 'Authorization: Bearer s3cr3t' http://h/v1", "curl -H 'Authorization: <redacted>' http://h/v1"),
+        ("curl --header=x-api-key:s3cr3t http://h", "curl '--header=x-api-key: <redacted>' http://h"),
+        ("x --url http://me:s3cr3t@host:80/v1 --y", "x --url http://me:<redacted>@host:80/v1 --y"),
+        ("x --url=https://tok3n@host/v1", "x --url=https://<redacted>@host/v1"),
+        ("x --hf-token", "x --hf-token"),
+        ("x --api-key \"unclosed secret", "x --api-key <redacted>"),
+        ("echo $(cat --token s3cr3t) done", "echo $(cat --token <redacted>) done"),
+        ("vllm serve m # key: api_key=s3cr3t", "vllm serve m # key: api_key=<redacted>"),
+    ];
+    for (cmd, want) in cases {
+        assert_eq!(redact_command(cmd), want, "{cmd:?}");
+    }
+}
+
+#[test]
+fn forms_of_credentials_beyond_flags() {
+    let cases = [
+        ("curl -u admin:s3cr3t http://h", "curl -u admin:<redacted> http://h"),
+        ("curl --user a:s3cr3t http://h", "curl --user a:<redacted> http://h"),
+        ("curl --user=a:s3cr3t http://h", "curl --user=a:<redacted> http://h"),
+        ("curl -uadmin:s3cr3t http://h", "curl -uadmin:<redacted> http://h"),
+        (
+            r#"vllm serve m --hf-overrides '{"api_key": "s3cr3t", "n": 2}'"#,
+            r#"vllm serve m --hf-overrides '{"api_key": "<redacted>", "n": 2}'"#,
+        ),
+        ("curl -H Authorization -H Bearer s3cr3t", "curl -H Authorization -H Bearer <redacted>"),
+        (
+            "kubectl create secret generic k --from-literal=api_key=s3cr3t",
+            "kubectl create secret generic k --from-literal=api_key=<redacted>",
+        ),
+        ("x --url 'http://h/v1?api_key=s3cr3t&m=1'", "x --url 'http://h/v1?api_key=<redacted>&m=1'"),
+        ("OPENAI_BASE=http://h x sk-proj-s3cr3tabcdefghijklmn", "OPENAI_BASE=http://h x <redacted>"),
+    ];
+    for (cmd, want) in cases {
+        let got = redact_command(cmd);
+        assert!(!got.contains("s3cr3t"), "{cmd:?} -> {got:?}");
+        assert_eq!(got, want, "{cmd:?}");
+    }
+}
+
+#[test]
+fn redacting_twice_changes_nothing() {
+    for cmd in ["vllm serve m --api-key <redacted> --port 8000", "x --api-key=<redacted>|y", "curl -u a:<redacted>"] {
+        assert_eq!(redact_command(cmd), cmd);
+    }
+}
+
+mod generated {
+    use super::super::*;
+    use proptest::prelude::*;
+
+    const FLAGS: &[&str] = &["--api-key", "--api-keys", "--hf-token", "--token", "--client-secret", "--db-password"];
+    const ENVS: &[&str] = &["HF_TOKEN", "OPENAI_API_KEY", "MY_SECRET", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY"];
+    const OPERATORS: &[&str] = &["|", "||", "&&", ";", " > log", ">>log", " 2>&1", " <in", "&", "\n"];
+
+    /// A secret written into a command in one of the ways a shell accepts.
+    fn placed(secret: &str, flag: &str, env: &str, form: u8) -> String {
+        let sq = format!("'{secret}'");
+        let dq = format!("\"{secret}\"");
+        match form % 20 {
+            0 => format!("{flag} {secret}"),
+            1 => format!("{flag}={secret}"),
+            2 => format!("{flag}\t{secret}"),
+            3 => format!("{flag} \\\n  {secret}"),
+            4 => format!("{flag} {dq}"),
+            5 => format!("{flag} {sq}"),
+            6 => format!("{flag}={dq}"),
+            7 => format!("{env}={secret}"),
+            8 => format!("{env}={sq}"),
+            9 => format!("env '{env}={secret}'"),
+            10 => format!("bash -c \"{flag} {secret}\""),
+            11 => format!("sh -c '{env}={secret} run'"),
+            12 => format!("-H 'Authorization: Bearer {secret}'"),
+            13 => format!("--url http://user:{secret}@host:8000/v1"),
+            14 => format!("-u admin:{secret}"),
+            15 => format!("--user=admin:{secret}"),
+            16 => format!("--hf-overrides '{{\"api_key\": \"{secret}\"}}'"),
+            17 => format!("Bearer {secret}"),
+            18 => format!("--from-literal=api_key={secret}"),
+            _ => format!("--url 'http://h/v1?token={secret}&x=1'"),
+        }
+    }
+
+    /// The shell's reading of a command: its operators in order and how many words lie
+    /// between them. Read by an independent parser (brush's), our mark read as one word.
+    fn structure(cmd: &str) -> Vec<String> {
+        let cmd = cmd.replace(REDACTED, "REDACTED");
+        let tokens = brush_parser::tokenize_str(&cmd).expect("a generated command tokenizes");
+        let mut shape = Vec::new();
+        let mut words = 0;
+        for t in &tokens {
+            match t {
+                brush_parser::Token::Word(..) => words += 1,
+                brush_parser::Token::Operator(op, _) => {
+                    shape.push(format!("{words} words"));
+                    shape.push(op.clone());
+                    words = 0;
+                }
+            }
+        }
+        shape.push(format!("{words} words"));
+        shape
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn no_secret_survives_and_the_shell_structure_is_kept(
+            secret in "[A-Za-z0-9_.+/-]{6,24}",
+            flag in proptest::sample::select(FLAGS),
+            env in proptest::sample::select(ENVS),
+            form in any::<u8>(),
+            sep in proptest::sample::select(&[" ", "\t", " \\\n  ", "  "][..]),
+            op in proptest::sample::select(OPERATORS),
+            group in any::<bool>(),
+        ) {
+            let secret = format!("Zq{secret}");
+            let serve = format!("vllm{sep}serve{sep}model-x{sep}{}{sep}--port{sep}8000", placed(&secret, flag, env, form));
+            let serve = if group { format!("( {serve} )") } else { serve };
+            let cmd = format!("{serve}{op} tee{sep}out.txt");
+            let out = redact_command(&cmd);
+            prop_assert!(!out.contains(&secret), "{cmd:?} -> {out:?}");
+            prop_assert_eq!(structure(&out), structure(&cmd), "{:?} -> {:?}", cmd, out);
+            for kept in ["vllm", "serve", "model-x", "--port", "8000", "tee", "out.txt", op.trim()] {
+                prop_assert!(out.contains(kept), "{} dropped: {:?} -> {:?}", kept, cmd, out);
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(cmd in "\\PC{0,80}") {
+            let _ = redact_command(&cmd);
+            let _ = crate::redact::Scrubber::new(["k3y".to_string()]).scrub_message(&cmd);
+        }
+    }
+}

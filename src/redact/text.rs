@@ -1,0 +1,233 @@
+//! Secret-shaped pieces of free text, found without knowing the secret: a value named as a
+//! secret (`api_key=x`, `"token": "x"`, `password: x`, a URL's `?access_token=x`), an
+//! `Authorization` header's value, a `Bearer` credential, URL userinfo, and the well-known
+//! token formats (`sk-…`, `hf_…`, `ghp_…`, AWS access key ids, JWTs…).
+//!
+//! Used for every launch command word, for notes and pages (`notes.md`, `pages/*.md`), and for
+//! error text from servers and other tools.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::REDACTED;
+
+/// Word parts that make a name a secret's name when they end it (`hf_token`, `OPENAI_API_KEY`,
+/// `apiKey`, `db-password`) or appear anywhere in it (`secret`, `password`).
+const LAST_PARTS: &[&str] = &[
+    "key",
+    "keys",
+    "apikey",
+    "token",
+    "secret",
+    "secrets",
+    "password",
+    "passwd",
+    "pwd",
+    "credential",
+    "credentials",
+    "auth",
+    "authorization",
+    "signature",
+    "cookie",
+];
+const ANY_PARTS: &[&str] = &["secret", "password", "passwd", "apikey", "credentials"];
+
+/// Whether a flag, variable, JSON key or query parameter name names a secret. `max_tokens`,
+/// `--max-num-batched-tokens` and `pad_token_id` do not: only a name that ends in a secret
+/// word (or holds `secret`/`password`) does.
+pub fn secret_name(name: &str) -> bool {
+    let parts = name_parts(name.trim_start_matches('-'));
+    let Some(last) = parts.last() else { return false };
+    LAST_PARTS.contains(&last.as_str())
+        || parts.iter().any(|p| ANY_PARTS.contains(&p.as_str()))
+        || parts.windows(2).any(|w| w[0] == "api" && matches!(w[1].as_str(), "key" | "keys"))
+}
+
+/// `OPENAI_API_KEY`, `hf-token`, `apiKey`, `x.auth.token` -> lower-case parts.
+fn name_parts(name: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if matches!(c, '_' | '-' | '.') {
+            parts.push(String::new());
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower {
+            parts.push(String::new());
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        parts.last_mut().expect("never empty").extend(c.to_lowercase());
+    }
+    parts.retain(|p| !p.is_empty());
+    parts
+}
+
+/// A name followed by `=` or `:` (the name possibly quoted, as in JSON).
+static NAMED_VALUE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"([A-Za-z][A-Za-z0-9_.-]*)(["']?)[ \t]*([:=])[ \t]*"#).expect("valid pattern"));
+
+/// Token formats that are secrets wherever they appear.
+static TOKEN_FORMATS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\b(?:sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}",
+        r"|hf_[A-Za-z0-9]{16,}",
+        r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
+        r"|glpat-[A-Za-z0-9_-]{16,}",
+        r"|xox[abprs]-[A-Za-z0-9-]{10,}",
+        r"|(?:AKIA|ASIA)[0-9A-Z]{16}",
+        r"|AIza[0-9A-Za-z_-]{30,}",
+        r"|nvapi-[A-Za-z0-9_-]{16,}",
+        r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
+    ))
+    .expect("valid pattern")
+});
+
+/// Free text with every secret-shaped piece replaced by `<redacted>`; borrowed when nothing
+/// was found.
+pub fn scrub_text(text: &str) -> Cow<'_, str> {
+    let mut out = Cow::Borrowed(text);
+    for step in [scrub_named_values as fn(&str) -> Option<String>, scrub_token_formats, scrub_urls, scrub_bearer] {
+        if let Some(s) = step(&out) {
+            out = Cow::Owned(s);
+        }
+    }
+    out
+}
+
+/// A text scrubbed line by line: the new text (`None` when nothing was found) and the 1-based
+/// numbers of the lines that changed.
+pub fn scrub_lines(text: &str) -> (Option<String>, Vec<usize>) {
+    let mut lines = Vec::new();
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let scrubbed = scrub_text(line);
+        if matches!(scrubbed, Cow::Owned(_)) {
+            lines.push(i + 1);
+        }
+        out.push_str(&scrubbed);
+    }
+    (if lines.is_empty() { None } else { Some(out) }, lines)
+}
+
+fn scrub_token_formats(text: &str) -> Option<String> {
+    TOKEN_FORMATS.is_match(text).then(|| TOKEN_FORMATS.replace_all(text, REDACTED).into_owned())
+}
+
+fn scrub_urls(text: &str) -> Option<String> {
+    match super::redact_urls(text) {
+        Cow::Owned(s) => Some(s),
+        Cow::Borrowed(_) => None,
+    }
+}
+
+fn scrub_bearer(text: &str) -> Option<String> {
+    let s = super::scrub_bearer(text);
+    (s != text).then_some(s)
+}
+
+/// `name=value`, `name: value`, `"name": "value"` where the name is a secret's: the value goes.
+/// The bare names `key` and `auth` count only before `=` (prose says "Key: ..." innocently).
+fn scrub_named_values(text: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut done = 0;
+    for m in NAMED_VALUE.captures_iter(text) {
+        let whole = m.get(0).expect("match");
+        let name = &m[1];
+        if whole.start() < done || !secret_name(name) {
+            continue;
+        }
+        let lower = name.to_ascii_lowercase();
+        if &m[3] == ":" && matches!(lower.as_str(), "key" | "auth") {
+            continue;
+        }
+        let rest = &text[whole.end()..];
+        let header = lower.ends_with("authorization");
+        let Some((value_start, value_len)) = value_span(rest, header) else { continue };
+        let start = whole.end() + value_start;
+        if &text[start..start + value_len] == REDACTED {
+            continue;
+        }
+        out.push_str(&text[done..start]);
+        out.push_str(REDACTED);
+        done = start + value_len;
+    }
+    (done > 0).then(|| {
+        out.push_str(&text[done..]);
+        out
+    })
+}
+
+/// Where a value starts and how long it is: a quoted string (JSON escapes honoured) or a run of
+/// characters up to a separator. An `Authorization` value runs to the end of the line or
+/// quote (`Basic xxx`, `Bearer xxx`).
+fn value_span(rest: &str, header: bool) -> Option<(usize, usize)> {
+    let first = rest.chars().next()?;
+    if first == '"' || first == '\'' {
+        let body = &rest[1..];
+        let mut escaped = false;
+        for (i, c) in body.char_indices() {
+            match c {
+                '\\' if first == '"' && !escaped => escaped = true,
+                c if c == first && !escaped => return (i > 0).then_some((1, i)),
+                _ => escaped = false,
+            }
+        }
+        return (!body.is_empty()).then_some((1, body.len()));
+    }
+    let stop: &[char] = if header {
+        &['"', '\'', '\n', '\r']
+    } else {
+        &[' ', '\t', '\n', '\r', '&', ';', ',', '"', '\'', '}', ')', ']', '#', '<', '>', '|']
+    };
+    let len = rest.find(stop).unwrap_or(rest.len());
+    let len = rest[..len].trim_end().len();
+    (len > 0).then_some((0, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names_and_innocent_names() {
+        for n in
+            ["api_key", "OPENAI_API_KEY", "--hf-token", "apiKey", "access_token", "db-password", "X-Api-Key", "key"]
+        {
+            assert!(secret_name(n), "{n}");
+        }
+        for n in ["max_tokens", "--max-num-batched-tokens", "pad_token_id", "tokenizer", "--port", "keyfile", "model"] {
+            assert!(!secret_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn named_values_in_every_notation() {
+        let cases = [
+            ("see http://h/v1?api_key=abc123&x=1", "see http://h/v1?api_key=<redacted>&x=1"),
+            (r#"{"api_key": "a\"b", "n": 1}"#, r#"{"api_key": "<redacted>", "n": 1}"#),
+            ("password: hunter2 then", "password: <redacted> then"),
+            ("--from-literal=api_key=s3cr3t", "--from-literal=api_key=<redacted>"),
+            ("Authorization: Basic YWRtaW46cHc=\nnext", "Authorization: <redacted>\nnext"),
+            ("{'token': 'abc'}", "{'token': '<redacted>'}"),
+            ("Key: prefill is compute bound", "Key: prefill is compute bound"),
+            ("max_tokens=512 temperature=0", "max_tokens=512 temperature=0"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(scrub_text(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn token_formats_bearer_and_userinfo() {
+        let text = "k sk-proj-abcdefghijklmnop1234 hf_abcdefghijklmnopqrstu AKIAABCDEFGHIJKLMNOP \
+                    Bearer x.y https://me:pw@host/";
+        assert_eq!(
+            scrub_text(text),
+            "k <redacted> <redacted> <redacted> Bearer <redacted> https://me:<redacted>@host/"
+        );
+        assert!(matches!(scrub_text("sk-learn and hf_hub are words"), Cow::Borrowed(_)));
+    }
+}

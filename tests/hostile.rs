@@ -1,0 +1,156 @@
+//! Hostile input, third pass: secrets in the encodings a server echoes them in, terminal
+//! escapes from servers and data files, secrets in notes and pages.
+
+mod common;
+
+use std::fs;
+
+use base64::Engine as _;
+use common::rogue::{bench_args, completion, good_stream, Reply, Rogue};
+use common::*;
+
+const SECRET: &str = "sk-live-Zq9/secret+KEY=x";
+
+/// Every form of the key a server in the wild has been seen to echo.
+fn echoed_forms(key: &str) -> Vec<String> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    vec![
+        utf8_percent_encode(key, NON_ALPHANUMERIC).to_string(),
+        STANDARD.encode(key),
+        URL_SAFE.encode(key),
+        STANDARD.encode(format!("api:{key}")),
+        serde_json::to_string(key).unwrap(),
+    ]
+}
+
+#[test]
+fn a_server_echoing_the_key_encoded_never_gets_it_stored_or_printed() {
+    let server = Rogue::start(|req| {
+        if req.path == "/v1/models" {
+            return Reply::Full(200, "application/json", br#"{"data":[{"id":"rogue-model"}]}"#.to_vec());
+        }
+        let key = req.header("authorization").unwrap_or("").trim_start_matches("Bearer ").to_string();
+        let forms = echoed_forms(&key).join(" | ");
+        let body = serde_json::json!({"error": {"message": format!("bad key, seen as {forms}")}}).to_string();
+        Reply::Full(401, "application/json", body.into_bytes())
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let out = site_env(ws.path(), &bench_args(&server.url, &["--run-id", "echo"]), &[("OPENAI_API_KEY", SECRET)]);
+    let printed = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(printed.contains("answered 401"), "{printed}");
+    let written = all_files_text(&ws.path().join("data"));
+    assert!(written.contains("bad key, seen as"), "the error is kept: {written}");
+    for form in echoed_forms(SECRET) {
+        let form = form.trim_matches('"');
+        assert!(!printed.contains(form), "{form} printed: {printed}");
+        assert!(!written.contains(form), "{form} stored: {written}");
+    }
+}
+
+#[test]
+fn control_characters_from_a_server_never_reach_the_terminal_raw() {
+    let server = Rogue::start(|req| {
+        if req.path == "/v1/models" {
+            let id = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J\r\nerror: forged line";
+            let body = serde_json::json!({"data": [{"id": id}]}).to_string();
+            return Reply::Full(200, "application/json", body.into_bytes());
+        }
+        completion(req, 1024, || {
+            let body = serde_json::json!({"error": {"message": "boom\u{1b}[2J\r\nok: forged"}}).to_string();
+            Reply::Full(500, "application/json", body.into_bytes())
+        })
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let out = site_in(ws.path(), &bench_args(&server.url, &["--run-id", "esc"]));
+    let printed = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(printed.contains("evil\\e]0;pwned"), "the model id is shown, escaped: {printed}");
+    assert!(!printed.contains('\u{1b}') && !printed.contains('\r') && !printed.contains('\u{7}'), "{printed:?}");
+    assert!(!printed.lines().any(|l| l.starts_with("error: forged") || l.starts_with("ok: forged")), "{printed}");
+}
+
+#[test]
+fn control_characters_in_data_files_are_escaped_in_check_errors() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let manifest = ws.path().join("data/runs/tiny-vllm-l4/run.json");
+    let text = fs::read_to_string(&manifest).unwrap();
+    // A broken value whose text the error quotes.
+    let broken =
+        text.replacen("\"schema_version\": 1", "\"schema_version\": \"\\u001b]0;x\\u0007\\r\\nerror: forged\"", 1);
+    assert_ne!(broken, text);
+    fs::write(&manifest, broken).unwrap();
+    let out = ws.site(&["check"]);
+    assert!(!out.status.success());
+    let printed = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(printed.contains("run.json"), "{printed}");
+    assert!(!printed.contains('\u{1b}') && !printed.contains('\r') && !printed.contains('\u{7}'), "{printed:?}");
+}
+
+#[test]
+fn secrets_in_notes_and_pages_are_published_redacted_and_named() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let notes = "# Notes\n\nDashboard: [live](https://grafana.example/d?api_key=ZqNOTE1&from=now)\n\
+                 Key: prefill is compute bound.\n";
+    fs::write(ws.path().join("data/runs/tiny-vllm-l4/notes.md"), notes).unwrap();
+    fs::create_dir_all(ws.path().join("data/pages")).unwrap();
+    let page = "# Setup\ntoken: ZqPAGE2\nclone with hf_ZqPAGE3abcdefghijklmnop\n";
+    fs::write(ws.path().join("data/pages/setup.md"), page).unwrap();
+    let out = ws.site(&["build"]);
+    assert_ok(&out);
+    let err = stderr(&out);
+    assert!(err.contains("notes.md:3:"), "{err}");
+    assert!(err.contains("setup.md:2, "), "{err}");
+    assert!(err.contains("setup.md:3: secret-shaped text published as <redacted>"), "{err}");
+    let site = all_files_text(&ws.path().join("public"));
+    for secret in ["ZqNOTE1", "ZqPAGE2", "ZqPAGE3"] {
+        assert!(!site.contains(secret), "{secret} published");
+    }
+    assert!(site.contains("Key: prefill is compute bound."), "prose is kept");
+    assert!(site.contains("from=now"), "the rest of the link is kept");
+    let check = ws.site(&["check"]);
+    assert!(stderr(&check).contains("notes.md:3:"), "{}", stderr(&check));
+}
+
+#[test]
+fn the_cell_in_flight_when_the_server_died_is_measured_again_on_resume() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let streams = std::sync::Arc::new(AtomicU32::new(0));
+    let seen = streams.clone();
+    // Good streams for the first cells, then one that breaks off mid-answer (the engine
+    // died), then nothing listens any more.
+    let server = Rogue::start(move |req| {
+        if let Some(r) = common::rogue::discovery(req) {
+            return r;
+        }
+        completion(req, 1024, || match seen.fetch_add(1, Ordering::SeqCst) {
+            0..=5 => good_stream(8, 1024),
+            6 => Reply::StreamThenGoAway(vec![b"data: {\"choices\":[{\"text\":\"w1 \"}]}\n\n".to_vec()]),
+            _ => Reply::GoAway,
+        })
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let matrix = ["--run-id", "died", "--contexts", "1k,2k,4k", "--concurrency", "1,2"];
+    let out = site_in(ws.path(), &bench_args(&server.url, &matrix));
+    let err = stderr(&out);
+    assert!(err.contains("the server was unreachable for 3 cells in a row"), "{err}");
+    let run = speed_matrix::format::load_run_dir(&ws.path().join("data/runs/died")).unwrap();
+    let broken: Vec<_> = run
+        .cells
+        .iter()
+        .filter(|c| c.cell.error.as_ref().is_some_and(|e| e.message.contains("became unreachable during this cell")))
+        .collect();
+    let errors: Vec<_> =
+        run.cells.iter().map(|c| (c.file.file_name().unwrap().to_owned(), c.cell.error.clone())).collect();
+    assert_eq!(broken.len(), 1, "{errors:#?}\n{err}");
+    assert!(broken[0].cell.server_unreachable());
+    let server = Rogue::start(|req| {
+        common::rogue::discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024)))
+    });
+    let mut args = bench_args(&server.url, &matrix);
+    args.push("--resume");
+    assert_ok(&site_in(ws.path(), &args));
+    let run = speed_matrix::format::load_run_dir(&ws.path().join("data/runs/died")).unwrap();
+    let errors: Vec<_> =
+        run.cells.iter().filter(|c| c.cell.error.is_some()).map(|c| c.file.display().to_string()).collect();
+    assert!(errors.is_empty(), "still errors after resume: {errors:?}");
+}
