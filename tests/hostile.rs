@@ -154,3 +154,31 @@ fn the_cell_in_flight_when_the_server_died_is_measured_again_on_resume() {
         run.cells.iter().filter(|c| c.cell.error.is_some()).map(|c| c.file.display().to_string()).collect();
     assert!(errors.is_empty(), "still errors after resume: {errors:?}");
 }
+
+#[test]
+fn out_of_range_server_readings_are_dropped_so_every_written_cell_loads() {
+    // A vLLM-looking server whose gauges read -3, NaN and +Inf and whose KV budget is 1e308
+    // blocks: none of it may reach a cell `site check` would then refuse.
+    let server = Rogue::start(|req| {
+        if req.path == "/metrics" {
+            let m = "vllm:num_requests_running{model_name=\"m\"} -3\nvllm:num_requests_waiting{model_name=\"m\"} NaN\n\
+                     vllm:generation_tokens_total{model_name=\"m\"} +Inf\n\
+                     vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1e308\"} 1.0\n";
+            return Reply::Full(200, "text/plain", m.as_bytes().to_vec());
+        }
+        if req.path == "/v1/models" {
+            return Reply::Full(200, "application/json", br#"{"data":[{"id":"m","max_model_len":-5}]}"#.to_vec());
+        }
+        completion(req, 1024, || good_stream(8, 1024))
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let out = site_in(ws.path(), &bench_args(&server.url, &["--run-id", "absurd", "--concurrency", "1,2"]));
+    assert_ok(&out);
+    let err = stderr(&out);
+    assert!(err.contains("the server's KV budget: dropped an out-of-range reading (inf)"), "{err}");
+    assert!(err.contains("KV budget unknown"), "{err}");
+    assert!(err.contains("a /metrics gauge or counter: dropped an out-of-range reading"), "{err}");
+    let manifest = fs::read_to_string(ws.path().join("data/runs/absurd/run.json")).unwrap();
+    assert!(!manifest.contains("18446744073709551615"), "{manifest}");
+    assert_ok(&site_in(ws.path(), &["check"]));
+}

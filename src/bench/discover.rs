@@ -22,8 +22,13 @@ pub struct ServerInfo {
     pub model_path: Option<String>,
 }
 
-/// Sum of a metric's samples across label sets; `None` if absent.
+/// Sum of a metric's samples across label sets; `None` if absent, or if a sample is out of
+/// range (negative, not finite, beyond what a data file holds: the sum would mean nothing).
 pub fn metric_value(text: &str, name: &str) -> Option<f64> {
+    raw_metric_value(text, name).and_then(|v| super::checked_reading("a /metrics gauge or counter", v))
+}
+
+fn raw_metric_value(text: &str, name: &str) -> Option<f64> {
     let mut total = None;
     for line in text.lines() {
         if line.starts_with('#') {
@@ -37,6 +42,8 @@ pub fn metric_value(text: &str, name: &str) -> Option<f64> {
         }
         let value = rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
         if let Some(v) = value {
+            // One bad sample spoils the sum: NaN and infinities stay so.
+            let v = if crate::format::load::reading(v).is_some() { v } else { f64::NAN };
             *total.get_or_insert(0.0) += v;
         }
     }
@@ -57,6 +64,12 @@ pub fn metric_label(text: &str, name: &str, label: &str) -> Option<String> {
 pub fn gauge_values(text: &str, engine: EngineKind) -> Option<(f64, Option<f64>)> {
     let (running, waiting) = engine.gauges()?;
     Some((metric_value(text, running)?, metric_value(text, waiting)))
+}
+
+/// A KV budget in tokens as the server reported it; a negative, fractional-overflowing or
+/// absurd one (1e308 read as 18446744073709551615) is no budget.
+fn kv_budget(tokens: f64) -> Option<u64> {
+    super::checked_reading("the server's KV budget", tokens).map(|t| t as u64)
 }
 
 fn json_ok(status: hyper::StatusCode, body: &[u8]) -> Option<Value> {
@@ -96,6 +109,9 @@ pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
     if matches!(info.engine, EngineKind::Sglang | EngineKind::Unknown) {
         sglang_server_info(client, &mut info).await;
     }
+    if info.capacity.kv_budget_tokens.is_none() {
+        info.capacity.kv_budget_source = None;
+    }
     info.metrics_available = metrics.is_some() && info.engine.gauges().is_some_and(|(r, _)| m.contains(r));
     info.token_counter = info.engine.generation_counter().filter(|c| metric_value(m, c).is_some());
     Ok(info)
@@ -132,12 +148,16 @@ async fn llamacpp_props(client: &HttpClient, info: &mut ServerInfo) {
     let Ok((s, b)) = client.get("/props").await else { return };
     let Some(p) = json_ok(s, &b).filter(|p| p.get("total_slots").is_some()) else { return };
     info.engine = EngineKind::LlamaCpp;
-    info.capacity.slots = p.get("total_slots").and_then(Value::as_u64).map(|v| v as u32);
-    info.capacity.slot_ctx = p.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64);
+    info.capacity.slots = p.get("total_slots").and_then(Value::as_u64).and_then(|v| u32::try_from(v).ok());
+    info.capacity.slot_ctx = p
+        .pointer("/default_generation_settings/n_ctx")
+        .and_then(Value::as_f64)
+        .and_then(|v| super::checked_reading("llama.cpp's slot context", v))
+        .map(|v| v as u64);
     info.build_info = p.get("build_info").and_then(Value::as_str).map(str::to_string);
     info.model_path = p.get("model_path").and_then(Value::as_str).map(str::to_string);
     if let (Some(slots), Some(ctx)) = (info.capacity.slots, info.capacity.slot_ctx) {
-        info.capacity.kv_budget_tokens = Some(slots as u64 * ctx);
+        info.capacity.kv_budget_tokens = kv_budget(slots as f64 * ctx as f64);
         info.capacity.kv_budget_source = Some("llama.cpp /props total_slots x n_ctx".into());
     }
 }
@@ -146,10 +166,10 @@ async fn llamacpp_props(client: &HttpClient, info: &mut ServerInfo) {
 async fn vllm_facts(client: &HttpClient, metrics: &str, info: &mut ServerInfo) {
     let label = |name: &str| metric_label(metrics, "vllm:cache_config_info", name).and_then(|v| v.parse::<f64>().ok());
     if let Some(tokens) = label("kv_cache_size_tokens") {
-        info.capacity.kv_budget_tokens = Some(tokens as u64);
+        info.capacity.kv_budget_tokens = kv_budget(tokens);
         info.capacity.kv_budget_source = Some("vllm:cache_config_info kv_cache_size_tokens".into());
     } else if let (Some(blocks), Some(size)) = (label("num_gpu_blocks"), label("block_size")) {
-        info.capacity.kv_budget_tokens = Some((blocks * size) as u64);
+        info.capacity.kv_budget_tokens = kv_budget(blocks * size);
         info.capacity.kv_budget_source = Some("vllm:cache_config_info num_gpu_blocks x block_size".into());
     }
     if let Ok((s, b)) = client.get("/version").await {
@@ -162,9 +182,9 @@ async fn sglang_server_info(client: &HttpClient, info: &mut ServerInfo) {
     for path in ["/server_info", "/get_server_info"] {
         let Ok((s, b)) = client.get(path).await else { continue };
         let Some(v) = json_ok(s, &b) else { continue };
-        if let Some(t) = v.get("max_total_num_tokens").and_then(Value::as_u64) {
+        if let Some(t) = v.get("max_total_num_tokens").and_then(Value::as_f64) {
             info.engine = EngineKind::Sglang;
-            info.capacity.kv_budget_tokens = Some(t);
+            info.capacity.kv_budget_tokens = kv_budget(t);
             info.capacity.kv_budget_source = Some(format!("sglang {path} max_total_num_tokens"));
         }
         info.version = info.version.take().or_else(|| v.get("version").and_then(Value::as_str).map(str::to_string));

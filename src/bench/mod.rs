@@ -34,6 +34,31 @@ use prompt::Api;
 pub use crate::format::facts::ManifestFacts;
 pub use session::{run, MAX_UNREACHABLE_CELLS};
 
+/// A warning printed once per process and kind: an out-of-range reading would otherwise
+/// repeat with every sample.
+pub(crate) fn warn_once(kind: &'static str, detail: &str) {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    if SEEN.lock().map(|mut seen| seen.insert(kind)).unwrap_or(false) {
+        eprintln!("warning: {}", crate::units::terminal_safe(&format!("{kind}: {detail}")));
+    }
+}
+
+/// A server's or a tool's reading as a data file may hold it, or `None` with a warning (a
+/// gauge of -3, NaN, +Inf, 1e308 watts): dropped, never written.
+pub(crate) fn checked_reading(kind: &'static str, v: f64) -> Option<f64> {
+    let r = crate::format::load::reading(v);
+    if r.is_none() {
+        warn_dropped(kind, v);
+    }
+    r
+}
+
+pub(crate) fn warn_dropped(kind: &'static str, v: f64) {
+    let shown = if v.abs() >= 1e6 { format!("{v:e}") } else { v.to_string() };
+    warn_once(kind, &format!("dropped an out-of-range reading ({shown}); the run goes on without it"));
+}
+
 /// A bench run, fully typed: what `site bench`'s flags say once parsed.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {

@@ -73,7 +73,10 @@ impl Recorder {
     }
 
     pub fn write_manifest(&self, m: &RunManifest) -> Result<()> {
-        write_atomic(&self.dir.join(RUN_MANIFEST), to_pretty(m).as_bytes())
+        let path = self.dir.join(RUN_MANIFEST);
+        format::load::validate_manifest(m)
+            .with_context(|| format!("refusing to write {}: site check would refuse it", path.display()))?;
+        write_atomic(&path, to_pretty(m).as_bytes())
     }
 
     pub fn write_notes(&self, markdown: &str) -> Result<()> {
@@ -81,8 +84,11 @@ impl Recorder {
     }
 
     pub fn write_cell(&mut self, cell: &Cell) -> Result<()> {
+        let path = cell_path(&self.dir, cell);
+        format::load::validate_cell(cell)
+            .with_context(|| format!("refusing to write {}: site check would refuse it", path.display()))?;
         let json = self.scrubber.scrub(&to_pretty(cell));
-        write_atomic(&cell_path(&self.dir, cell), json.as_bytes())?;
+        write_atomic(&path, json.as_bytes())?;
         self.done.insert((cell.phase, cell.context, cell.concurrency, cell.repetition));
         Ok(())
     }
@@ -101,6 +107,20 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_site_check_would_refuse_is_never_written() {
+        let data = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::open(data.path(), "r", false, Scrubber::default()).unwrap();
+        let mut cell = Cell::new(Phase::Decode, 1024, 2, format::Status::Valid);
+        cell.reported = Some(format::ReportedFigures { total_tps: Some(f64::INFINITY), ..Default::default() });
+        let e = rec.write_cell(&cell).unwrap_err();
+        assert!(format!("{e:#}").contains("site check would refuse it"), "{e:#}");
+        assert!(!cell_path(&rec.dir, &cell).exists());
+        cell.reported = Some(format::ReportedFigures { total_tps: Some(1.0), ..Default::default() });
+        rec.write_cell(&cell).unwrap();
+        assert!(cell_path(&rec.dir, &cell).exists());
+    }
 
     #[test]
     fn timestamps_are_rfc3339_to_the_second() {

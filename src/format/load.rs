@@ -495,7 +495,9 @@ impl HasSchemaVersion for Cell {
     }
 }
 
-fn validate_manifest(m: &RunManifest) -> Result<()> {
+/// The checks `site check` makes of a run manifest on its own (producers run them before
+/// they write one).
+pub fn validate_manifest(m: &RunManifest) -> Result<()> {
     let s = &m.settings;
     for (name, list) in
         [("contexts", &s.contexts), ("concurrency", &s.concurrency), ("prefill_contexts", &s.prefill_contexts)]
@@ -531,7 +533,9 @@ fn validate_manifest(m: &RunManifest) -> Result<()> {
     Ok(())
 }
 
-fn validate_cell(c: &Cell) -> Result<()> {
+/// The checks `site check` makes of a cell on its own (producers run them before they write
+/// one, so they never write what the site then refuses).
+pub fn validate_cell(c: &Cell) -> Result<()> {
     if c.context == 0 {
         bail!("context must be at least 1 token");
     }
@@ -584,6 +588,12 @@ fn validate_cell(c: &Cell) -> Result<()> {
 /// The largest figure, time or count a data file may hold. Far above any real measurement
 /// (10^12 tok/s, 31,000 years in seconds), far below where sums and chart axes overflow.
 pub const MAX_NUMBER: f64 = 1e12;
+
+/// A reading (a gauge, a budget, a device's watts) a data file can hold: finite, not
+/// negative, at most [`MAX_NUMBER`]; `None` for anything else, which producers drop.
+pub fn reading(v: f64) -> Option<f64> {
+    (v.is_finite() && (0.0..=MAX_NUMBER).contains(&v)).then_some(v)
+}
 
 /// A number of a data file: finite, not negative, at most [`MAX_NUMBER`]. The field's name
 /// is only formatted for an error (this runs for every number of every cell).
