@@ -182,3 +182,62 @@ fn out_of_range_server_readings_are_dropped_so_every_written_cell_loads() {
     assert!(!manifest.contains("18446744073709551615"), "{manifest}");
     assert_ok(&site_in(ws.path(), &["check"]));
 }
+
+/// The fixture run with its model id replaced.
+fn with_model_id(id: &str) -> Workspace {
+    let ws = Workspace::from_fixture("valid/measured");
+    let manifest = ws.path().join("data/runs/tiny-vllm-l4/run.json");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, text.replace("\"acme/Tiny-1B\"", &serde_json::to_string(id).unwrap())).unwrap();
+    ws
+}
+
+#[test]
+fn long_names_build_with_bounded_folder_names_and_overlong_ones_are_refused_by_check() {
+    // 236 characters: allowed, and every folder it names stays short.
+    let ws = with_model_id(&format!("acme/{}", "Very-Long-Model-Name-".repeat(11)));
+    assert_ok(&ws.site(&["check"]));
+    assert_ok(&ws.site(&["build"]));
+    for (path, _) in tree(&ws.path().join("public")) {
+        for part in path.split('/') {
+            assert!(part.len() <= speed_matrix::units::MAX_PATH_COMPONENT + 11, "{part} ({} bytes)", part.len());
+        }
+    }
+    // 300 characters: refused by check (and so by build), naming the field and the file.
+    let ws = with_model_id(&"m".repeat(300));
+    let out = ws.site(&["check"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("run.json") && err.contains("model.id: expected at most 256 characters, found 300"), "{err}");
+    assert!(!ws.site(&["build"]).status.success());
+}
+
+#[test]
+fn a_megabyte_model_id_from_the_server_is_refused_with_a_clear_error() {
+    let server = Rogue::start(|req| {
+        if req.path == "/v1/models" {
+            let body = serde_json::json!({"data": [{"id": "m".repeat(1 << 20)}]}).to_string();
+            return Reply::Full(200, "application/json", body.into_bytes());
+        }
+        completion(req, 1024, || good_stream(8, 1024))
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let out = site_in(ws.path(), &bench_args(&server.url, &["--run-id", "huge-id"]));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("the model id is 1048576 characters long (at most 256 can be published)"), "{err}");
+    assert!(err.len() < 2000, "the id is not echoed: {} bytes of output", err.len());
+    assert!(!ws.path().join("data/runs/huge-id").exists());
+}
+
+#[test]
+fn importers_refuse_overlong_names_before_anything_is_written() {
+    let ws = tempfile::tempdir().unwrap();
+    let file = fixture("peer/llm-inference-bench-0.4.18-llamacpp-smollm2.json");
+    let gpu = "G".repeat(300);
+    let out = site_in(ws.path(), &["import", file.to_str().unwrap(), "--run-id", "r", "--gpu", &gpu]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("hardware.device: expected at most 256 characters, found 300"), "{err}");
+    assert!(!ws.path().join("data/runs/r").exists());
+}

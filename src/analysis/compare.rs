@@ -222,7 +222,7 @@ fn per_device(e: Estimate, devices: f64) -> Estimate {
 }
 
 pub fn comparison_slug(a: &str, b: &str) -> String {
-    format!("{a}--{b}")
+    crate::units::bounded_component(&format!("{a}--{b}")).into_owned()
 }
 
 /// Compares run `a` (the baseline) with run `b`.

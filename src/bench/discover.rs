@@ -133,7 +133,8 @@ async fn list_models(client: &HttpClient) -> Result<(Vec<String>, Option<u64>)> 
     let mut models = Vec::new();
     let mut max_model_len = None;
     for m in models_json.get("data").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(id) = m.get("id").and_then(Value::as_str) {
+        // A server listing thousands of models: the first few are all a run can use.
+        if let Some(id) = m.get("id").and_then(Value::as_str).filter(|_| models.len() < 64) {
             models.push(id.to_string());
         }
         if max_model_len.is_none() {

@@ -41,6 +41,13 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
         (Some(m), _) | (None, Some(m)) => m.clone(),
         (None, None) => bail!("the server lists no model; pass --model"),
     };
+    let chars = model.chars().count();
+    if chars > crate::format::load::MAX_NAME_CHARS {
+        bail!(
+            "the model id is {chars} characters long (at most {} can be published); pass --model with the name to use",
+            crate::format::load::MAX_NAME_CHARS
+        );
+    }
     let cap = capacity(&info, &cfg);
     let planned = plan::plan(&cfg.contexts, &cfg.concurrency, &cfg.prefill_contexts, cfg.max_output, &cap);
     eprintln!("{}", terminal_safe(&server_line(&info, &client, &model, &cap)));

@@ -518,6 +518,7 @@ pub fn validate_manifest(m: &RunManifest) -> Result<()> {
     check_numbers(&[("duration_s", Some(s.duration_s)), ("kv_budget_tokens", count(s.kv_budget_tokens))], |f| {
         format!("settings.{f}")
     })?;
+    check_names(m)?;
     if m.model.id.trim().is_empty() {
         bail!("model.id is empty");
     }
@@ -529,6 +530,46 @@ pub fn validate_manifest(m: &RunManifest) -> Result<()> {
     }
     if m.hardware.device.trim().is_empty() {
         bail!("hardware.device is empty");
+    }
+    Ok(())
+}
+
+/// The most characters a name (model id, engine, device...) may have: a Hugging Face id is
+/// at most 96 + 1 + 96; beyond this a name is a mistake or an attack, and titles, tables and
+/// folder names would carry it everywhere.
+pub const MAX_NAME_CHARS: usize = 256;
+/// The most characters of free text in a manifest (a launch command, a description).
+pub const MAX_TEXT_CHARS: usize = 16_384;
+
+/// Every name and text of a manifest within its cap.
+fn check_names(m: &RunManifest) -> Result<()> {
+    let names = [
+        ("model.id", Some(&m.model.id)),
+        ("model.served_name", m.model.served_name.as_ref()),
+        ("model.revision", m.model.revision.as_ref()),
+        ("hardware.kind", Some(&m.hardware.kind)),
+        ("hardware.device", Some(&m.hardware.device)),
+        ("hardware.os", m.hardware.os.as_ref()),
+        ("hardware.cpu", m.hardware.cpu.as_ref()),
+        ("engine.name", Some(&m.engine.name)),
+        ("engine.version", Some(&m.engine.version)),
+        ("engine.quantization", m.engine.quantization.as_ref()),
+        ("engine.backend", m.engine.backend.as_ref()),
+        ("engine.repository", m.engine.repository.as_ref()),
+        ("engine.build", m.engine.build.as_ref()),
+        ("engine.commit", m.engine.commit.as_ref()),
+        ("bench_tool.name", Some(&m.bench_tool.name)),
+        ("bench_tool.version", Some(&m.bench_tool.version)),
+    ];
+    for (field, value) in names {
+        if let Some(v) = value.filter(|v| v.chars().count() > MAX_NAME_CHARS) {
+            bail!("{field}: expected at most {MAX_NAME_CHARS} characters, found {}", v.chars().count());
+        }
+    }
+    for (field, value) in [("launch_command", m.launch_command.as_ref()), ("description", m.description.as_ref())] {
+        if let Some(v) = value.filter(|v| v.chars().count() > MAX_TEXT_CHARS) {
+            bail!("{field}: expected at most {MAX_TEXT_CHARS} characters, found {}", v.chars().count());
+        }
     }
     Ok(())
 }

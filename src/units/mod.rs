@@ -13,7 +13,27 @@ pub mod terminal;
 pub use numbers::context_label;
 pub use terminal::{terminal_safe, terminal_safe_lines};
 
-/// Lower-case ASCII letters and digits joined by single dashes: `H200 SXM` -> `h200-sxm`.
+/// The longest path component (in bytes) the site writes: well under the 255 that ext4,
+/// APFS and NTFS allow, with room for a `-2` made unique and an `index.html` beside it.
+pub const MAX_PATH_COMPONENT: usize = 96;
+
+/// `name` as a path component: itself when it fits in [`MAX_PATH_COMPONENT`] bytes, else its
+/// start and a stable hash of the whole (`very-long-name-…-3f2a9c1b7d4e5f60`), so two long
+/// names that share their start still differ.
+pub fn bounded_component(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= MAX_PATH_COMPONENT {
+        return name.into();
+    }
+    let hash = format!("{:016x}", fnv1a(name.as_bytes()));
+    let mut keep = MAX_PATH_COMPONENT - hash.len() - 1;
+    while !name.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}-{hash}", name[..keep].trim_end_matches('-')).into()
+}
+
+/// Lower-case ASCII letters and digits joined by single dashes: `H200 SXM` -> `h200-sxm`;
+/// a long name is shortened with [`bounded_component`] (slugs become folder names).
 pub fn slugify(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut dash = false;
@@ -31,7 +51,7 @@ pub fn slugify(name: &str) -> String {
     if out.is_empty() {
         out.push_str("unnamed");
     }
-    out
+    bounded_component(&out).into_owned()
 }
 
 /// Text for XML (SVG elements, the sitemap, the feed): the five characters XML reserves as
@@ -221,5 +241,23 @@ mod tests {
     fn fnv1a_is_the_reference_function() {
         assert_eq!(fnv1a(b""), 0xcbf29ce484222325);
         assert_eq!(fnv1a(b"a"), 0xaf63dc4c8601ec8c);
+    }
+
+    mod bounded {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn components_are_bounded_stable_and_distinct(a in "\\PC{0,300}", b in "\\PC{0,300}") {
+                let (ca, cb) = (bounded_component(&a), bounded_component(&b));
+                prop_assert!(ca.len() <= MAX_PATH_COMPONENT);
+                prop_assert_eq!(&ca, &bounded_component(&a));
+                if a != b {
+                    prop_assert_ne!(ca, cb);
+                }
+                prop_assert!(slugify(&a).len() <= MAX_PATH_COMPONENT);
+            }
+        }
     }
 }
