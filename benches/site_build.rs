@@ -390,6 +390,10 @@ impl Sink for Discard {
     fn keep_files(&self, _files: &[String]) -> anyhow::Result<bool> {
         Ok(false)
     }
+
+    fn unit_intact(&self, _key: &str, _files: &[String]) -> anyhow::Result<bool> {
+        Ok(false)
+    }
 }
 
 /// Seconds to load the site and render every page with nothing written: the cold build

@@ -30,6 +30,15 @@ pub fn unique_name(label: &str) -> String {
     )
 }
 
+/// Whether process `pid` exists (it may belong to another user).
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // Signal 0 checks without sending; EPERM means it exists under another user.
+    // SAFETY: kill with signal 0 has no effect on the target; it only reports.
+    let sent = unsafe { libc::kill(pid, 0) } == 0;
+    sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// Replaces `path` with `bytes` through a temp file and a rename, without syncing: for
 /// output that can be rebuilt, where a reader must see the old or the new file whole.
 pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -70,6 +70,10 @@ struct BuildCache {
     fingerprint: Option<String>,
     /// Cached folder (`runs/<id>`, `compare/<slug>`) -> input hash of its files, in hex.
     pages: BTreeMap<String, String>,
+    /// Cached folder -> `write::files_digest` of its files as this build left them, in hex:
+    /// a folder whose files changed since is rendered again, never kept.
+    #[serde(default)]
+    digests: BTreeMap<String, String>,
 }
 
 impl BuildCache {
@@ -96,8 +100,29 @@ impl BuildCache {
     }
 
     fn hashes(&self) -> BTreeMap<String, u64> {
-        self.pages.iter().filter_map(|(id, h)| Some((id.clone(), u64::from_str_radix(h, 16).ok()?))).collect()
+        from_hex(&self.pages)
     }
+
+    fn digests(&self) -> BTreeMap<String, u64> {
+        from_hex(&self.digests)
+    }
+}
+
+fn from_hex(map: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
+    map.iter().filter_map(|(id, h)| Some((id.clone(), u64::from_str_radix(h, 16).ok()?))).collect()
+}
+
+fn to_hex(map: BTreeMap<String, u64>) -> BTreeMap<String, String> {
+    map.into_iter().map(|(key, h)| (key, format!("{h:016x}"))).collect()
+}
+
+/// How much of the previous build a build may keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reuse {
+    /// Unchanged pages whose files are as that build left them (checked on disk).
+    Verified,
+    /// Nothing: every file is rendered and written (`site build --force`).
+    Nothing,
 }
 
 #[derive(Debug, Clone)]
@@ -206,14 +231,24 @@ impl Site {
         Site::analyzed(config, settings, data, runs.into_values().collect(), load)
     }
 
-    /// Renders every page into a staging folder and swaps it into place.
+    /// Renders every page into a staging folder and swaps it into place, keeping the
+    /// previous build's unchanged pages that are still as it left them.
     pub fn build(&self) -> Result<BuildReport> {
-        let staging = Staging::new(&self.config.out_dir)?;
-        let previous = BuildCache::read(&self.config.out_dir).hashes();
-        let (mut steps, stats, cache) = self.render(&staging, &previous)?;
+        self.build_with(Reuse::Verified)
+    }
+
+    pub fn build_with(&self, reuse: Reuse) -> Result<BuildReport> {
+        let before = match reuse {
+            Reuse::Verified => BuildCache::read(&self.config.out_dir),
+            Reuse::Nothing => BuildCache::default(),
+        };
+        let staging = Staging::new(&self.config.out_dir, before.digests())?;
+        let staging = if reuse == Reuse::Nothing { staging.without_previous() } else { staging };
+        let (mut steps, stats, mut cache) = self.render(&staging, &before.hashes())?;
         let (files, bytes) = staging.written();
         let t = Instant::now();
-        staging.commit().with_context(|| format!("publishing {}", self.config.out_dir.display()))?;
+        let digests = staging.commit().with_context(|| format!("publishing {}", self.config.out_dir.display()))?;
+        cache.digests = to_hex(digests);
         cache.write(&self.config.out_dir);
         steps.push(Step {
             name: "write",
@@ -284,7 +319,8 @@ impl Site {
         let (stats, hashes) = pages.render_all(out)?;
         let cache = BuildCache {
             fingerprint: self.fingerprint.map(|f| format!("{f:016x}")),
-            pages: hashes.into_iter().map(|(key, h)| (key, format!("{h:016x}"))).collect(),
+            pages: to_hex(hashes),
+            digests: BTreeMap::new(),
         };
         let n_assets = assets::write_assets(config.static_dir.as_deref(), out)?;
         let mut steps = self.steps.clone();
@@ -401,10 +437,22 @@ fn hash_dir(dir: &Path, skip: Option<&PathBuf>, h: &mut InputHash) {
     }
 }
 
-fn meta_bytes(meta: &fs::Metadata) -> [u8; 32] {
+/// What says a file changed without reading it. The change time and inode are in: an edit
+/// that keeps the size and sets the modification time back (`touch -r`, an archive
+/// restored) still moves the change time, which no user can set.
+fn meta_bytes(meta: &fs::Metadata) -> [u8; 64] {
     use std::os::unix::fs::MetadataExt as _;
-    let mut out = [0u8; 32];
-    let fields = [meta.len() as i64, meta.mtime(), meta.mtime_nsec(), meta.mode() as i64];
+    let mut out = [0u8; 64];
+    let fields = [
+        meta.len() as i64,
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.mode() as i64,
+        meta.ctime(),
+        meta.ctime_nsec(),
+        meta.ino() as i64,
+        meta.dev() as i64,
+    ];
     for (chunk, v) in out.chunks_exact_mut(8).zip(fields) {
         chunk.copy_from_slice(&v.to_le_bytes());
     }

@@ -4,6 +4,8 @@
 mod common;
 
 use std::fs;
+use std::path::Path;
+use std::process::Command;
 
 use base64::Engine as _;
 use common::rogue::{bench_args, completion, good_stream, Reply, Rogue};
@@ -240,4 +242,73 @@ fn importers_refuse_overlong_names_before_anything_is_written() {
     let err = stderr(&out);
     assert!(err.contains("hardware.device: expected at most 256 characters, found 300"), "{err}");
     assert!(!ws.path().join("data/runs/r").exists());
+}
+
+#[test]
+fn edited_output_is_never_kept_and_force_rewrites_every_file() {
+    let ws = Workspace::from_fixture("valid/compare");
+    assert_ok(&ws.site(&["build"]));
+    let runs: Vec<String> = fs::read_dir(ws.path().join("data/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let page = ws.path().join(format!("public/runs/{}/index.html", runs[0]));
+    let tamper = |page: &Path| {
+        let mut text = fs::read_to_string(page).unwrap();
+        text.push_str("<!-- TAMPERED -->");
+        fs::write(page, text).unwrap();
+    };
+    // An edit, then a data change elsewhere: the edited run's page is not kept as it is.
+    tamper(&page);
+    fs::write(ws.path().join(format!("data/runs/{}/notes.md", runs[1])), "Changed notes.\n").unwrap();
+    let out = ws.site(&["build"]);
+    assert_ok(&out);
+    assert!(!fs::read_to_string(&page).unwrap().contains("TAMPERED"), "{}", stdout(&out));
+    // Only the third run's pages were kept: the first was edited, the second changed.
+    assert!(stdout(&out).contains("(3 run pages, 1 kept from the previous build"), "{}", stdout(&out));
+    // An edit with nothing else changed: `--force` rewrites every file.
+    tamper(&page);
+    let out = ws.site(&["build", "--force"]);
+    assert_ok(&out);
+    assert!(!fs::read_to_string(&page).unwrap().contains("TAMPERED"));
+    assert!(stdout(&out).contains("0 kept from the previous build"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_data_change_that_keeps_size_and_time_is_seen() {
+    let ws = Workspace::from_fixture("valid/measured");
+    assert_ok(&ws.site(&["build"]));
+    let manifest = ws.path().join("data/runs/tiny-vllm-l4/run.json");
+    let before = fs::read_to_string(&manifest).unwrap();
+    let after = before.replacen("acme/Tiny-1B", "acme/Tiny-2B", 1);
+    assert_eq!(before.len(), after.len());
+    let stamp = ws.path().join("stamp");
+    fs::write(&stamp, "").unwrap();
+    let status = Command::new("touch").arg("-r").arg(&manifest).arg(&stamp).status().unwrap();
+    assert!(status.success());
+    fs::write(&manifest, after).unwrap();
+    // Size and modification time as before (an archive restored, `touch -r`).
+    assert!(Command::new("touch").arg("-r").arg(&stamp).arg(&manifest).status().unwrap().success());
+    let out = ws.site(&["build"]);
+    assert_ok(&out);
+    assert!(!stdout(&out).contains("up to date"), "{}", stdout(&out));
+    assert!(ws.read("public/index.html").contains("Tiny-2B"));
+}
+
+#[test]
+fn staging_left_by_a_killed_build_is_removed_by_the_next_build_even_when_up_to_date() {
+    let ws = Workspace::from_fixture("valid/measured");
+    assert_ok(&ws.site(&["build"]));
+    // Killed before it wrote its marker (no such process now), and killed after.
+    let dead = ws.path().join(".tmp-build-public-999999999-0-0000abcd");
+    let marked = ws.path().join(".tmp-build-public-999999998-3-0000abce");
+    let other_site = ws.path().join(".tmp-build-public-2-999999997-0-0000abcf");
+    for d in [&dead, &marked, &other_site] {
+        fs::create_dir_all(d.join("runs")).unwrap();
+    }
+    fs::write(marked.join(".speed-matrix-site"), "").unwrap();
+    let out = ws.site(&["build"]);
+    assert!(stdout(&out).contains("up to date"), "{}", stdout(&out));
+    assert!(!dead.exists() && !marked.exists());
+    assert!(other_site.exists(), "another output folder's staging is not this build's to remove");
 }

@@ -3,13 +3,14 @@ use std::time::Instant;
 use anyhow::Result;
 
 use crate::cli::BuildArgs;
-use speed_matrix::site::{format_steps, input_fingerprint, up_to_date, Site};
+use speed_matrix::site::{format_steps, input_fingerprint, up_to_date, Reuse, Site};
 
 pub fn run(args: &BuildArgs) -> Result<()> {
     let t = Instant::now();
     let config = args.site.config(args.out.clone());
     let fingerprint = input_fingerprint(&config);
     if !args.force && up_to_date(&config, fingerprint) {
+        speed_matrix::write::clean_stale_staging(&config.out_dir);
         println!(
             "{} is up to date: no input changed since it was built ({:.1} ms; --force builds anyway)",
             args.out.display(),
@@ -28,7 +29,9 @@ pub fn run(args: &BuildArgs) -> Result<()> {
     for r in &site.data.redactions {
         eprintln!("warning: {}", speed_matrix::units::terminal_safe(&r.to_string()));
     }
-    let report = site.build()?;
+    // --force: every file rendered and written again, nothing kept from the last build.
+    let reuse = if args.force { Reuse::Nothing } else { Reuse::Verified };
+    let report = site.build_with(reuse)?;
     println!("Built {} ({} files) in {:.1} ms", args.out.display(), report.files, t.elapsed().as_secs_f64() * 1000.0);
     println!("{}", format_steps(&report.steps));
     Ok(())

@@ -58,7 +58,7 @@ impl<'a> Unit<'a> {
     /// Keeps the unit's files as the previous build left them, or all but its patched one
     /// when only that part changed; whether it did (else the unit is rendered).
     fn kept_or_patched(&self, previous: &BTreeMap<String, u64>, sink: &dyn Sink, st: &mut RenderStats) -> Result<bool> {
-        if !self.unchanged(previous) {
+        if !self.unchanged(previous) || !sink.unit_intact(&self.key, &(self.files)())? {
             return Ok(false);
         }
         let patch_unchanged = self.patch_unchanged(previous);
@@ -124,6 +124,10 @@ impl Sink for Recording<'_> {
             self.paths.lock().expect("no writer panics").extend(files.iter().cloned());
         }
         Ok(kept)
+    }
+
+    fn unit_intact(&self, key: &str, files: &[String]) -> Result<bool> {
+        self.inner.unit_intact(key, files)
     }
 }
 

@@ -60,6 +60,10 @@ impl Sink for PageRecorder<'_> {
         }
         Ok(kept)
     }
+
+    fn unit_intact(&self, key: &str, files: &[String]) -> Result<bool> {
+        self.inner.unit_intact(key, files)
+    }
 }
 
 #[derive(Debug, Serialize)]

@@ -184,6 +184,11 @@ impl Sink for InPlace {
         self.put.lock().expect("no writer panics").extend(files.iter().cloned());
         Ok(true)
     }
+
+    /// Serve's own output, which it rewrites file by file and indexes as it goes.
+    fn unit_intact(&self, _key: &str, _files: &[String]) -> Result<bool> {
+        Ok(true)
+    }
 }
 
 /// Removes the files `stale` (relative paths) and the folders they leave empty.

@@ -8,10 +8,12 @@ mod in_place;
 
 pub use in_place::{InPlace, OutputIndex};
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 
@@ -42,6 +44,32 @@ pub trait Sink: Sync {
     /// Keeps the previous build's `files` as they are (the rest of a patched unit); whether
     /// it could.
     fn keep_files(&self, files: &[String]) -> Result<bool>;
+
+    /// Whether the previous build's `files` of unit `key` are as that build left them (no
+    /// one edited, replaced or touched them since), so they may be kept or patched. (No
+    /// default: a sink that wraps another must pass this on.)
+    fn unit_intact(&self, key: &str, files: &[String]) -> Result<bool>;
+}
+
+/// What the files of a unit look like on disk without reading them: each one's inode,
+/// size, modification and change times. The change time moves on every write and cannot be
+/// set back (`touch -r` sets only the others), so an edited file never matches. `None` when
+/// one is missing or not a plain file.
+pub fn files_digest(root: &Path, files: &[String]) -> Option<u64> {
+    use std::hash::Hasher as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let mut h = twox_hash::XxHash64::with_seed(0);
+    for f in files {
+        let meta = fs::symlink_metadata(root.join(safe_relative(f).ok()?)).ok().filter(|m| m.is_file())?;
+        h.write(f.as_bytes());
+        for v in [meta.dev(), meta.ino(), meta.len()] {
+            h.write_u64(v);
+        }
+        for v in [meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec()] {
+            h.write_i64(v);
+        }
+    }
+    Some(h.finish())
 }
 
 /// The most a previous build's file may hold to be patched rather than rendered again.
@@ -80,6 +108,12 @@ pub struct Staging {
     /// The output folder as the previous build left it, when it is ours: unchanged pages are
     /// hard-linked from it instead of written again.
     previous: Option<PathBuf>,
+    /// Each unit's digest as the previous build recorded it (`files_digest`): a unit whose
+    /// files no longer match is rendered again, never kept.
+    previous_digests: BTreeMap<String, u64>,
+    /// Each unit this build wrote or kept, with its files (their digests are recorded once
+    /// the build is in place).
+    units: Mutex<BTreeMap<String, Vec<String>>>,
     files: AtomicUsize,
     bytes: AtomicU64,
     _lock: Lock,
@@ -89,7 +123,7 @@ impl Staging {
     /// Prepares a build of `out`. Refuses an existing `out` that is not a folder we built
     /// (so `--out .` or `--out data` cannot wipe someone's files), and a second build of the
     /// same `out` running at once. Staging folders that a killed build left are removed.
-    pub fn new(out: &Path) -> Result<Staging> {
+    pub fn new(out: &Path, previous_digests: BTreeMap<String, u64>) -> Result<Staging> {
         check_replaceable(out)?;
         let siblings = Siblings::of(out);
         let parent = &siblings.parent;
@@ -103,6 +137,8 @@ impl Staging {
             out: out.to_path_buf(),
             temp: Some(temp),
             previous,
+            previous_digests,
+            units: Mutex::new(BTreeMap::new()),
             files: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
             _lock: lock,
@@ -118,11 +154,27 @@ impl Staging {
         (self.files.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed))
     }
 
-    /// Replaces the output folder with the staged one. The old folder is moved aside first
-    /// and restored if the second rename fails.
-    pub fn commit(mut self) -> Result<()> {
+    /// Nothing of the previous build is kept (`site build --force`): every file is written.
+    pub fn without_previous(mut self) -> Staging {
+        self.previous = None;
+        self
+    }
+
+    /// Replaces the output folder with the staged one (the old folder is moved aside first
+    /// and restored if the second rename fails); returns each unit's digest as it now lies
+    /// in the output, for the next build to check what it keeps.
+    pub fn commit(mut self) -> Result<BTreeMap<String, u64>> {
         let temp = self.temp.take().expect("commit once");
-        fsutil::replace_dir(&temp, &self.out)
+        fsutil::replace_dir(&temp, &self.out)?;
+        let units = std::mem::take(&mut *self.units.lock().expect("no writer panics"));
+        use rayon::prelude::*;
+        Ok(units.into_par_iter().filter_map(|(key, files)| Some((key, files_digest(&self.out, &files)?))).collect())
+    }
+
+    fn record_unit(&self, key: &str, files: Vec<String>) {
+        if !files.is_empty() {
+            self.units.lock().expect("no writer panics").insert(key.to_string(), files);
+        }
     }
 }
 
@@ -171,16 +223,36 @@ impl Siblings {
     }
 }
 
-/// Staging folders left by a killed build (they hold our marker, so they are ours; the build
-/// lock says no other build is using them).
+/// Removes the staging folders a killed build of `out` left beside it, when no build of `out`
+/// is running (a build that finds its output up to date calls this too, so a leftover never
+/// outlives the next build).
+pub fn clean_stale_staging(out: &Path) {
+    let siblings = Siblings::of(out);
+    if let Ok(_lock) = Lock::try_acquire(&siblings.lock(), &out.display().to_string()) {
+        remove_stale_staging(&siblings);
+    }
+}
+
+/// Staging folders left by a killed build: ours by name, and either holding our marker or
+/// named after a process that is gone (killed before it wrote the marker). The build lock
+/// says no other build is using them.
 fn remove_stale_staging(siblings: &Siblings) {
     let Ok(entries) = fs::read_dir(&siblings.parent) else { return };
     let prefixes = siblings.folder_prefixes();
     for e in entries.flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
         let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && prefixes.iter().any(|p| n.starts_with(p.as_str())) && e.path().join(MARKER).is_file() {
-            let _ = fs::remove_dir_all(e.path());
+        // `<pid>-<counter>-<random>` after the prefix, exactly (`public-2`'s staging is not
+        // `public`'s).
+        let Some(rest) = prefixes.iter().find_map(|p| n.strip_prefix(p.as_str())) else { continue };
+        let parts: Vec<&str> = rest.split('-').collect();
+        let Ok(pid) = parts[0].parse::<u32>() else { continue };
+        if parts.len() != 3 || parts[1].parse::<u64>().is_err() || u32::from_str_radix(parts[2], 16).is_err() {
+            continue;
+        }
+        let owner_gone = !fsutil::process_alive(pid);
+        if is_dir && (e.path().join(MARKER).is_file() || owner_gone) {
+            let _ = fsutil::remove_tree(&e.path());
         }
     }
 }
@@ -195,8 +267,22 @@ impl Sink for Staging {
         Ok(())
     }
 
-    fn reuse_unit(&self, _key: &str, _hash: u64, files: &dyn Fn() -> Vec<String>) -> Result<bool> {
-        self.keep_files(&files())
+    fn reuse_unit(&self, key: &str, _hash: u64, files: &dyn Fn() -> Vec<String>) -> Result<bool> {
+        let files = files();
+        let kept = self.keep_files(&files)?;
+        if kept {
+            self.record_unit(key, files);
+        }
+        Ok(kept)
+    }
+
+    fn unit_written(&self, key: &str, _hash: u64, files: Vec<String>) {
+        self.record_unit(key, files);
+    }
+
+    fn unit_intact(&self, key: &str, files: &[String]) -> Result<bool> {
+        let Some(previous) = &self.previous else { return Ok(false) };
+        Ok(self.previous_digests.get(key).is_some_and(|d| files_digest(previous, files) == Some(*d)))
     }
 
     fn previous_file(&self, rel_path: &str) -> Result<Option<Vec<u8>>> {
@@ -310,13 +396,13 @@ mod tests {
     fn commit_replaces_and_failed_build_keeps_old() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("public");
-        let s = Staging::new(&out).unwrap();
+        let s = Staging::new(&out, BTreeMap::new()).unwrap();
         s.put("index.html", b"one").unwrap();
         s.commit().unwrap();
         assert_eq!(fs::read_to_string(out.join("index.html")).unwrap(), "one");
 
         // A build that is dropped (failed) leaves the old site and no temp folder.
-        let s = Staging::new(&out).unwrap();
+        let s = Staging::new(&out, BTreeMap::new()).unwrap();
         s.put("index.html", b"two").unwrap();
         drop(s);
         assert_eq!(fs::read_to_string(out.join("index.html")).unwrap(), "one");
@@ -324,17 +410,17 @@ mod tests {
 
         // A killed build's staging folder is removed by the next build; two builds of one
         // folder at once are refused.
-        let s = Staging::new(&out).unwrap();
+        let s = Staging::new(&out, BTreeMap::new()).unwrap();
         let killed = s.path().to_path_buf();
         std::mem::forget(s);
         fs::remove_file(dir.path().join(".public.lock")).unwrap();
-        let s = Staging::new(&out).unwrap();
+        let s = Staging::new(&out, BTreeMap::new()).unwrap();
         assert!(!killed.exists());
-        let err = Staging::new(&out).err().unwrap().to_string();
+        let err = Staging::new(&out, BTreeMap::new()).err().unwrap().to_string();
         assert!(err.contains("is being written by another process"), "{err}");
         drop(s);
 
-        let s = Staging::new(&out).unwrap();
+        let s = Staging::new(&out, BTreeMap::new()).unwrap();
         s.put("other.html", b"three").unwrap();
         s.commit().unwrap();
         assert!(!out.join("index.html").exists());
@@ -345,7 +431,7 @@ mod tests {
     fn foreign_folders_are_not_replaced() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("precious.txt"), "x").unwrap();
-        let err = Staging::new(dir.path()).err().unwrap().to_string();
+        let err = Staging::new(dir.path(), BTreeMap::new()).err().unwrap().to_string();
         assert!(err.contains("refusing to replace"), "{err}");
     }
 }
