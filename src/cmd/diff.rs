@@ -56,7 +56,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let env = templates::environment(Some(&args.site.templates), &settings)?;
     let cx = PageContext::new(&env, &[], &[], &[], &settings);
     let html = comparison_html(&cx, &cmp, &va, &vb, "", true)?;
-    let staging = Staging::new(&out)?;
+    let staging = Staging::new(&out, Default::default())?;
     staging.put("index.html", html.as_bytes())?;
     staging.put("comparison.csv", comparison_csv(&cmp).as_bytes())?;
     assets::write_assets(Some(&args.site.static_dir), &staging)?;
