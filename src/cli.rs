@@ -357,6 +357,11 @@ pub struct ImportArgs {
     /// Replace an existing run with the same id.
     #[arg(long)]
     pub force: bool,
+    /// Import what can be imported when part of the results is broken (a truncated stage
+    /// report, a sweep folder without its profile), listing each part skipped. Without it,
+    /// any such part is an error and nothing is imported.
+    #[arg(long)]
+    pub skip_broken: bool,
     /// The tool's version, for files that do not record it (vllm bench serve, SGLang
     /// bench_serving, inference-perf); a version the files record is kept.
     #[arg(long)]

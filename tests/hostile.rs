@@ -312,3 +312,72 @@ fn staging_left_by_a_killed_build_is_removed_by_the_next_build_even_when_up_to_d
     assert!(!dead.exists() && !marked.exists());
     assert!(other_site.exists(), "another output folder's staging is not this build's to remove");
 }
+
+/// `site import` of `folder` (a copy of a peer fixture folder) into `ws`.
+fn import_folder(ws: &Path, folder: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["import", folder.to_str().unwrap(), "--run-id", "r", "--gpu", "G"];
+    args.extend_from_slice(extra);
+    site_in(ws, &args)
+}
+
+#[test]
+fn a_broken_stage_report_is_named_never_dropped_and_skip_broken_lists_it() {
+    let variants: [(&str, &[u8], &str); 4] = [
+        ("truncated", br#"{"load_summary": {"concurrency": 2}, "successes": {"#, "stage_0_lifecycle_metrics.json:1:"),
+        ("empty", b"", "stage_0_lifecycle_metrics.json: empty"),
+        ("not JSON", b"stage,0\n1,2\n", "stage_0_lifecycle_metrics.json:1:1"),
+        ("nested", br#"{"stage": {"load_summary": {"concurrency": 1}}}"#, "not a results file of a known format"),
+    ];
+    for (what, bytes, said) in variants {
+        let ws = tempfile::tempdir().unwrap();
+        let folder = ws.path().join("ip");
+        copy_dir(&fixture("peer/inference-perf-0.7.0"), &folder);
+        fs::write(folder.join("stage_0_lifecycle_metrics.json"), bytes).unwrap();
+        let out = import_folder(ws.path(), &folder, &[]);
+        assert!(!out.status.success(), "{what}: imported");
+        let err = stderr(&out);
+        assert!(err.contains("1 part(s) of the results cannot be imported"), "{what}: {err}");
+        assert!(err.contains(said), "{what}: {err}");
+        assert!(!ws.path().join("data/runs/r").exists(), "{what}");
+        let out = import_folder(ws.path(), &folder, &["--skip-broken"]);
+        assert_ok(&out);
+        assert!(stderr(&out).contains("skipped ") && stderr(&out).contains("stage_0_lifecycle_metrics.json"), "{what}");
+        assert!(stdout(&out).contains("2 cells"), "{what}: {}", stdout(&out));
+    }
+    // A byte order mark is no reason to drop a stage.
+    let ws = tempfile::tempdir().unwrap();
+    let folder = ws.path().join("ip");
+    copy_dir(&fixture("peer/inference-perf-0.7.0"), &folder);
+    let stage = folder.join("stage_0_lifecycle_metrics.json");
+    let text = fs::read(&stage).unwrap();
+    fs::write(&stage, [b"\xef\xbb\xbf".as_slice(), &text].concat()).unwrap();
+    let out = import_folder(ws.path(), &folder, &[]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("3 cells"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_broken_missing_or_linked_sweep_folder_is_named() {
+    let sweep = "peer/aiperf-0.13.0/sweep-c124";
+    let cases: [(&str, fn(&Path)); 4] = [
+        ("broken", |c| fs::write(c.join("profile_export_aiperf.json"), "{\"input_config\": ").unwrap()),
+        ("empty", |c| fs::write(c.join("profile_export_aiperf.json"), "").unwrap()),
+        ("missing", |c| fs::remove_file(c.join("profile_export_aiperf.json")).unwrap()),
+        ("linked", |c| {
+            let real = c.with_file_name("elsewhere");
+            fs::rename(c, &real).unwrap();
+            std::os::unix::fs::symlink(&real, c).unwrap();
+        }),
+    ];
+    for (what, break_it) in cases {
+        let ws = tempfile::tempdir().unwrap();
+        let folder = ws.path().join("sweep");
+        copy_dir(&fixture(sweep), &folder);
+        break_it(&folder.join("concurrency_2"));
+        let out = import_folder(ws.path(), &folder, &[]);
+        assert!(!out.status.success(), "{what}: imported");
+        let err = stderr(&out);
+        assert!(err.contains("concurrency_2"), "{what}: {err}");
+        assert!(!err.contains("no results file of a known format"), "{what}: {err}");
+    }
+}

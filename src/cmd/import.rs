@@ -9,7 +9,10 @@ use speed_matrix::units::terminal_safe;
 pub fn run(a: &ImportArgs) -> Result<()> {
     let facts = ManifestFacts { tool_version: a.tool_version.clone(), ..a.facts.to_manifest_facts()? };
     let format = a.format.as_deref().map(Format::parse).transpose()?;
-    let runs = import_paths(&a.paths, format, &a.data, a.run_id.as_deref(), a.force, &facts)?;
+    let (runs, broken) = import_paths(&a.paths, format, &a.data, a.run_id.as_deref(), a.force, &facts, a.skip_broken)?;
+    for b in &broken {
+        eprintln!("skipped {}: {}", terminal_safe(&b.path.display().to_string()), terminal_safe(&b.why));
+    }
     for s in &runs {
         println!(
             "Imported {} into {} ({} cells, {} Over capacity reconstructed, {} with warnings)",

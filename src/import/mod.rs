@@ -450,8 +450,20 @@ pub fn import_paths(
     run_id: Option<&str>,
     force: bool,
     facts: &ManifestFacts,
+    skip_broken: bool,
+) -> Result<(Vec<ImportSummary>, Vec<sources::Broken>)> {
+    let (found, broken) = sources::collect(paths, format, skip_broken)?;
+    let runs = import_found(&found, run_id, data_dir, force, facts)?;
+    Ok((runs, broken))
+}
+
+fn import_found(
+    found: &[sources::Source],
+    run_id: Option<&str>,
+    data_dir: &Path,
+    force: bool,
+    facts: &ManifestFacts,
 ) -> Result<Vec<ImportSummary>> {
-    let found = sources::collect(paths, format)?;
     let base = match run_id {
         Some(id) => id.to_string(),
         None => crate::units::slugify(
@@ -496,7 +508,7 @@ pub fn import_paths(
             .collect();
     };
     let mut results = Vec::new();
-    for s in &found {
+    for s in found {
         for (at, v) in sources::serving_results(s)? {
             results.push((format!("{}: {at}", s.path.display()), v));
         }

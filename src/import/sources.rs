@@ -120,26 +120,52 @@ pub struct Source {
 /// Files larger than this are not results files.
 const MAX_FILE_BYTES: u64 = 256 << 20;
 
+/// A part of a result that could not be imported, and why.
+#[derive(Debug, Clone)]
+pub struct Broken {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// Names that mark a file as a results file of a tool's folder: one that cannot be read is
+/// named, never passed over (inference-perf's stage reports, AIPerf's profiles). The
+/// request records beside them are read by their importer, which names them likewise.
+fn result_part(name: &str) -> bool {
+    let stage = name.strip_prefix("stage_").and_then(|r| r.strip_suffix("_lifecycle_metrics.json"));
+    stage.is_some_and(|n| n.parse::<u32>().is_ok()) || name == "profile_export_aiperf.json"
+}
+
+/// An AIPerf sweep's folder of one setting (`concurrency_4`, `request_rate_2.0`): it must
+/// hold a profile.
+fn sweep_folder(name: &str) -> bool {
+    ["concurrency_", "request_rate_", "run_"]
+        .iter()
+        .any(|p| name.strip_prefix(p).is_some_and(|n| n.parse::<f64>().is_ok()))
+}
+
 /// Every results file under `paths`: a file given by name must be one (`format` forced, or
-/// detected); in a folder, files of no known format are passed over. All must be of one
-/// format.
-pub fn collect(paths: &[PathBuf], format: Option<Format>) -> Result<Vec<Source>> {
+/// detected); in a folder, files of no known format are passed over, except those named as
+/// part of a result (`result_part`) and a sweep's setting folders, which must import: each
+/// one that cannot is named with the reason (all of them, then an error), or with
+/// `skip_broken` returned for the caller to list. All must be of one format.
+pub fn collect(paths: &[PathBuf], format: Option<Format>, skip_broken: bool) -> Result<(Vec<Source>, Vec<Broken>)> {
     let mut sources = Vec::new();
+    let mut broken = Vec::new();
     for p in paths {
         let meta = fs::symlink_metadata(p).with_context(|| format!("reading {}", p.display()))?;
         if meta.is_dir() {
-            for e in WalkDir::new(p).max_depth(4).sort_by_file_name() {
-                let e = e.with_context(|| format!("reading {}", p.display()))?;
-                // AIPerf keeps a copy of each profile under `phases/`: read the profile once.
-                if e.file_type().is_file() && super::aiperf::is_profile(e.path().strip_prefix(p).unwrap_or(e.path())) {
-                    if let Some(s) = read(e.path(), format, false)? {
-                        sources.push(s);
-                    }
-                }
-            }
+            collect_folder(p, format, &mut sources, &mut broken)?;
         } else if let Some(s) = read(p, format, true)? {
             sources.push(s);
         }
+    }
+    if !broken.is_empty() && !skip_broken {
+        let list: Vec<String> = broken.iter().map(|b| format!("  {}: {}", b.path.display(), b.why)).collect();
+        bail!(
+            "{} part(s) of the results cannot be imported (fix them, or pass --skip-broken to import the rest):\n{}",
+            broken.len(),
+            list.join("\n")
+        );
     }
     if sources.is_empty() {
         bail!("no results file of a known format in {} (the formats are {})", list(paths), Format::known());
@@ -153,19 +179,67 @@ pub fn collect(paths: &[PathBuf], format: Option<Format>) -> Result<Vec<Source>>
             other.format.name()
         );
     }
-    Ok(sources)
+    Ok((sources, broken))
+}
+
+fn collect_folder(
+    root: &Path,
+    format: Option<Format>,
+    sources: &mut Vec<Source>,
+    broken: &mut Vec<Broken>,
+) -> Result<()> {
+    let mut it = WalkDir::new(root).max_depth(4).sort_by_file_name().into_iter();
+    while let Some(e) = it.next() {
+        let e = e.with_context(|| format!("reading {}", root.display()))?;
+        let rel = e.path().strip_prefix(root).unwrap_or(e.path());
+        // AIPerf keeps a copy of each profile under `phases/`, and aggregates apart: read
+        // the profile once.
+        if !super::aiperf::is_profile(rel) || rel.components().any(|c| c.as_os_str() == "aggregate") {
+            continue;
+        }
+        let name = e.file_name().to_string_lossy();
+        let part = result_part(&name) || (e.depth() > 0 && sweep_folder(&name));
+        let mut problem = |why: String| broken.push(Broken { path: e.path().to_path_buf(), why });
+        if e.file_type().is_symlink() {
+            if part {
+                problem("a symbolic link: results are not read through links".into());
+            }
+        } else if e.file_type().is_dir() {
+            if part && !e.path().join("profile_export_aiperf.json").exists() {
+                problem("a sweep folder without its profile_export_aiperf.json".into());
+                it.skip_current_dir();
+            }
+        } else if e.file_type().is_file() {
+            match read(e.path(), format, part) {
+                Ok(Some(s)) => sources.push(s),
+                Ok(None) => {}
+                Err(err) => problem(format!("{err:#}")),
+            }
+        }
+    }
+    Ok(())
 }
 
 fn list(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
+/// A results file: `Some` when of a known format; `None` for another file of a folder;
+/// an error for a file that must be one (`named`: given by name, or part of a result).
 fn read(path: &Path, format: Option<Format>, named: bool) -> Result<Option<Source>> {
     let text = match fsutil::read_data_file(path, MAX_FILE_BYTES) {
         Ok(t) => t,
         Err(_) if !named => return Ok(None),
         Err(e) => return Err(e),
     };
+    // Some editors and Windows tools start UTF-8 with a byte order mark.
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    };
+    if named && text.trim().is_empty() {
+        bail!("{}: empty (a results file holds JSON)", path.display());
+    }
     match format.or_else(|| detect(&text)) {
         Some(format) => Ok(Some(Source { path: path.to_path_buf(), text, format })),
         None if named => {
