@@ -188,13 +188,14 @@ pub fn read_data_file(path: &Path, limit: u64) -> Result<String> {
     })
 }
 
-/// Reads a regular file (not a symlink, FIFO, device or folder) of at most `limit` bytes.
-pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+/// Opens a regular file (not a symlink, FIFO, device or folder) of at most `limit` bytes to
+/// read it as a stream; returns it with its size.
+pub fn open_regular_file(path: &Path, limit: u64) -> Result<(fs::File, u64)> {
     let meta = fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
     check_regular(path, &meta)?;
     // O_NOFOLLOW: a file swapped for a symlink after the check is still refused;
     // O_NONBLOCK: a FIFO swapped in cannot hang the open.
-    let mut file = OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
@@ -204,7 +205,40 @@ pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
     if meta.len() > limit {
         bail!("{}: {} bytes, more than the {} bytes a data file may have", path.display(), meta.len(), limit);
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    Ok((file, meta.len()))
+}
+
+/// Calls `each(line_number, line)` for every line of a regular file, one line in memory at
+/// a time; a line longer than `max_line` bytes is an error naming the file and line.
+pub fn for_each_line(path: &Path, limit: u64, max_line: usize, mut each: impl FnMut(usize, &str)) -> Result<()> {
+    use std::io::BufRead as _;
+    let (file, _) = open_regular_file(path, limit)?;
+    let mut reader = std::io::BufReader::new(file.take(limit + 1));
+    let mut buf = Vec::new();
+    for number in 1.. {
+        buf.clear();
+        let n = (&mut reader)
+            .take(max_line as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            return Ok(());
+        }
+        if buf.len() > max_line && buf.last() != Some(&b'\n') {
+            bail!("{}:{number}: a line longer than {max_line} bytes", path.display());
+        }
+        let line = std::str::from_utf8(&buf).map_err(|e| {
+            anyhow!("{}:{number}: not UTF-8 text (invalid byte at column {})", path.display(), e.valid_up_to() + 1)
+        })?;
+        each(number, line.trim_end_matches(['\n', '\r']));
+    }
+    Ok(())
+}
+
+/// Reads a regular file (not a symlink, FIFO, device or folder) of at most `limit` bytes.
+pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let (mut file, len) = open_regular_file(path, limit)?;
+    let mut bytes = Vec::with_capacity(len as usize);
     (&mut file).take(limit + 1).read_to_end(&mut bytes).with_context(|| format!("reading {}", path.display()))?;
     if bytes.len() as u64 > limit {
         bail!("{}: more than the {limit} bytes a data file may have", path.display());

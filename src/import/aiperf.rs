@@ -5,14 +5,18 @@
 //! (`--num-profile-runs N`: `profile_runs/run_000K/`) are the cell's repetitions. The export of earlier releases (no `aiperf_version`,
 //! the load under `input_config.loadgen`, lengths under `input_config.input.prompt`) reads too.
 
+use std::fs;
 use std::path::Path;
 
 use anyhow::{bail, Result};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::fixed_count;
 use super::serving::Converted;
 use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
+use crate::fsutil;
 
 pub const TOOL: &str = "AIPerf";
 
@@ -28,8 +32,21 @@ not a fixed window. Figures are as AIPerf reported them:\n\n\
 - The context is the input length asked of the synthetic data (`input_config.datasets[0].prompts.isl.mean`).\n\
 - A warm-up phase, when there was one, is left out; its prompts come from the same data, so the first profiling requests can be prompt-cache hits.\n";
 
-/// A profile: where it is (`file: `), its summary, and its request records if beside it.
-pub type Profile = (String, Value, Option<String>);
+/// What an import keeps of one profile once it is read: its cell and the facts of its run
+/// (a sweep of 10,000 profiles holds these, never the profiles' documents or records).
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// Where it is (`file: `), for errors.
+    pub at: String,
+    /// The setting it belongs to (`setting_key`).
+    pub key: String,
+    pub cell: Cell,
+    pub osl: Option<f64>,
+    pub duration_s: Option<f64>,
+    pub started_at: Option<String>,
+    pub model: Option<String>,
+    pub version: String,
+}
 
 /// Whether the file at `path` is a profile this importer reads (the copies AIPerf keeps under
 /// `phases/` are the same figures again).
@@ -96,25 +113,87 @@ pub fn setting_key(v: &Value) -> String {
     )
 }
 
-/// Per-request samples of the profiling phase, from `profile_export.jsonl` beside the file.
-pub fn samples(jsonl: Option<&str>) -> Vec<ReportedSample> {
-    let Some(text) = jsonl else { return vec![] };
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| r.pointer("/metadata/benchmark_phase").and_then(Value::as_str) == Some("profiling"))
-        .map(|r| {
-            let m = |k: &str| r.pointer(&format!("/metrics/{k}/value")).and_then(Value::as_f64);
-            let ok = r.get("error").is_none_or(Value::is_null);
-            ReportedSample {
-                ttft_s: m("time_to_first_token").map(|v| v / 1000.0),
-                latency_s: m("request_latency").map(|v| v / 1000.0),
-                tbt_s: m("inter_token_latency").map(|v| v / 1000.0),
-                input_tokens: m("input_sequence_length").map(|v| v as u64),
-                output_tokens: m("output_sequence_length").map(|v| v as u64),
-                completed: Some(ok),
-            }
-        })
-        .collect()
+/// One line of `profile_export.jsonl`: only what a sample needs is read.
+#[derive(Debug, Deserialize)]
+struct Record {
+    #[serde(default)]
+    metadata: RecordMeta,
+    #[serde(default)]
+    metrics: RecordMetrics,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RecordMeta {
+    benchmark_phase: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RecordMetrics {
+    time_to_first_token: Option<RecordValue>,
+    request_latency: Option<RecordValue>,
+    inter_token_latency: Option<RecordValue>,
+    input_sequence_length: Option<RecordValue>,
+    output_sequence_length: Option<RecordValue>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RecordValue {
+    value: Option<f64>,
+}
+
+/// The longest request record read (a record is a few kilobytes).
+const MAX_RECORD_BYTES: usize = 1 << 20;
+
+/// Per-request samples of the profiling phase, from `profile_export.jsonl` beside the
+/// profile, read one line at a time (a record that does not parse is passed over, as a
+/// half-written last line is).
+pub fn samples(records: &Path) -> Result<Vec<ReportedSample>> {
+    if fs::symlink_metadata(records).is_err() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    fsutil::for_each_line(records, 4 << 30, MAX_RECORD_BYTES, |_, line| {
+        let Ok(r) = serde_json::from_str::<Record>(line) else { return };
+        if r.metadata.benchmark_phase.as_deref() != Some("profiling") {
+            return;
+        }
+        let m = |v: &Option<RecordValue>| v.as_ref().and_then(|v| v.value);
+        let ms = |v: &Option<RecordValue>| m(v).map(|v| v / 1000.0);
+        let metrics = &r.metrics;
+        out.push(ReportedSample {
+            ttft_s: ms(&metrics.time_to_first_token),
+            latency_s: ms(&metrics.request_latency),
+            tbt_s: ms(&metrics.inter_token_latency),
+            input_tokens: m(&metrics.input_sequence_length).map(|v| v as u64),
+            output_tokens: m(&metrics.output_sequence_length).map(|v| v as u64),
+            completed: Some(r.error.is_none()),
+        });
+    })?;
+    Ok(out)
+}
+
+/// Reads one profile (the document, then its request records beside it) into what the
+/// import keeps of it.
+pub fn read_profile(at: String, v: &Value, records: &Path) -> Result<Profile> {
+    let isl = first_of(v, &ISL).and_then(Value::as_f64);
+    let Some(context) = isl.filter(|x| *x >= 1.0 && *x <= u32::MAX as f64).map(|x| x.round() as u32) else {
+        bail!(
+            "{at}input_config.datasets[0].prompts.isl.mean (earlier releases: input_config.input.prompt.input_tokens.mean): expected the input length asked for"
+        )
+    };
+    let c = concurrency(v, &at)?;
+    Ok(Profile {
+        key: setting_key(v),
+        cell: cell(v, context, c, samples(records)?),
+        osl: first_of(v, &OSL).and_then(Value::as_f64),
+        duration_s: metric(v, "benchmark_duration", "avg"),
+        started_at: v.get("start_time").and_then(Value::as_str).map(str::to_string),
+        model: v.pointer("/input_config/endpoint/model_names/0").and_then(Value::as_str).map(str::to_string),
+        version: v.get("aiperf_version").and_then(Value::as_str).unwrap_or("unknown").to_string(),
+        at,
+    })
 }
 
 /// AIPerf's figures that have no column of ours, under its names.
@@ -155,36 +234,25 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
     fixed_count::cell(context, c, warnings, reported)
 }
 
-/// One setting's profiles (each with where it is and its request records) as a run; returns
-/// the tool version too.
-pub fn convert(group: &[Profile]) -> Result<(Converted, String)> {
+/// One setting's profiles as a run; returns the tool version too.
+pub fn convert(group: Vec<Profile>) -> Result<(Converted, String)> {
+    let first = group[0].clone();
     let mut cells: Vec<Cell> = Vec::new();
-    let first = &group[0].1;
-    let isl = first_of(first, &ISL).and_then(Value::as_f64);
-    let Some(context) = isl.filter(|x| *x >= 1.0 && *x <= u32::MAX as f64).map(|x| x.round() as u32) else {
-        bail!(
-            "{}input_config.datasets[0].prompts.isl.mean (earlier releases: input_config.input.prompt.input_tokens.mean): expected the input length asked for",
-            group[0].0
-        )
-    };
     // Profiles of one setting and concurrency are repetitions of one cell
     // (`--num-profile-runs`: `profile_runs/run_0001/`, ...), numbered in path order.
-    for (at, v, jsonl) in group {
-        let c = concurrency(v, at)?;
+    for p in &group {
+        let c = p.cell.concurrency;
         let earlier = cells.iter().filter(|x| x.concurrency == c).count() as u32;
         if earlier >= crate::format::MAX_REPETITIONS {
-            bail!("{at}concurrency {c}: more than {} profiles of one setting", crate::format::MAX_REPETITIONS);
+            bail!("{}concurrency {c}: more than {} profiles of one setting", p.at, crate::format::MAX_REPETITIONS);
         }
-        let mut cell = cell(v, context, c, samples(jsonl.as_deref()));
+        let mut cell = p.cell.clone();
         cell.repetition = earlier + 1;
         cells.push(cell);
     }
-    let osl = first_of(first, &OSL).and_then(Value::as_f64).unwrap_or(0.0);
-    let duration = group.iter().filter_map(|(_, v, _)| metric(v, "benchmark_duration", "avg")).fold(0.0, f64::max);
-    let started_at =
-        group.iter().filter_map(|(_, v, _)| v.get("start_time").and_then(Value::as_str)).min().map(str::to_string);
-    let settings = fixed_count::settings(context, &cells, duration, osl.round().max(0.0) as u64);
-    let model = first.pointer("/input_config/endpoint/model_names/0").and_then(Value::as_str).map(str::to_string);
-    let version = first.get("aiperf_version").and_then(Value::as_str).unwrap_or("unknown").to_string();
-    Ok((Converted { settings, cells, model, started_at }, version))
+    let duration = group.iter().filter_map(|p| p.duration_s).fold(0.0, f64::max);
+    let started_at = group.iter().filter_map(|p| p.started_at.clone()).min();
+    let osl = first.osl.unwrap_or(0.0);
+    let settings = fixed_count::settings(first.cell.context, &cells, duration, osl.round().max(0.0) as u64);
+    Ok((Converted { settings, cells, model: first.model, started_at }, first.version))
 }

@@ -2,7 +2,11 @@
 //! per stage (`load_summary.concurrency`), each a cell of a fixed-count run, with the stage's
 //! requests in `per_request_lifecycle_metrics.json` (in stage order, no stage number).
 
+use std::path::Path;
+
 use anyhow::{bail, Result};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::fixed_count;
@@ -25,29 +29,76 @@ fn dist(v: &Value, ptr: &str, stat: &str) -> Option<f64> {
     v.pointer(&format!("{ptr}/{stat}")).and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0)
 }
 
-/// Samples of one stage from its block of per-request records.
-pub fn samples(records: &[Value]) -> Vec<ReportedSample> {
-    records
-        .iter()
-        .map(|r| {
-            let start = r.get("start_time").and_then(Value::as_f64);
-            let end = r.get("end_time").and_then(Value::as_f64);
-            let m = r.pointer("/info/response_metrics");
-            let first =
-                m.and_then(|m| m.get("output_token_times")).and_then(Value::as_array).and_then(|t| t.first()?.as_f64());
-            let out = m.and_then(|m| m.get("output_tokens")).and_then(Value::as_u64);
-            let last =
-                m.and_then(|m| m.get("output_token_times")).and_then(Value::as_array).and_then(|t| t.last()?.as_f64());
-            ReportedSample {
-                ttft_s: first.zip(start).map(|(f, s)| f - s).filter(|t| *t >= 0.0),
-                latency_s: end.zip(start).map(|(e, s)| e - s).filter(|t| *t >= 0.0),
-                tbt_s: first.zip(last).zip(out).filter(|(_, n)| *n > 1).map(|((f, l), n)| (l - f) / (n - 1) as f64),
-                input_tokens: r.pointer("/info/input_tokens").and_then(Value::as_u64),
-                output_tokens: out,
-                completed: Some(r.get("error").is_none_or(Value::is_null)),
+/// One per-request record: only what a sample needs is read (a report of a long run is
+/// hundreds of megabytes; its records are never held as documents).
+#[derive(Debug, Deserialize)]
+struct Record {
+    start_time: Option<f64>,
+    end_time: Option<f64>,
+    #[serde(default)]
+    info: RecordInfo,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RecordInfo {
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    response_metrics: ResponseMetrics,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ResponseMetrics {
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    output_token_times: Vec<f64>,
+}
+
+impl Record {
+    fn sample(&self) -> ReportedSample {
+        let (start, end) = (self.start_time, self.end_time);
+        let m = &self.info.response_metrics;
+        let (first, last, out) =
+            (m.output_token_times.first().copied(), m.output_token_times.last().copied(), m.output_tokens);
+        ReportedSample {
+            ttft_s: first.zip(start).map(|(f, s)| f - s).filter(|t| *t >= 0.0),
+            latency_s: end.zip(start).map(|(e, s)| e - s).filter(|t| *t >= 0.0),
+            tbt_s: first.zip(last).zip(out).filter(|(_, n)| *n > 1).map(|((f, l), n)| (l - f) / (n - 1) as f64),
+            input_tokens: self.info.input_tokens,
+            output_tokens: out,
+            completed: Some(self.error.is_none()),
+        }
+    }
+}
+
+/// The report's per-request records (`per_request_lifecycle_metrics.json`, a JSON array) as
+/// samples, read as a stream: one record in memory at a time.
+pub fn read_samples(path: &Path) -> Result<Vec<ReportedSample>> {
+    struct Samples(Vec<ReportedSample>);
+    impl<'de> Deserialize<'de> for Samples {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Samples, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Samples;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an array of per-request records")
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Samples, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some(r) = seq.next_element::<Record>()? {
+                        out.push(r.sample());
+                    }
+                    Ok(Samples(out))
+                }
             }
-        })
-        .collect()
+            d.deserialize_seq(Visit)
+        }
+    }
+    let (file, _) = crate::fsutil::open_regular_file(path, 4 << 30)?;
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(file));
+    let samples = Samples::deserialize(&mut de).map_err(|e| crate::format::json::located(path, &e))?;
+    Ok(samples.0)
 }
 
 fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
@@ -93,7 +144,7 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
 }
 
 /// The stages (each with where it is), in stage order, and the report's per-request records.
-pub fn convert(stages: &[(String, Value)], records: &[Value]) -> Result<Converted> {
+pub fn convert(stages: &[(String, Value)], records: &[ReportedSample]) -> Result<Converted> {
     let mut cells: Vec<Cell> = Vec::new();
     let mut next_record = 0;
     let mut context = None;
@@ -119,7 +170,7 @@ pub fn convert(stages: &[(String, Value)], records: &[Value]) -> Result<Converte
             + v.pointer("/failures/count").and_then(Value::as_u64).unwrap_or(0)) as usize;
         let block = records.get(next_record..next_record + n).unwrap_or(&[]);
         next_record += n;
-        cells.push(cell(v, ctx, c, samples(block)));
+        cells.push(cell(v, ctx, c, block.to_vec()));
     }
     let max_output = stages.iter().filter_map(|(_, v)| dist(v, "/successes/output_tokens", "max")).fold(0.0, f64::max);
     let duration =

@@ -478,7 +478,7 @@ fn import_found(
             .enumerate()
             .map(|(i, s)| {
                 let at = format!("{}: ", s.path.display());
-                let (converted, version) = guidellm::convert(&format::json::parse(&s.path, &s.text)?, &at)?;
+                let (converted, version) = guidellm::convert(&format::json::parse(&s.path, &s.text()?)?, &at)?;
                 let tool = BenchTool { name: guidellm::TOOL.into(), version };
                 write_imported(
                     converted,
@@ -560,11 +560,11 @@ fn import_inference_perf(
     ordered.sort_by_key(|s| (s.path.parent().map(Path::to_path_buf), stage_number(&s.path)));
     let mut stages = Vec::new();
     for s in &ordered {
-        stages.push((format!("{}: ", s.path.display()), format::json::parse::<Value>(&s.path, &s.text)?));
+        stages.push((format!("{}: ", s.path.display()), format::json::parse::<Value>(&s.path, &s.text()?)?));
     }
     let records_path = ordered[0].path.with_file_name("per_request_lifecycle_metrics.json");
-    let records: Vec<Value> = if records_path.is_file() {
-        format::json::parse(&records_path, &crate::fsutil::read_data_file(&records_path, 256 << 20)?)?
+    let records = if fs::symlink_metadata(&records_path).is_ok() {
+        inference_perf::read_samples(&records_path)?
     } else {
         Vec::new()
     };
@@ -581,21 +581,21 @@ fn import_aiperf(
     force: bool,
     facts: &ManifestFacts,
 ) -> Result<Vec<ImportSummary>> {
+    // One profile at a time: its document and records are dropped once its cell is made.
     let mut groups: Vec<(String, Vec<aiperf::Profile>)> = Vec::new();
     for s in found {
-        let v: Value = format::json::parse(&s.path, &s.text)?;
+        let v: Value = format::json::parse(&s.path, &s.text()?)?;
         let records = s.path.with_file_name("profile_export.jsonl");
-        let jsonl = records.is_file().then(|| crate::fsutil::read_data_file(&records, 256 << 20)).transpose()?;
-        let key = aiperf::setting_key(&v);
-        let entry = (format!("{}: ", s.path.display()), v, jsonl);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, g)) => g.push(entry),
-            None => groups.push((key, vec![entry])),
+        let profile = aiperf::read_profile(format!("{}: ", s.path.display()), &v, &records)?;
+        drop(v);
+        match groups.iter_mut().find(|(k, _)| *k == profile.key) {
+            Some((_, g)) => g.push(profile),
+            None => groups.push((profile.key.clone(), vec![profile])),
         }
     }
     let many = groups.len() > 1;
     groups
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, (_, g))| {
             let (converted, version) = aiperf::convert(g)?;

@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use serde::de::IgnoredAny;
 use serde_json::Value;
 use walkdir::WalkDir;
 
@@ -79,26 +80,30 @@ impl Format {
 /// A file's format from its first JSON value (a JSONL file's first line).
 pub fn detect(text: &str) -> Option<Format> {
     let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let whole: Option<Value> = serde_json::from_str(text).ok();
+    let whole: Option<Probe> = serde_json::from_str(text).ok();
     let line: Option<Value> = serde_json::from_str(&json::python_floats_as_null(first_line)).ok();
     let has = |v: &Value, keys: &[&str]| keys.iter().all(|k| v.get(*k).is_some());
-    if let Some(v) = &whole {
-        if v.pointer("/metadata/version").is_some() && v.get("results").is_some() {
+    if let Some(p) = &whole {
+        if p.metadata.as_ref().is_some_and(|m| m.get("version").is_some()) && p.results.is_some() {
             return Some(Format::LlmInferenceBench);
         }
-        if has(v, &["max_concurrency", "output_throughput", "endpoint_type", "model_id"]) {
+        if p.max_concurrency.is_some()
+            && p.output_throughput.is_some()
+            && p.endpoint_type.is_some()
+            && p.model_id.is_some()
+        {
             return Some(Format::Vllm);
         }
-        if v.pointer("/metadata/guidellm_version").is_some() && v.get("benchmarks").is_some() {
+        if p.metadata.as_ref().is_some_and(|m| m.get("guidellm_version").is_some()) && p.benchmarks.is_some() {
             return Some(Format::Guidellm);
         }
-        if super::aiperf::is_summary(v) {
+        let loadgen = p.input_config.as_ref().is_some_and(|c| c.get("loadgen").is_some());
+        if p.input_config.is_some() && p.output_token_throughput.is_some() && (p.aiperf_version.is_some() || loadgen) {
             return Some(Format::Aiperf);
         }
         // A stage report (the summary of all stages has no concurrency and is not a cell).
-        if has(v, &["benchmark_time_seconds", "successes", "failures"])
-            && v.pointer("/load_summary/concurrency").is_some()
-        {
+        let concurrency = p.load_summary.as_ref().is_some_and(|l| l.get("concurrency").is_some());
+        if p.benchmark_time_seconds.is_some() && p.successes.is_some() && p.failures.is_some() && concurrency {
             return Some(Format::InferencePerf);
         }
     }
@@ -110,11 +115,54 @@ pub fn detect(text: &str) -> Option<Format> {
     }
 }
 
-/// A file given or found, with its text.
+/// The keys that tell the formats apart, read without building the rest of the document
+/// (a results file can be hundreds of megabytes; its records are skipped, not held).
+#[derive(Debug, serde::Deserialize)]
+struct Probe {
+    metadata: Option<Value>,
+    results: Option<IgnoredAny>,
+    benchmarks: Option<IgnoredAny>,
+    max_concurrency: Option<IgnoredAny>,
+    output_throughput: Option<IgnoredAny>,
+    endpoint_type: Option<IgnoredAny>,
+    model_id: Option<IgnoredAny>,
+    input_config: Option<Value>,
+    output_token_throughput: Option<IgnoredAny>,
+    aiperf_version: Option<IgnoredAny>,
+    benchmark_time_seconds: Option<IgnoredAny>,
+    successes: Option<IgnoredAny>,
+    failures: Option<IgnoredAny>,
+    load_summary: Option<Value>,
+}
+
+/// A results file given or found. Its text is read when it is imported (`text`), so a sweep
+/// of thousands of profiles never holds them all at once.
 pub struct Source {
     pub path: PathBuf,
-    pub text: String,
     pub format: Format,
+}
+
+impl Source {
+    pub fn text(&self) -> Result<String> {
+        read_text(&self.path)
+    }
+}
+
+/// A results file's text, a byte order mark (some editors and Windows tools start UTF-8 with
+/// one) taken off.
+fn read_text(path: &Path) -> Result<String> {
+    let text = fsutil::read_data_file(path, MAX_FILE_BYTES)?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
+}
+
+/// Files a tool writes beside its results that are never results themselves (request
+/// records, inputs, logs): not read when a folder is searched.
+fn never_results(name: &str) -> bool {
+    let data = name.ends_with(".json") || name.ends_with(".jsonl");
+    !data || matches!(name, "profile_export.jsonl" | "per_request_lifecycle_metrics.json" | "inputs.json")
 }
 
 /// Files larger than this are not results files.
@@ -209,7 +257,7 @@ fn collect_folder(
                 problem("a sweep folder without its profile_export_aiperf.json".into());
                 it.skip_current_dir();
             }
-        } else if e.file_type().is_file() {
+        } else if e.file_type().is_file() && (part || !never_results(&name)) {
             match read(e.path(), format, part) {
                 Ok(Some(s)) => sources.push(s),
                 Ok(None) => {}
@@ -227,21 +275,16 @@ fn list(paths: &[PathBuf]) -> String {
 /// A results file: `Some` when of a known format; `None` for another file of a folder;
 /// an error for a file that must be one (`named`: given by name, or part of a result).
 fn read(path: &Path, format: Option<Format>, named: bool) -> Result<Option<Source>> {
-    let text = match fsutil::read_data_file(path, MAX_FILE_BYTES) {
+    let text = match read_text(path) {
         Ok(t) => t,
         Err(_) if !named => return Ok(None),
         Err(e) => return Err(e),
-    };
-    // Some editors and Windows tools start UTF-8 with a byte order mark.
-    let text = match text.strip_prefix('\u{feff}') {
-        Some(rest) => rest.to_string(),
-        None => text,
     };
     if named && text.trim().is_empty() {
         bail!("{}: empty (a results file holds JSON)", path.display());
     }
     match format.or_else(|| detect(&text)) {
-        Some(format) => Ok(Some(Source { path: path.to_path_buf(), text, format })),
+        Some(format) => Ok(Some(Source { path: path.to_path_buf(), format })),
         None if named => {
             // Not even JSON: say where, as for data files.
             let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -258,11 +301,11 @@ fn read(path: &Path, format: Option<Format>, named: bool) -> Result<Option<Sourc
 /// one-result file). SGLang always writes one result a line; vLLM one result a file, or one a
 /// line with `--append-result`.
 pub fn serving_results(s: &Source) -> Result<Vec<(String, Value)>> {
-    let one_value = || serde_json::from_str::<serde::de::IgnoredAny>(&s.text).is_ok();
+    let text = s.text()?;
+    let one_value = || serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
     match s.format {
-        Format::Vllm if one_value() => Ok(vec![(String::new(), json::parse(&s.path, &s.text)?)]),
-        Format::Sglang | Format::Vllm => s
-            .text
+        Format::Vllm if one_value() => Ok(vec![(String::new(), json::parse(&s.path, &text)?)]),
+        Format::Sglang | Format::Vllm => text
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
@@ -272,6 +315,6 @@ pub fn serving_results(s: &Source) -> Result<Vec<(String, Value)>> {
                 Ok((format!("line {}: ", i + 1), v))
             })
             .collect(),
-        _ => Ok(vec![(String::new(), json::parse(&s.path, &s.text)?)]),
+        _ => Ok(vec![(String::new(), json::parse(&s.path, &text)?)]),
     }
 }
