@@ -381,3 +381,36 @@ fn a_broken_missing_or_linked_sweep_folder_is_named() {
         assert!(!err.contains("no results file of a known format"), "{what}: {err}");
     }
 }
+
+#[test]
+fn a_sweep_of_many_levels_imports_and_its_run_page_stays_bounded() {
+    let ws = tempfile::tempdir().unwrap();
+    let sweep = ws.path().join("sweep");
+    let single = fixture("peer/aiperf-0.13.0/single-c2");
+    let profile = fs::read_to_string(single.join("profile_export_aiperf.json")).unwrap();
+    let records = fs::read_to_string(single.join("profile_export.jsonl")).unwrap();
+    for c in 1..=120 {
+        let d = sweep.join(format!("concurrency_{c}"));
+        fs::create_dir_all(&d).unwrap();
+        fs::write(
+            d.join("profile_export_aiperf.json"),
+            profile.replace("\"concurrency\": 2", &format!("\"concurrency\": {c}")),
+        )
+        .unwrap();
+        fs::write(d.join("profile_export.jsonl"), &records).unwrap();
+    }
+    let out = site_in(ws.path(), &["import", sweep.to_str().unwrap(), "--run-id", "wide", "--gpu", "G"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("120 cells"), "{}", stdout(&out));
+    assert_ok(&site_in(ws.path(), &["build"]));
+    let page = fs::read_to_string(ws.path().join("public/runs/wide/index.html")).unwrap();
+    let max = speed_matrix::render::run_page::MAX_PAGE_LEVELS;
+    assert!(page.contains(&format!("This run measured 120 concurrency levels; this page shows {max} of them")));
+    let heat = table_rows(&page, "class=\"heatmap\"");
+    assert_eq!(heat[0].len(), max + 1, "a context column and {max} levels: {:?}", heat[0]);
+    assert_eq!((heat[0][1].as_str(), heat[0][max].as_str()), ("1", "120"), "the lowest and highest level are kept");
+    // Every cell keeps its page and its line in the downloads.
+    assert_eq!(fs::read_dir(ws.path().join("public/runs/wide/cells")).unwrap().count(), 120);
+    let csv = fs::read_to_string(ws.path().join("public/runs/wide/cells.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 121);
+}

@@ -191,6 +191,40 @@ impl RunView {
         row.cells.iter().map(|i| i.map(|i| &self.decode[i]))
     }
 
+    /// The run with at most `max_levels` of its concurrency levels, evenly spread from the
+    /// lowest to the highest (both kept), and only their decode cells; `None` when it has no
+    /// more than that. A run page shows this, so its size stays bounded however many levels
+    /// a sweep measured (every cell keeps its own page and its line in the downloads).
+    pub fn folded(&self, max_levels: usize) -> Option<RunView> {
+        let n = self.heatmap.columns.len();
+        if n <= max_levels || max_levels < 2 {
+            return None;
+        }
+        let kept: Vec<usize> =
+            (0..max_levels).map(|i| (i * (n - 1) + (max_levels - 1) / 2) / (max_levels - 1)).collect();
+        let mut new_index = vec![None; self.decode.len()];
+        let mut decode = Vec::new();
+        for row in &self.heatmap.rows {
+            for &col in &kept {
+                if let Some(i) = row.cells[col] {
+                    new_index[i] = Some(decode.len());
+                    decode.push(self.decode[i].clone());
+                }
+            }
+        }
+        let rows = self
+            .heatmap
+            .rows
+            .iter()
+            .map(|row| HeatRow {
+                context: row.context,
+                cells: kept.iter().map(|&c| row.cells[c].and_then(|i| new_index[i])).collect(),
+            })
+            .collect();
+        let columns = kept.iter().map(|&c| self.heatmap.columns[c]).collect();
+        Some(RunView { decode, heatmap: Heatmap { columns, rows, ..self.heatmap.clone() }, ..self.clone() })
+    }
+
     pub fn decode_cell(&self, context: u32, concurrency: u32) -> Option<&CellView> {
         self.decode.iter().find(|d| d.context == context && d.concurrency == concurrency)
     }

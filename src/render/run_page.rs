@@ -207,6 +207,10 @@ pub fn places_hash(ranks: &Ranks, index: usize) -> u64 {
     h.finish()
 }
 
+/// The most concurrency levels a run page shows (a sweep's other levels are on their cell
+/// pages and in the downloads).
+pub const MAX_PAGE_LEVELS: usize = 48;
+
 /// `index` is the run's place in the site (none for a run shown alone, e.g. in tests).
 pub fn render(
     cx: &PageContext,
@@ -217,6 +221,11 @@ pub fn render(
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
+    // A sweep of thousands of levels: the page shows an even selection of them, so its size
+    // stays bounded; each cell keeps its own page and its line in the downloads.
+    let folded = run.folded(MAX_PAGE_LEVELS);
+    let full = run;
+    let run = folded.as_ref().unwrap_or(run);
     let prefill_chart = prefill_chart(run);
     let tvi_chart = throughput_interactivity_chart(run);
     stats.charts += [&prefill_chart, &tvi_chart].iter().filter(|c| !c.is_empty()).count();
@@ -263,6 +272,7 @@ pub fn render(
         cross_checks => ser(cross_check_rows(run)),
         energy_rows => ser(energy),
         repeated => run.prefill.iter().chain(&run.decode).map(|c| c.repetitions).max().filter(|n| *n > 1),
+        folded => folded.as_ref().map(|f| (f.heatmap.columns.len(), full.heatmap.columns.len())),
         targets => super::targets_page::run_targets(capacity, settings),
         siblings => index
             .and_then(|i| cx.siblings.get(i))
@@ -274,8 +284,8 @@ pub fn render(
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;
     stats.run_pages += 1;
-    put_file(sink, &format!("{dir}/cells.csv"), &downloads::cells_csv(run), stats)?;
-    put_file(sink, &format!("{dir}/cells.json"), &downloads::cells_json(run), stats)
+    put_file(sink, &format!("{dir}/cells.csv"), &downloads::cells_csv(full), stats)?;
+    put_file(sink, &format!("{dir}/cells.json"), &downloads::cells_json(full), stats)
 }
 
 /// Prompt tok/s against context, each point labelled with its TTFT.
