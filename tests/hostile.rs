@@ -414,3 +414,25 @@ fn a_sweep_of_many_levels_imports_and_its_run_page_stays_bounded() {
     let csv = fs::read_to_string(ws.path().join("public/runs/wide/cells.csv")).unwrap();
     assert_eq!(csv.lines().count(), 121);
 }
+
+#[test]
+fn secrets_in_a_description_or_a_stored_error_are_not_published() {
+    let ws = Workspace::from_fixture("valid/compare");
+    let manifest = ws.path().join("data/runs/faster/run.json");
+    let mut m: serde_json::Value = serde_json::from_str(&fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["description"] = "Dashboard at https://g.example/d?token=ZqDESC1 for this run".into();
+    fs::write(&manifest, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    let cells = ws.path().join("data/runs/faster/cells");
+    let errored = fs::read_dir(&cells)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| fs::read_to_string(p).unwrap().contains("\"status\": \"error\""))
+        .expect("the fixture has an error cell");
+    let mut c: serde_json::Value = serde_json::from_str(&fs::read_to_string(&errored).unwrap()).unwrap();
+    c["error"]["message"] = "401: key sk-proj-ZqERR2abcdefghijklmnop rejected".into();
+    fs::write(&errored, serde_json::to_string_pretty(&c).unwrap()).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    let site = all_files_text(&ws.path().join("public"));
+    assert!(!site.contains("ZqDESC1") && !site.contains("ZqERR2"));
+    assert!(site.contains("?token=&lt;redacted&gt; for this run"), "the rest of the description is kept");
+}

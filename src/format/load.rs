@@ -333,6 +333,8 @@ fn load_manifest(path: &Path, problems: &mut Problems) -> Option<RunManifest> {
         Ok(mut m) => {
             // A hand-written run.json may hold a secret its producer never redacted.
             m.launch_command = m.launch_command.map(|c| crate::redact::redact_command(&c));
+            // The description is published as the notes are: with the same rules.
+            m.description = m.description.map(|d| crate::redact::scrub_text(&d).into_owned());
             if let Err(e) = validate_manifest(&m) {
                 problems.push(e.context(path.display().to_string()));
             }
@@ -383,8 +385,13 @@ fn load_cells(cells_dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipp
             skipped.push(Skipped { path, reason: "not a .json cell file" });
             continue;
         }
-        let cell = read_versioned::<Cell>(&path).and_then(|c| {
+        let cell = read_versioned::<Cell>(&path).and_then(|mut c| {
             validate_cell(&c).with_context(|| path.display().to_string())?;
+            // A hand-written or other tool's cell may quote a secret in its error; the page
+            // shows the message, so it gets the notes' rules.
+            if let Some(e) = c.error.as_mut() {
+                e.message = crate::redact::scrub_text(&e.message).into_owned();
+            }
             Ok(c)
         });
         match cell {
