@@ -436,3 +436,27 @@ fn secrets_in_a_description_or_a_stored_error_are_not_published() {
     assert!(!site.contains("ZqDESC1") && !site.contains("ZqERR2"));
     assert!(site.contains("?token=&lt;redacted&gt; for this run"), "the rest of the description is kept");
 }
+
+#[test]
+fn a_cut_short_result_in_a_folder_of_results_is_named_not_passed_over() {
+    let ws = tempfile::tempdir().unwrap();
+    let folder = ws.path().join("vllm");
+    copy_dir(&fixture("peer/vllm-0.33.0"), &folder);
+    let first = fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .min()
+        .unwrap();
+    let text = fs::read_to_string(&first).unwrap();
+    fs::write(&first, &text[..text.len() / 2]).unwrap();
+    let out = site_in(ws.path(), &["import", folder.to_str().unwrap(), "--run-id", "v", "--gpu", "G"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    let name = first.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(err.contains(&format!("{name}:")) && err.contains("not JSON"), "{err}");
+    assert!(!ws.path().join("data/runs/v").exists());
+    let out = site_in(ws.path(), &["import", folder.to_str().unwrap(), "--run-id", "v", "--gpu", "G", "--skip-broken"]);
+    assert_ok(&out);
+    assert!(stderr(&out).contains(&format!("skipped {}", first.display())), "{}", stderr(&out));
+}

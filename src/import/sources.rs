@@ -258,11 +258,43 @@ fn collect_folder(
                 it.skip_current_dir();
             }
         } else if e.file_type().is_file() && (part || !never_results(&name)) {
-            match read(e.path(), format, part) {
+            match read(e.path(), format, part).and_then(|s| match s {
+                // A data file that is not even JSON is a broken result, not another file.
+                None => not_json(e.path()).map(|()| None),
+                s => Ok(s),
+            }) {
                 Ok(Some(s)) => sources.push(s),
                 Ok(None) => {}
                 Err(err) => problem(format!("{err:#}")),
             }
+        }
+    }
+    Ok(())
+}
+
+/// Passes a `.json` or `.jsonl` file that holds JSON (of another tool, a config); an empty
+/// one, or one that does not parse (a result cut short), is an error with its place.
+fn not_json(path: &Path) -> Result<()> {
+    let Ok(text) = read_text(path) else { return Ok(()) };
+    if text.trim().is_empty() {
+        bail!("{}: empty", path.display());
+    }
+    let whole = match serde_json::from_str::<IgnoredAny>(&text) {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    let line_ok = |l: &str| serde_json::from_str::<IgnoredAny>(&json::python_floats_as_null(l));
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    if !lines.next().is_some_and(|(_, first)| line_ok(first).is_ok()) {
+        // One document, cut short or broken: where the parser stopped.
+        return Err(json::located(path, &whole).context("not JSON"));
+    }
+    // JSON Lines (the first line parses alone): every line must.
+    for (i, line) in lines {
+        if let Err(e) = line_ok(line) {
+            let message = e.to_string();
+            let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
+            bail!("{}:{}:{}: {message} (not JSON)", path.display(), i + 1, e.column());
         }
     }
     Ok(())
