@@ -27,6 +27,25 @@ fn big_profile(dir: &Path, mb: usize) -> u64 {
     written as u64
 }
 
+/// The guidellm fixture with each benchmark's requests repeated to about `mb` megabytes in
+/// all (guidellm writes every request, its output text included, into one file).
+fn big_guidellm(dir: &Path, mb: usize) -> u64 {
+    let text = fs::read_to_string("tests/fixtures/peer/guidellm-0.8.1/benchmarks.json").unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let requests: usize =
+        doc["benchmarks"].as_array().unwrap().iter().map(|b| b["requests"]["successful"].to_string().len()).sum();
+    let copies = (mb << 20) / requests + 1;
+    for b in doc["benchmarks"].as_array_mut().unwrap() {
+        let ok = b["requests"]["successful"].as_array().unwrap().clone();
+        let grown: Vec<serde_json::Value> = ok.iter().cycle().take(ok.len() * copies).cloned().collect();
+        b["requests"]["successful"] = grown.into();
+    }
+    let path = dir.join("benchmarks.json");
+    serde_json::to_writer(std::io::BufWriter::new(fs::File::create(&path).unwrap()), &doc).unwrap();
+    drop(doc);
+    fs::metadata(&path).unwrap().len()
+}
+
 /// A sweep of `n` setting folders, each a copy of the fixture profile at its own concurrency.
 fn sweep(dir: &Path, n: usize) -> u64 {
     let profile = fs::read_to_string(Path::new(FIXTURE).join("profile_export_aiperf.json")).unwrap();
@@ -70,17 +89,32 @@ fn import_peak_kib(site: &Path, input: &Path, ws: &Path) -> u64 {
     usage.ru_maxrss as u64
 }
 
+/// Makes an input in a process of its own, so this one stays small (a child's peak memory
+/// starts from what its parent held when it was forked).
+fn made_apart(dir: &Path, how: &str, mb: usize) -> u64 {
+    let me = std::env::current_exe().unwrap();
+    let out = Command::new(me).args([how, dir.to_str().unwrap(), &mb.to_string()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--make-guidellm") {
+        println!("{}", big_guidellm(Path::new(&args[2]), args[3].parse().unwrap()));
+        return;
+    }
     let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/site");
     assert!(
         Command::new("cargo").args(["build", "--release", "--quiet"]).status().unwrap().success(),
         "building the release binary"
     );
     println!("{:<34} {:>12} {:>14} {:>14} {:>8}", "import", "input", "largest file", "peak memory", "of input");
-    let cases: [(&str, fn(&Path) -> u64); 3] = [
+    let cases: [(&str, fn(&Path) -> u64); 4] = [
         ("one profile, 120 MB of records", |d| big_profile(d, 120)),
         ("sweep of 2,000 setting folders", |d| sweep(d, 2000)),
         ("sweep of 10,000 setting folders", |d| sweep(d, 10_000)),
+        ("one guidellm file of 120 MB", |d| made_apart(d, "--make-guidellm", 120)),
     ];
     for (name, make) in cases {
         let ws = tempfile::tempdir().unwrap();

@@ -4,10 +4,97 @@ use std::path::Path;
 
 use anyhow::{anyhow, Error};
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// Parses `text` (the contents of `path`) as `T`; a failure names the file, line and column.
 pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, Error> {
     serde_json::from_str(text).map_err(|e| located(path, &e))
+}
+
+/// Parses a large document of another tool, keeping each string to its first
+/// [`MAX_KEPT_STRING`] bytes and leaving out the values of the keys in `skip` wherever they
+/// are: the bulk of such files is prompts, generated texts and per-request detail no figure
+/// reads, and a document held whole would take several times its size.
+pub fn parse_lean(path: &Path, text: &str, skip: &[&str]) -> Result<Value, Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = serde::de::DeserializeSeed::deserialize(Lean { skip }, &mut de).and_then(|v| de.end().map(|()| v));
+    v.map_err(|e| located(path, &e))
+}
+
+/// [`parse_lean`], with Python's `NaN` and `Infinity` read as `null`.
+pub fn parse_python_lean(path: &Path, text: &str) -> Result<Value, Error> {
+    parse_lean(path, &python_floats_as_null(text), &[])
+}
+
+/// The longest string [`parse_lean`] keeps whole.
+pub const MAX_KEPT_STRING: usize = 4096;
+
+#[derive(Clone, Copy)]
+struct Lean<'a> {
+    skip: &'a [&'a str],
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Lean<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Lean<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        let mut end = v.len().min(MAX_KEPT_STRING);
+        while !v.is_char_boundary(end) {
+            end -= 1;
+        }
+        Ok(Value::String(v[..end].to_string()))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(self)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if self.skip.contains(&k.as_str()) {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            } else {
+                let v = map.next_value_seed(self)?;
+                out.insert(k, v);
+            }
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 /// Turns a serde_json error into `path:line:col: message` (without serde's own
@@ -75,5 +162,20 @@ mod tests {
         let e = parse_python::<serde_json::Value>(Path::new("f"), "{\"a\": Infinity,\n \"n\": NaN, \"b\": tru}")
             .unwrap_err();
         assert_eq!(e.to_string(), "f:2:20: expected ident", "where serde_json sees it in the original");
+    }
+
+    #[test]
+    fn lean_documents_keep_numbers_cut_strings_and_skip_keys() {
+        let long = "é".repeat(MAX_KEPT_STRING);
+        let text = format!(
+            r#"{{"a": [1, -2, 0.5, null, true], "s": "{long}", "output": {{"x": 1}}, "b": {{"output": 2, "c": 3}}}}"#
+        );
+        let v = parse_lean(Path::new("f.json"), &text, &["output"]).unwrap();
+        assert_eq!(v["a"], serde_json::json!([1, -2, 0.5, null, true]));
+        assert_eq!(v["s"].as_str().unwrap().len(), MAX_KEPT_STRING);
+        assert!(v.get("output").is_none() && v["b"].get("output").is_none());
+        assert_eq!(v["b"]["c"], 3);
+        let e = parse_lean(Path::new("f.json"), "{\"a\": 1} x", &[]).unwrap_err().to_string();
+        assert!(e.starts_with("f.json:1:"), "{e}");
     }
 }

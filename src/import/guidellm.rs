@@ -27,9 +27,23 @@ fn stat(v: &Value, metric: &str, path: &str) -> Option<f64> {
         .filter(|x| x.is_finite() && *x >= 0.0)
 }
 
+/// A request's parts no figure reads (its arguments, output text, nested metrics): left out
+/// as the file is parsed (`json::parse_lean`), so a large file is never held whole.
+pub const UNREAD: &[&str] = &[
+    "request_args",
+    "output",
+    "reasoning_output",
+    "tool_calls",
+    "info",
+    "input_metrics",
+    "output_metrics",
+    "response_metrics",
+];
+
 fn samples(b: &Value) -> Vec<ReportedSample> {
-    let ok = b.pointer("/requests/successful").and_then(Value::as_array).cloned().unwrap_or_default();
-    let failed = b.pointer("/requests/errored").and_then(Value::as_array).cloned().unwrap_or_default();
+    let none = Vec::new();
+    let ok = b.pointer("/requests/successful").and_then(Value::as_array).unwrap_or(&none);
+    let failed = b.pointer("/requests/errored").and_then(Value::as_array).unwrap_or(&none);
     let f = |r: &Value, k: &str| r.get(k).and_then(Value::as_f64);
     let one = |r: &Value, completed: bool| ReportedSample {
         ttft_s: f(r, "time_to_first_token_ms").map(|v| v / 1000.0),

@@ -40,8 +40,8 @@ pub struct ImportSummary {
 
 /// Reads and checks the file: that tool's format, a major version this importer knows.
 pub fn read(path: &Path) -> Result<ResultsFile> {
-    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: Value = format::json::parse(path, &text)?;
+    let text = crate::fsutil::read_data_file(path, 256 << 20)?;
+    let v: Value = format::json::parse_lean(path, &text, &[])?;
     let version = v.pointer("/metadata/version").and_then(Value::as_str);
     if v.get("results").is_none() || version.is_none() {
         bail!(
@@ -478,7 +478,8 @@ fn import_found(
             .enumerate()
             .map(|(i, s)| {
                 let at = format!("{}: ", s.path.display());
-                let (converted, version) = guidellm::convert(&format::json::parse(&s.path, &s.text()?)?, &at)?;
+                let (converted, version) =
+                    guidellm::convert(&format::json::parse_lean(&s.path, &s.text()?, guidellm::UNREAD)?, &at)?;
                 let tool = BenchTool { name: guidellm::TOOL.into(), version };
                 write_imported(
                     converted,
@@ -560,7 +561,7 @@ fn import_inference_perf(
     ordered.sort_by_key(|s| (s.path.parent().map(Path::to_path_buf), stage_number(&s.path)));
     let mut stages = Vec::new();
     for s in &ordered {
-        stages.push((format!("{}: ", s.path.display()), format::json::parse::<Value>(&s.path, &s.text()?)?));
+        stages.push((format!("{}: ", s.path.display()), format::json::parse_lean(&s.path, &s.text()?, &[])?));
     }
     let records_path = ordered[0].path.with_file_name("per_request_lifecycle_metrics.json");
     let records = if fs::symlink_metadata(&records_path).is_ok() {
@@ -584,7 +585,7 @@ fn import_aiperf(
     // One profile at a time: its document and records are dropped once its cell is made.
     let mut groups: Vec<(String, Vec<aiperf::Profile>)> = Vec::new();
     for s in found {
-        let v: Value = format::json::parse(&s.path, &s.text()?)?;
+        let v: Value = format::json::parse_lean(&s.path, &s.text()?, &[])?;
         let records = s.path.with_file_name("profile_export.jsonl");
         let profile = aiperf::read_profile(format!("{}: ", s.path.display()), &v, &records)?;
         drop(v);

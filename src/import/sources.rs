@@ -79,10 +79,7 @@ impl Format {
 
 /// A file's format from its first JSON value (a JSONL file's first line).
 pub fn detect(text: &str) -> Option<Format> {
-    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let whole: Option<Probe> = serde_json::from_str(text).ok();
-    let line: Option<Value> = serde_json::from_str(&json::python_floats_as_null(first_line)).ok();
-    let has = |v: &Value, keys: &[&str]| keys.iter().all(|k| v.get(*k).is_some());
     if let Some(p) = &whole {
         if p.metadata.as_ref().is_some_and(|m| m.get("version").is_some()) && p.results.is_some() {
             return Some(Format::LlmInferenceBench);
@@ -107,12 +104,15 @@ pub fn detect(text: &str) -> Option<Format> {
             return Some(Format::InferencePerf);
         }
     }
-    match &line {
-        Some(v) if has(v, &["max_concurrency", "output_throughput", "backend", "dataset_name"]) => Some(Format::Sglang),
-        // `vllm bench serve --append-result`: one result a line.
-        Some(v) if has(v, &["max_concurrency", "output_throughput", "endpoint_type", "model_id"]) => Some(Format::Vllm),
-        _ => None,
+    // One result a line (SGLang always, `vllm bench serve --append-result`): the first line
+    // tells, read only when the whole text is not one document.
+    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let line: Probe = serde_json::from_str(&json::python_floats_as_null(first_line)).ok()?;
+    let serving = line.max_concurrency.is_some() && line.output_throughput.is_some();
+    if serving && line.backend.is_some() && line.dataset_name.is_some() {
+        return Some(Format::Sglang);
     }
+    (serving && line.endpoint_type.is_some() && line.model_id.is_some()).then_some(Format::Vllm)
 }
 
 /// The keys that tell the formats apart, read without building the rest of the document
@@ -126,6 +126,8 @@ struct Probe {
     output_throughput: Option<IgnoredAny>,
     endpoint_type: Option<IgnoredAny>,
     model_id: Option<IgnoredAny>,
+    backend: Option<IgnoredAny>,
+    dataset_name: Option<IgnoredAny>,
     input_config: Option<Value>,
     output_token_throughput: Option<IgnoredAny>,
     aiperf_version: Option<IgnoredAny>,
@@ -320,7 +322,7 @@ fn read(path: &Path, format: Option<Format>, named: bool) -> Result<Option<Sourc
         None if named => {
             // Not even JSON: say where, as for data files.
             let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-            if serde_json::from_str::<Value>(&json::python_floats_as_null(first)).is_err() {
+            if serde_json::from_str::<IgnoredAny>(&json::python_floats_as_null(first)).is_err() {
                 json::parse::<Value>(path, &text)?;
             }
             bail!("{}: not a results file of a known format (the formats are {})", path.display(), Format::known())
@@ -336,17 +338,17 @@ pub fn serving_results(s: &Source) -> Result<Vec<(String, Value)>> {
     let text = s.text()?;
     let one_value = || serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
     match s.format {
-        Format::Vllm if one_value() => Ok(vec![(String::new(), json::parse(&s.path, &text)?)]),
+        Format::Vllm if one_value() => Ok(vec![(String::new(), json::parse_lean(&s.path, &text, &[])?)]),
         Format::Sglang | Format::Vllm => text
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(i, l)| {
-                let v: Value = json::parse_python(&s.path, l)
+                let v: Value = json::parse_python_lean(&s.path, l)
                     .map_err(|e| e.context(format!("{}: line {} is not a result", s.path.display(), i + 1)))?;
                 Ok((format!("line {}: ", i + 1), v))
             })
             .collect(),
-        _ => Ok(vec![(String::new(), json::parse(&s.path, &text)?)]),
+        _ => Ok(vec![(String::new(), json::parse_lean(&s.path, &text, &[])?)]),
     }
 }
