@@ -39,7 +39,7 @@ pub fn parse_nvidia_smi(csv: &str) -> Option<Detected> {
         kind: "Discrete GPU",
         count: gpus.iter().filter(|(n, _)| *n == name).count() as u32,
         device: name,
-        memory_gb: mib.map(|m| (m / 1024.0).round()),
+        memory_gb: mib.and_then(|m| super::checked_reading("nvidia-smi memory.total", m)).map(|m| (m / 1024.0).round()),
         cpu: None,
         source: "nvidia-smi",
     })
@@ -61,7 +61,9 @@ pub fn parse_rocm_smi(csv: &str) -> Option<Detected> {
         kind: "Discrete GPU",
         count: rows.len() as u32,
         device: name,
-        memory_gb: bytes.map(|b| (b / (1u64 << 30) as f64).round()),
+        memory_gb: bytes
+            .and_then(|b| super::checked_reading("rocm-smi VRAM Total Memory", b / (1u64 << 30) as f64))
+            .map(f64::round),
         cpu: None,
         source: "rocm-smi",
     })
@@ -156,6 +158,10 @@ mod tests {
         let d = parse_nvidia_smi(&csv).unwrap();
         assert_eq!((d.device.as_str(), d.count, d.memory_gb), ("H200", 4, Some(140.0)));
         assert_eq!(parse_nvidia_smi(""), None);
+        // A reading no device has is dropped, not written into the run.
+        for absurd in ["1e308", "-5", "inf", "NaN"] {
+            assert_eq!(parse_nvidia_smi(&format!("NVIDIA H200, {absurd}")).unwrap().memory_gb, None, "{absurd}");
+        }
     }
 
     #[test]
