@@ -460,3 +460,20 @@ fn a_cut_short_result_in_a_folder_of_results_is_named_not_passed_over() {
     assert_ok(&out);
     assert!(stderr(&out).contains(&format!("skipped {}", first.display())), "{}", stderr(&out));
 }
+
+#[test]
+fn bench_refuses_facts_site_check_would_refuse_before_making_a_folder() {
+    let server = Rogue::start(|req| {
+        common::rogue::discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024)))
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let gpu = "G".repeat(300);
+    let args: Vec<&str> = bench_args(&server.url, &["--run-id", "long-gpu"])
+        .into_iter()
+        .map(|a| if a == "Rogue GPU" { gpu.as_str() } else { a })
+        .collect();
+    let out = site_in(ws.path(), &args);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("hardware.device: expected at most 256 characters, found 300"), "{}", stderr(&out));
+    assert!(!ws.path().join("data/runs/long-gpu").exists());
+}

@@ -2,7 +2,7 @@
 //! detected for a server on this machine), the plan in words, and the run folder with its
 //! manifest (server facts, settings, the checks a resumed run must pass).
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use super::client::http::{Endpoint, HttpClient};
 use super::discover::ServerInfo;
@@ -141,6 +141,9 @@ pub(super) fn open_run(
         header_names: client.header_names(),
         discovered: discovered_facts(info, None),
     });
+    // Before any folder is made: a manifest site check would refuse (a 300-character
+    // --gpu name) is an error now, not an empty run folder left behind.
+    crate::format::load::validate_manifest(&m).context("the run's facts")?;
     let run_id = cfg.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
     let recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume, client.scrubber())?;
     if let Some(old) = recorder.existing_manifest()? {
