@@ -82,6 +82,9 @@ fn redact_raw_word(raw: &str, next: &mut Next, depth: u32) -> Option<String> {
     if let Some(inner) = raw.strip_prefix("$(").and_then(|r| r.strip_suffix(')')) {
         return owned(redact_at(inner, depth + 1)).map(|i| format!("$({i})"));
     }
+    if let Some(inner) = raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')).filter(|_| raw.len() > 1) {
+        return owned(redact_at(inner, depth + 1)).map(|i| format!("`{i}`"));
+    }
     let value = unquoted(raw);
     let new = redact_word(&value, next, depth)?;
     (new != value).then(|| quote(&new))
@@ -126,7 +129,7 @@ fn redact_word(w: &str, next: &mut Next, depth: u32) -> Option<String> {
         if let Some(r) = redact_flag(w, next) {
             return Some(r);
         }
-    } else if w.chars().any(char::is_whitespace) && !w.starts_with(['{', '[']) {
+    } else if several_words(w) && !w.starts_with(['{', '[']) {
         // A quoted body: `bash -c "..."`, `sh -c '...'`, `env 'X=..'`.
         if let Some(r) = owned(redact_at(w, depth + 1)) {
             return Some(r);
@@ -139,6 +142,12 @@ fn is_env_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(|c: char| c.is_ascii_digit())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether `w` reads as more than one word (a command in a quoted word); a word that reads
+/// as itself (`$(date +%s)` unquoted by the shell) is not read again.
+fn several_words(w: &str) -> bool {
+    w.chars().any(char::is_whitespace) && lex(w).iter().filter(|p| p.kind == Kind::Word).nth(1).is_some()
 }
 
 /// `--api-key=X`, `--api-key X`, `-H 'Name: X'`, `--user=u:X`, `-uuser:X`.
@@ -181,6 +190,10 @@ fn credentials_flag(flag: &str) -> bool {
 
 /// `user:password` keeps the user.
 fn credentials(value: &str) -> Option<String> {
+    // `-u http://...` is an address (its userinfo has the URL rule), not `user:password`.
+    if value.contains("://") {
+        return None;
+    }
     let (user, password) = value.split_once(':')?;
     (!password.is_empty() && password != REDACTED).then(|| format!("{user}:{REDACTED}"))
 }
