@@ -147,7 +147,14 @@ fn scrub_named_values(text: &str) -> Option<String> {
         let header = lower.ends_with("authorization");
         let Some((value_start, value_len)) = value_span(rest, header) else { continue };
         let start = whole.end() + value_start;
-        if &text[start..start + value_len] == REDACTED {
+        let value = &text[start..start + value_len];
+        // Prose: "time to first token: 35 ms", "token: the first one". A bare word of the
+        // trade before a colon names a secret only when what follows looks like one
+        // ("password:" always does).
+        let prose_word =
+            matches!(lower.as_str(), "token" | "tokens" | "signature" | "cookie" | "credential" | "credentials");
+        let prose = &m[3] == ":" && m[2].is_empty() && prose_word;
+        if value == REDACTED || (prose && !secret_looking(value)) {
             continue;
         }
         out.push_str(&text[done..start]);
@@ -158,6 +165,14 @@ fn scrub_named_values(text: &str) -> Option<String> {
         out.push_str(&text[done..]);
         out
     })
+}
+
+/// Letters and digits together (`hunter2`, `sk4f9...`), or long: what a password or token
+/// looks like, where a number or a word of prose does not.
+fn secret_looking(value: &str) -> bool {
+    let letters = value.chars().any(|c| c.is_alphabetic());
+    let digits = value.chars().any(|c| c.is_ascii_digit());
+    (letters && digits) || value.chars().count() >= 16
 }
 
 /// Where a value starts and how long it is: a quoted string (JSON escapes honoured) or a run of
@@ -213,6 +228,11 @@ mod tests {
             ("Authorization: Basic YWRtaW46cHc=\nnext", "Authorization: <redacted>\nnext"),
             ("{'token': 'abc'}", "{'token': '<redacted>'}"),
             ("Key: prefill is compute bound", "Key: prefill is compute bound"),
+            ("Time to first token: 35 ms; per token: 12.5 ms", "Time to first token: 35 ms; per token: 12.5 ms"),
+            ("token: the first one", "token: the first one"),
+            ("Token: ab12cd34", "Token: <redacted>"),
+            ("hf_token: abc", "hf_token: <redacted>"),
+            ("Password: hunter", "Password: <redacted>"),
             ("max_tokens=512 temperature=0", "max_tokens=512 temperature=0"),
         ];
         for (text, want) in cases {
