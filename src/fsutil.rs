@@ -30,6 +30,30 @@ pub fn unique_name(label: &str) -> String {
     )
 }
 
+/// The process that made a temporary name, from what follows its label: `<pid>-<counter>-
+/// <random>` exactly (see `unique_name`); `None` for anything else.
+pub fn temp_name_pid(after_label: &str) -> Option<u32> {
+    let parts: Vec<&str> = after_label.split('-').collect();
+    let [pid, counter, random] = parts[..] else { return None };
+    (counter.parse::<u64>().is_ok() && u32::from_str_radix(random, 16).is_ok() && random.len() == 8)
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Removes the temporary folders `{TEMP_PREFIX}{label}-<pid>-<n>-<random>` in `parent` whose
+/// process is gone (killed mid-write). The caller holds the lock that makes `label` its own.
+pub fn remove_dead_temp_dirs(parent: &Path, label: &str) {
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    let prefix = format!("{TEMP_PREFIX}{label}-");
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(&prefix).and_then(temp_name_pid) else { continue };
+        if e.file_type().is_ok_and(|t| t.is_dir()) && !process_alive(pid) {
+            let _ = remove_tree(&e.path());
+        }
+    }
+}
+
 /// Whether process `pid` exists (it may belong to another user).
 pub fn process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };

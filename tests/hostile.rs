@@ -477,3 +477,18 @@ fn bench_refuses_facts_site_check_would_refuse_before_making_a_folder() {
     assert!(stderr(&out).contains("hardware.device: expected at most 256 characters, found 300"), "{}", stderr(&out));
     assert!(!ws.path().join("data/runs/long-gpu").exists());
 }
+
+#[test]
+fn staging_left_by_a_killed_import_is_removed_by_the_next_import_of_that_run() {
+    let ws = tempfile::tempdir().unwrap();
+    let runs = ws.path().join("data/runs");
+    let dead = runs.join(".tmp-import-r-999999999-0-0000abcd");
+    let other_run = runs.join(".tmp-import-r-2-999999999-0-0000abcd");
+    for d in [&dead, &other_run] {
+        fs::create_dir_all(d).unwrap();
+    }
+    let file = fixture("peer/llm-inference-bench-0.4.18-llamacpp-smollm2.json");
+    assert_ok(&site_in(ws.path(), &["import", file.to_str().unwrap(), "--run-id", "r", "--gpu", "G"]));
+    assert!(!dead.exists());
+    assert!(other_run.exists(), "run r-2's staging is not r's to remove");
+}

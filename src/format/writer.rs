@@ -43,6 +43,8 @@ impl RunWriter {
                 runs.display()
             );
         }
+        // An import of this id killed mid-write left its staging: ours to remove, under the lock.
+        fsutil::remove_dead_temp_dirs(&runs, &format!("import-{id}"));
         let staged = fsutil::create_temp_dir(&runs, &format!("import-{id}"))?;
         Ok(RunWriter { id: id.to_string(), dest, staged: Some(staged), _lock: lock })
     }

@@ -244,12 +244,9 @@ fn remove_stale_staging(siblings: &Siblings) {
         let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
         // `<pid>-<counter>-<random>` after the prefix, exactly (`public-2`'s staging is not
         // `public`'s).
-        let Some(rest) = prefixes.iter().find_map(|p| n.strip_prefix(p.as_str())) else { continue };
-        let parts: Vec<&str> = rest.split('-').collect();
-        let Ok(pid) = parts[0].parse::<u32>() else { continue };
-        if parts.len() != 3 || parts[1].parse::<u64>().is_err() || u32::from_str_radix(parts[2], 16).is_err() {
+        let Some(pid) = prefixes.iter().find_map(|p| fsutil::temp_name_pid(n.strip_prefix(p.as_str())?)) else {
             continue;
-        }
+        };
         let owner_gone = !fsutil::process_alive(pid);
         if is_dir && (e.path().join(MARKER).is_file() || owner_gone) {
             let _ = fsutil::remove_tree(&e.path());
