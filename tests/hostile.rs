@@ -492,3 +492,37 @@ fn staging_left_by_a_killed_import_is_removed_by_the_next_import_of_that_run() {
     assert!(!dead.exists());
     assert!(other_run.exists(), "run r-2's staging is not r's to remove");
 }
+
+#[test]
+fn a_server_dying_in_a_runs_last_cells_leaves_them_all_to_resume() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let streams = std::sync::Arc::new(AtomicU32::new(0));
+    let seen = streams.clone();
+    let server = Rogue::start(move |req| {
+        if let Some(r) = common::rogue::discovery(req) {
+            return r;
+        }
+        completion(req, 1024, || match seen.fetch_add(1, Ordering::SeqCst) {
+            0..=5 => good_stream(8, 1024),
+            6 => Reply::StreamThenGoAway(vec![b"data: {\"choices\":[{\"text\":\"w1 \"}]}\n\n".to_vec()]),
+            _ => Reply::GoAway,
+        })
+    });
+    let ws = tempfile::tempdir().unwrap();
+    // Three cells: the server dies in the second, so one unreachable cell follows (too few
+    // to stop the run).
+    let matrix = ["--run-id", "late", "--contexts", "1k", "--concurrency", "1,2"];
+    let out = site_in(ws.path(), &bench_args(&server.url, &matrix));
+    assert!(!stderr(&out).contains("cells in a row"), "{}", stderr(&out));
+    let run = speed_matrix::format::load_run_dir(&ws.path().join("data/runs/late")).unwrap();
+    let unreachable = run.cells.iter().filter(|c| c.cell.server_unreachable()).count();
+    assert_eq!(unreachable, 2, "the cell in flight and the one after: {}", stderr(&out));
+    let server = Rogue::start(|req| {
+        common::rogue::discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024)))
+    });
+    let mut args = bench_args(&server.url, &matrix);
+    args.push("--resume");
+    assert_ok(&site_in(ws.path(), &args));
+    let run = speed_matrix::format::load_run_dir(&ws.path().join("data/runs/late")).unwrap();
+    assert!(run.cells.iter().all(|c| c.cell.error.is_none()));
+}

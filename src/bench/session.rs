@@ -397,7 +397,12 @@ impl<'a> Session<'a> {
 
     /// An interrupted run keeps its cells (or removes a folder it created and left empty);
     /// a finished one records when it finished.
-    fn finish(self, mut m: RunManifest) -> Result<BenchSummary> {
+    fn finish(mut self, mut m: RunManifest) -> Result<BenchSummary> {
+        // The run's last cells found the server gone (too few to stop it): the cell in flight
+        // as it went is the outage's too.
+        if self.summary.unreachable_streak > 0 {
+            self.mark_cell_in_flight_unreachable()?;
+        }
         let dir = &self.recorder.dir;
         if self.summary.interrupted {
             if self.recorder.remove_if_empty()? {
