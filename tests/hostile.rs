@@ -405,7 +405,9 @@ fn a_sweep_of_many_levels_imports_and_its_run_page_stays_bounded() {
     assert_ok(&site_in(ws.path(), &["build"]));
     let page = fs::read_to_string(ws.path().join("public/runs/wide/index.html")).unwrap();
     let max = speed_matrix::render::run_page::MAX_PAGE_LEVELS;
-    assert!(page.contains(&format!("This run measured 120 concurrency levels; this page shows {max} of them")));
+    assert!(page.contains(&format!(
+        "This run measured 120 concurrency levels at 1 context; this page shows {max} levels at 1 context"
+    )));
     let heat = table_rows(&page, "class=\"heatmap\"");
     assert_eq!(heat[0].len(), max + 1, "a context column and {max} levels: {:?}", heat[0]);
     assert_eq!((heat[0][1].as_str(), heat[0][max].as_str()), ("1", "120"), "the lowest and highest level are kept");

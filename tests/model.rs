@@ -370,3 +370,35 @@ fn serve_mends_the_analysis_to_what_a_fresh_load_gives() {
     assert_eq!(series_of(&mended, "c-vllm-0.9.1").last().unwrap(), "c-vllm-0.9.1");
     assert_eq!(serde_json::to_value(&mended.model).unwrap(), serde_json::to_value(&fresh.model).unwrap());
 }
+
+#[test]
+fn a_folded_run_keeps_the_extremes_of_both_axes_and_only_their_cells() {
+    // The shipped runs: the largest matrix among them.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().unwrap();
+    let site = Site::load(SiteConfig {
+        data_dir: root.join("data"),
+        out_dir: out.path().join("public"),
+        templates_dir: None,
+        static_dir: None,
+        settings_file: Some(root.join("site.toml")),
+    })
+    .unwrap();
+    let run = site.model.runs.iter().max_by_key(|r| r.heatmap.columns.len().min(r.heatmap.rows.len())).unwrap();
+    let (columns, rows) = (run.heatmap.columns.clone(), run.heatmap.rows.len());
+    assert!(columns.len() > 2 && rows > 2, "a shipped run has a matrix to fold: {columns:?} x {rows}");
+    assert!(run.folded(columns.len().max(rows).max(run.prefill.len())).is_none(), "nothing to fold");
+    let f = run.folded(2).unwrap();
+    assert_eq!(f.heatmap.columns, [columns[0], *columns.last().unwrap()]);
+    let contexts: Vec<u32> = f.heatmap.rows.iter().map(|r| r.context).collect();
+    assert_eq!(contexts, [run.heatmap.rows[0].context, run.heatmap.rows.last().unwrap().context]);
+    // Every cell shown is the original cell of its place; no other cell is kept.
+    for row in &f.heatmap.rows {
+        for (cell, &c) in f.row_cells(row).zip(&f.heatmap.columns) {
+            let original = run.decode_cell(row.context, c);
+            assert_eq!(cell.map(|x| (x.context, x.concurrency)), original.map(|x| (x.context, x.concurrency)));
+        }
+    }
+    assert!(f.decode.len() <= 4 && f.prefill.len() <= 2);
+    assert_eq!(f.counts.valid, run.counts.valid, "the run's counts stay the whole run's");
+}

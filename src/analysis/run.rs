@@ -171,6 +171,15 @@ impl StatusCounts {
     }
 }
 
+/// `max` indices of `0..n` evenly spread, the first and the last included (all of them when
+/// `n <= max`).
+fn evenly(n: usize, max: usize) -> Vec<usize> {
+    if n <= max {
+        return (0..n).collect();
+    }
+    (0..max).map(|i| (i * (n - 1) + (max - 1) / 2) / (max - 1)).collect()
+}
+
 impl RunView {
     /// (context, prompt tok/s) of every valid prefill sample: the prefill curve.
     pub fn prefill_points(&self) -> Vec<(u32, f64)> {
@@ -191,38 +200,40 @@ impl RunView {
         row.cells.iter().map(|i| i.map(|i| &self.decode[i]))
     }
 
-    /// The run with at most `max_levels` of its concurrency levels, evenly spread from the
-    /// lowest to the highest (both kept), and only their decode cells; `None` when it has no
-    /// more than that. A run page shows this, so its size stays bounded however many levels
-    /// a sweep measured (every cell keeps its own page and its line in the downloads).
-    pub fn folded(&self, max_levels: usize) -> Option<RunView> {
-        let n = self.heatmap.columns.len();
-        if n <= max_levels || max_levels < 2 {
+    /// The run with at most `max` of its concurrency levels and of its contexts, each evenly
+    /// spread from the lowest to the highest (both kept), and only their cells; `None` when
+    /// it has no more than that of either. A run page shows this, so its size stays bounded
+    /// however large a sweep's matrix (every cell keeps its own page and its line in the
+    /// downloads).
+    pub fn folded(&self, max: usize) -> Option<RunView> {
+        let (columns, rows) = (self.heatmap.columns.len(), self.heatmap.rows.len());
+        if (columns <= max && rows <= max && self.prefill.len() <= max) || max < 2 {
             return None;
         }
-        let kept: Vec<usize> =
-            (0..max_levels).map(|i| (i * (n - 1) + (max_levels - 1) / 2) / (max_levels - 1)).collect();
+        let kept_columns = evenly(columns, max);
         let mut new_index = vec![None; self.decode.len()];
         let mut decode = Vec::new();
-        for row in &self.heatmap.rows {
-            for &col in &kept {
-                if let Some(i) = row.cells[col] {
+        let mut heat_rows = Vec::new();
+        for r in evenly(rows, max) {
+            let row = &self.heatmap.rows[r];
+            let cells = kept_columns
+                .iter()
+                .map(|&c| {
+                    let i = row.cells[c]?;
                     new_index[i] = Some(decode.len());
                     decode.push(self.decode[i].clone());
-                }
-            }
+                    new_index[i]
+                })
+                .collect();
+            heat_rows.push(HeatRow { context: row.context, cells });
         }
-        let rows = self
-            .heatmap
-            .rows
-            .iter()
-            .map(|row| HeatRow {
-                context: row.context,
-                cells: kept.iter().map(|&c| row.cells[c].and_then(|i| new_index[i])).collect(),
-            })
-            .collect();
-        let columns = kept.iter().map(|&c| self.heatmap.columns[c]).collect();
-        Some(RunView { decode, heatmap: Heatmap { columns, rows, ..self.heatmap.clone() }, ..self.clone() })
+        let heatmap = Heatmap {
+            columns: kept_columns.iter().map(|&c| self.heatmap.columns[c]).collect(),
+            rows: heat_rows,
+            ..self.heatmap.clone()
+        };
+        let prefill = evenly(self.prefill.len(), max).into_iter().map(|i| self.prefill[i].clone()).collect();
+        Some(RunView { decode, prefill, heatmap, ..self.clone() })
     }
 
     pub fn decode_cell(&self, context: u32, concurrency: u32) -> Option<&CellView> {

@@ -272,7 +272,10 @@ pub fn render(
         cross_checks => ser(cross_check_rows(run)),
         energy_rows => ser(energy),
         repeated => run.prefill.iter().chain(&run.decode).map(|c| c.repetitions).max().filter(|n| *n > 1),
-        folded => folded.as_ref().map(|f| (f.heatmap.columns.len(), full.heatmap.columns.len())),
+        folded => folded.as_ref().map(|f| {
+            let contexts = |r: &RunView| r.heatmap.rows.len().max(r.prefill.len());
+            (f.heatmap.columns.len(), full.heatmap.columns.len(), contexts(f), contexts(full))
+        }),
         targets => super::targets_page::run_targets(capacity, settings),
         siblings => index
             .and_then(|i| cx.siblings.get(i))
