@@ -113,23 +113,31 @@ fn secrets_in_notes_and_pages_are_published_redacted_and_named() {
     assert!(stderr(&check).contains("notes.md:3:"), "{}", stderr(&check));
 }
 
-#[test]
-fn the_cell_in_flight_when_the_server_died_is_measured_again_on_resume() {
+/// Good streams until stream `n`, which breaks off mid-answer as the engine dies; then nothing
+/// listens any more.
+fn engine_dying_at_stream(n: u32) -> Rogue {
     use std::sync::atomic::{AtomicU32, Ordering};
-    let streams = std::sync::Arc::new(AtomicU32::new(0));
-    let seen = streams.clone();
-    // Good streams for the first cells, then one that breaks off mid-answer (the engine
-    // died), then nothing listens any more.
-    let server = Rogue::start(move |req| {
+    let streams = AtomicU32::new(0);
+    Rogue::start(move |req| {
         if let Some(r) = common::rogue::discovery(req) {
             return r;
         }
-        completion(req, 1024, || match seen.fetch_add(1, Ordering::SeqCst) {
-            0..=5 => good_stream(8, 1024),
-            6 => Reply::StreamThenGoAway(vec![b"data: {\"choices\":[{\"text\":\"w1 \"}]}\n\n".to_vec()]),
+        completion(req, 1024, || match streams.fetch_add(1, Ordering::SeqCst) {
+            i if i < n => good_stream(8, 1024),
+            i if i == n => Reply::StreamThenGoAway(vec![b"data: {\"choices\":[{\"text\":\"w1 \"}]}\n\n".to_vec()]),
             _ => Reply::GoAway,
         })
-    });
+    })
+}
+
+/// A server that answers every request well.
+fn healthy_engine() -> Rogue {
+    Rogue::start(|req| common::rogue::discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024))))
+}
+
+#[test]
+fn the_cell_in_flight_when_the_server_died_is_measured_again_on_resume() {
+    let server = engine_dying_at_stream(6);
     let ws = tempfile::tempdir().unwrap();
     let matrix = ["--run-id", "died", "--contexts", "1k,2k,4k", "--concurrency", "1,2"];
     let out = site_in(ws.path(), &bench_args(&server.url, &matrix));
@@ -145,9 +153,7 @@ fn the_cell_in_flight_when_the_server_died_is_measured_again_on_resume() {
         run.cells.iter().map(|c| (c.file.file_name().unwrap().to_owned(), c.cell.error.clone())).collect();
     assert_eq!(broken.len(), 1, "{errors:#?}\n{err}");
     assert!(broken[0].cell.server_unreachable());
-    let server = Rogue::start(|req| {
-        common::rogue::discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024)))
-    });
+    let server = healthy_engine();
     let mut args = bench_args(&server.url, &matrix);
     args.push("--resume");
     assert_ok(&site_in(ws.path(), &args));
@@ -465,9 +471,7 @@ fn a_cut_short_result_in_a_folder_of_results_is_named_not_passed_over() {
 
 #[test]
 fn bench_refuses_facts_site_check_would_refuse_before_making_a_folder() {
-    let server = Rogue::start(|req| {
-        common::rogue::discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024)))
-    });
+    let server = healthy_engine();
     let ws = tempfile::tempdir().unwrap();
     let gpu = "G".repeat(300);
     let args: Vec<&str> = bench_args(&server.url, &["--run-id", "long-gpu"])
@@ -497,19 +501,7 @@ fn staging_left_by_a_killed_import_is_removed_by_the_next_import_of_that_run() {
 
 #[test]
 fn a_server_dying_in_a_runs_last_cells_leaves_them_all_to_resume() {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    let streams = std::sync::Arc::new(AtomicU32::new(0));
-    let seen = streams.clone();
-    let server = Rogue::start(move |req| {
-        if let Some(r) = common::rogue::discovery(req) {
-            return r;
-        }
-        completion(req, 1024, || match seen.fetch_add(1, Ordering::SeqCst) {
-            0..=5 => good_stream(8, 1024),
-            6 => Reply::StreamThenGoAway(vec![b"data: {\"choices\":[{\"text\":\"w1 \"}]}\n\n".to_vec()]),
-            _ => Reply::GoAway,
-        })
-    });
+    let server = engine_dying_at_stream(6);
     let ws = tempfile::tempdir().unwrap();
     // Three cells: the server dies in the second, so one unreachable cell follows (too few
     // to stop the run).
@@ -519,9 +511,7 @@ fn a_server_dying_in_a_runs_last_cells_leaves_them_all_to_resume() {
     let run = speed_matrix::format::load_run_dir(&ws.path().join("data/runs/late")).unwrap();
     let unreachable = run.cells.iter().filter(|c| c.cell.server_unreachable()).count();
     assert_eq!(unreachable, 2, "the cell in flight and the one after: {}", stderr(&out));
-    let server = Rogue::start(|req| {
-        common::rogue::discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024)))
-    });
+    let server = healthy_engine();
     let mut args = bench_args(&server.url, &matrix);
     args.push("--resume");
     assert_ok(&site_in(ws.path(), &args));
