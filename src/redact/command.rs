@@ -210,7 +210,7 @@ fn redact_header(h: &str) -> Option<String> {
 /// than `'--api-key=<redacted>'`); the mark reads as one word wherever it stands.
 fn quote(word: &str) -> String {
     let plain = |w: &str| w.chars().all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
-    if !word.is_empty() && plain(&word.replace(REDACTED, "")) && !word.contains(&format!("{REDACTED}{REDACTED}")) {
+    if !word.is_empty() && plain(&word.replace(REDACTED, "")) {
         return word.to_string();
     }
     match shlex::try_quote(word) {
