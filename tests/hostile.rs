@@ -113,6 +113,34 @@ fn secrets_in_notes_and_pages_are_published_redacted_and_named() {
     assert!(stderr(&check).contains("notes.md:3:"), "{}", stderr(&check));
 }
 
+/// A launch command pasted into notes or a page (a code span, a fenced block, an indented
+/// block, a prose command line) loses its secrets as a launch command does, and the build
+/// names each line it redacted.
+#[test]
+fn launch_commands_pasted_into_notes_and_pages_are_published_without_their_secrets() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let notes = "# Notes\n\nStarted with `vllm serve m --api-key ZqCMD1 --port 8000`.\n\n\
+                 ```bash\ndocker login -p ZqCMD2 registry.example\nvllm serve m \\\n  --hf-token ZqCMD3\n```\n";
+    fs::write(ws.path().join("data/runs/tiny-vllm-l4/notes.md"), notes).unwrap();
+    fs::create_dir_all(ws.path().join("data/pages")).unwrap();
+    let page = "# Setup\n\n    curl -u admin:ZqCMD4 http://h/v1/models\n\n$ llama-server -m x.gguf --api-key=ZqCMD5\n\nThe --api-key flag sets the key.\n";
+    fs::write(ws.path().join("data/pages/setup.md"), page).unwrap();
+    let out = ws.site(&["build"]);
+    assert_ok(&out);
+    let err = stderr(&out);
+    assert!(err.contains("notes.md:3, "), "{err}");
+    assert!(err.contains("notes.md:6, "), "{err}");
+    assert!(err.contains("notes.md:8: secret-shaped text published as <redacted>"), "{err}");
+    assert!(err.contains("setup.md:3, "), "{err}");
+    assert!(err.contains("setup.md:5: secret-shaped text"), "{err}");
+    let site = all_files_text(&ws.path().join("public"));
+    for secret in ["ZqCMD1", "ZqCMD2", "ZqCMD3", "ZqCMD4", "ZqCMD5"] {
+        assert!(!site.contains(secret), "{secret} published");
+    }
+    assert!(site.contains("registry.example"), "the rest of the command is kept");
+    assert!(site.contains("The --api-key flag sets the key."), "prose about a flag is kept");
+}
+
 /// Good streams until stream `n`, which breaks off mid-answer as the engine dies; then nothing
 /// listens any more.
 fn engine_dying_at_stream(n: u32) -> Rogue {

@@ -71,7 +71,7 @@ impl std::fmt::Display for Redaction {
 
 /// Markdown as it may be published, and the redaction to warn about if it held secrets.
 fn redacted_markdown(path: &Path, markdown: String) -> (String, Option<Redaction>) {
-    let (text, lines) = crate::redact::scrub_lines(&markdown);
+    let (text, lines) = crate::redact::scrub_markdown(&markdown);
     match text {
         Some(text) => (text, Some(Redaction { path: path.to_path_buf(), lines })),
         None => (markdown, None),

@@ -27,31 +27,109 @@ fn redact_at(cmd: &str, depth: u32) -> Cow<'_, str> {
     if depth > MAX_DEPTH {
         return Cow::Owned(REDACTED.to_string());
     }
-    let mut out = String::new();
-    let mut done = 0;
+    let cmd_pem = super::text::scrub_pem(cmd);
+    if let Some(pem) = cmd_pem {
+        return Cow::Owned(redact_at(&pem, depth).into_owned());
+    }
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     let mut next = Next::default();
+    let mut simple = Simple::default();
+    // The words `echo`/`printf` wrote into a pipe: a secret when the next command reads a
+    // password from standard input (`echo V | docker login --password-stdin`).
+    let mut piped: Vec<std::ops::Range<usize>> = Vec::new();
     for piece in lex(cmd) {
         let raw = &cmd[piece.span.clone()];
         let new = match piece.kind {
             Kind::Space => None,
             Kind::Operator => {
                 next = Next { file: is_redirection(raw), ..Next::default() };
+                if !is_redirection(raw) {
+                    piped = if raw == "|" { std::mem::take(&mut simple.echoed) } else { Vec::new() };
+                    simple = Simple::default();
+                }
                 None
             }
             Kind::Comment => owned(scrub_text(raw)),
-            Kind::Word => redact_raw_word(raw, &mut next, depth),
+            Kind::Word => {
+                if reads_password_from_stdin(raw) {
+                    edits.extend(piped.drain(..).map(|r| (r, REDACTED.to_string())));
+                }
+                let new = redact_raw_word(raw, &mut next, &mut simple, depth);
+                if new.is_none() && simple.echoing() {
+                    simple.echoed.push(piece.span.clone());
+                }
+                simple.words += 1;
+                new
+            }
         };
         if let Some(new) = new {
-            out.push_str(&cmd[done..piece.span.start]);
-            out.push_str(&new);
-            done = piece.span.end;
+            edits.push((piece.span, new));
         }
     }
-    if done == 0 {
+    if edits.is_empty() {
         return Cow::Borrowed(cmd);
     }
+    edits.sort_by_key(|(r, _)| r.start);
+    let mut out = String::with_capacity(cmd.len());
+    let mut done = 0;
+    for (range, new) in edits {
+        if range.start < done || cmd[range.clone()] == new {
+            continue;
+        }
+        out.push_str(&cmd[done..range.start]);
+        out.push_str(&new);
+        done = range.end;
+    }
     out.push_str(&cmd[done..]);
+    if out == cmd {
+        return Cow::Borrowed(cmd);
+    }
     Cow::Owned(out)
+}
+
+/// `--password-stdin`, `--token-stdin`: the secret comes down the pipe.
+fn reads_password_from_stdin(raw: &str) -> bool {
+    raw.strip_suffix("-stdin").is_some_and(|name| name.starts_with('-') && secret_name(name))
+}
+
+/// What the words so far of one simple command (up to an operator) say about the rest.
+#[derive(Default)]
+struct Simple {
+    /// Words seen, the program included.
+    words: usize,
+    program: String,
+    /// `docker login`, `helm registry login`: `-p` is the password.
+    login: bool,
+    /// `aws configure set`, `git config`, `npm config set`: a secret-named key's value follows.
+    config: bool,
+    /// Spans of `echo`/`printf` arguments.
+    echoed: Vec<std::ops::Range<usize>>,
+}
+
+impl Simple {
+    fn echoing(&self) -> bool {
+        self.words > 0 && matches!(self.program.as_str(), "echo" | "printf")
+    }
+
+    fn script_language(&self) -> bool {
+        let p = self.program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        self.words > 0 && matches!(p, "python" | "node" | "perl" | "ruby" | "php" | "deno" | "bun" | "jq" | "awk")
+    }
+
+    fn mysql(&self) -> bool {
+        matches!(self.program.as_str(), "mysql" | "mariadb" | "mysqldump" | "mysqladmin" | "mysqlsh")
+    }
+
+    /// Notes a word that is not a flag's value.
+    fn see(&mut self, w: &str) {
+        if self.words == 0 || (self.program == "sudo" || self.program == "env") && !w.starts_with('-') && !w.contains('=') {
+            self.program = w.rsplit('/').next().unwrap_or(w).to_string();
+        }
+        if self.words > 0 {
+            self.login |= w == "login";
+            self.config |= matches!(w, "config" | "configure");
+        }
+    }
 }
 
 fn owned(c: Cow<'_, str>) -> Option<String> {
@@ -75,17 +153,33 @@ struct Next {
 }
 
 /// The replacement text of one word as written (quotes and all), or `None` to keep it.
-fn redact_raw_word(raw: &str, next: &mut Next, depth: u32) -> Option<String> {
+fn redact_raw_word(raw: &str, next: &mut Next, simple: &mut Simple, depth: u32) -> Option<String> {
     if std::mem::take(&mut next.file) {
         return owned(scrub_text(raw));
     }
+    // A secret flag's value, whatever its form: `$(echo V)` and backticks too. A flag after a
+    // value-less secret flag (`--hf-token --port 8000`) is a flag, not the value.
+    if next.secret && !looks_like_flag(raw) {
+        next.secret = false;
+        return (raw != REDACTED).then(|| REDACTED.to_string());
+    }
+    next.secret = false;
     if let Some(inner) = raw.strip_prefix("$(").and_then(|r| r.strip_suffix(')')) {
         return owned(redact_at(inner, depth + 1)).map(|i| format!("$({i})"));
     }
     if let Some(inner) = raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')).filter(|_| raw.len() > 1) {
         return owned(redact_at(inner, depth + 1)).map(|i| format!("`{i}`"));
     }
+    // A quoted program text of a language other than the shell (`python -c '...'`) is read as
+    // free text as written: its quotes are the program's, not the shell's.
+    if simple.script_language() && raw.starts_with(['\'', '"']) {
+        return owned(scrub_text(raw));
+    }
     let value = unquoted(raw);
+    simple.see(&value);
+    if let Some(r) = redact_in_context(&value, simple, next) {
+        return r;
+    }
     let new = redact_word(&value, next, depth)?;
     (new != value).then(|| quote(&new))
 }
@@ -103,11 +197,37 @@ fn unquoted(raw: &str) -> String {
     }
 }
 
+/// `--api-key`, `-p`: what a flag looks like (a negative number does not).
+fn looks_like_flag(raw: &str) -> bool {
+    raw.starts_with('-') && raw.chars().nth(1).is_some_and(|c| c.is_ascii_alphabetic() || c == '-')
+}
+
+/// Rules that depend on the program: `docker login -p V`, `mysql -pV`,
+/// `aws configure set aws_secret_access_key V`. `Some(edit)` decides the word.
+fn redact_in_context(w: &str, simple: &Simple, next: &mut Next) -> Option<Option<String>> {
+    if simple.login && w == "-p" {
+        next.secret = true;
+        return Some(None);
+    }
+    if simple.mysql() && w.len() > 2 && w.starts_with("-p") && !w.starts_with("--") {
+        return Some((&w[2..] != REDACTED).then(|| format!("-p{REDACTED}")));
+    }
+    // A YAML or JSON line of a here-document: `api_key: V`, `"token": "V",`.
+    if let Some(name) = w.strip_suffix(':').map(|n| n.trim_matches(['"', '\''])) {
+        if !name.is_empty() && secret_name(name) && !matches!(name.to_ascii_lowercase().as_str(), "key" | "auth") {
+            next.secret = true;
+            return Some(None);
+        }
+    }
+    if simple.config && !w.starts_with('-') && !w.contains(['=', ' ']) && secret_name(w.rsplit([':', '/']).next().unwrap_or(w)) {
+        next.secret = true;
+        return Some(None);
+    }
+    None
+}
+
 /// The redacted value of one word, or `None` when it stays as it is.
 fn redact_word(w: &str, next: &mut Next, depth: u32) -> Option<String> {
-    if std::mem::take(&mut next.secret) {
-        return (w != REDACTED).then(|| REDACTED.to_string());
-    }
     if w.eq_ignore_ascii_case("bearer") {
         *next = Next { secret: true, ..Next::default() };
         return None;

@@ -84,7 +84,16 @@ fn word_len(rest: &str) -> usize {
     while i < bytes.len() {
         let r = &rest[i..];
         if i > 0 && (space_len(r).is_some() || operator(r).is_some()) {
-            break;
+            // `ab\<newline>cd` is one word `abcd` to the shell; a blank after the
+            // continuation ends the word.
+            let continued = ["\\\n", "\\\r\n"].iter().find(|c| r.starts_with(**c)).map(|c| c.len());
+            match continued {
+                Some(len) if r[len..].chars().next().is_some_and(|c| !c.is_whitespace()) && operator(&r[len..]).is_none() => {
+                    i += len;
+                    continue;
+                }
+                _ => break,
+            }
         }
         i += match bytes[i] {
             b'\'' => closing(r, 1, |b, _| b == b'\''),

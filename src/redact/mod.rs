@@ -12,6 +12,7 @@
 
 mod command;
 mod lex;
+mod markdown;
 mod text;
 
 use std::borrow::Cow;
@@ -19,7 +20,8 @@ use std::borrow::Cow;
 use base64::Engine as _;
 
 pub use command::redact_command;
-pub use text::{scrub_lines, scrub_text, secret_name};
+pub use markdown::scrub_markdown;
+pub use text::{scrub_text, secret_name};
 
 pub const REDACTED: &str = "<redacted>";
 
@@ -168,8 +170,34 @@ fn encoded_forms(secret: &str) -> Vec<String> {
             }
         }
     }
+    // Hex (as a debugging server dumps bytes), a server that changes the case, and HTML
+    // (entities for the special characters, or every character as a numeric reference).
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    forms.push(hex.to_ascii_uppercase());
+    forms.push(hex);
+    forms.push(secret.to_ascii_uppercase());
+    forms.push(secret.to_ascii_lowercase());
+    forms.push(html_escaped(secret));
+    forms.push(secret.chars().map(|c| format!("&#{};", c as u32)).collect());
+    forms.push(secret.chars().map(|c| format!("&#x{:x};", c as u32)).collect());
+    forms.push(secret.chars().map(|c| format!("&#x{:X};", c as u32)).collect());
     forms.retain(|f| !f.is_empty());
     forms
+}
+
+fn html_escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// `%2B` -> `%2b`: some servers write percent escapes in lower case.
@@ -252,6 +280,13 @@ mod tests {
             STANDARD.encode(format!("user:{key}")),
             STANDARD.encode(format!("ab{key}")),
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key),
+            key.bytes().map(|b| format!("{b:02x}")).collect(),
+            key.bytes().map(|b| format!("{b:02X}")).collect(),
+            key.to_ascii_uppercase(),
+            key.to_ascii_lowercase(),
+            "sk-Zq/9+a b&amp;c=d".to_string(),
+            key.chars().map(|c| format!("&#{};", c as u32)).collect(),
+            key.chars().map(|c| format!("&#x{:x};", c as u32)).collect(),
         ] {
             let out = s.scrub(&format!("401: bad credentials {echo} given"));
             assert!(out.contains(REDACTED), "{echo} -> {out}");

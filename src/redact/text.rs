@@ -31,6 +31,8 @@ const LAST_PARTS: &[&str] = &[
     "authorization",
     "signature",
     "cookie",
+    // Azure shared access signatures: `?sv=...&sig=...`.
+    "sig",
 ];
 const ANY_PARTS: &[&str] = &["secret", "password", "passwd", "apikey", "credentials"];
 
@@ -38,12 +40,27 @@ const ANY_PARTS: &[&str] = &["secret", "password", "passwd", "apikey", "credenti
 /// `--max-num-batched-tokens` and `pad_token_id` do not: only a name that ends in a secret
 /// word (or holds `secret`/`password`) does.
 pub fn secret_name(name: &str) -> bool {
+    let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
     let parts = name_parts(name.trim_start_matches('-'));
     let Some(last) = parts.last() else { return false };
+    // Where a secret is kept, not the secret: `--api-key-file PATH`, `--password-stdin`.
+    if NOT_A_VALUE.contains(&last.as_str()) {
+        return false;
+    }
+    // A tokenizer's special tokens: `add_bos_token`, `eos_token`.
+    if last == "token" && parts.len() > 1 && SPECIAL_TOKENS.contains(&parts[parts.len() - 2].as_str()) {
+        return false;
+    }
     LAST_PARTS.contains(&last.as_str())
         || parts.iter().any(|p| ANY_PARTS.contains(&p.as_str()))
         || parts.windows(2).any(|w| w[0] == "api" && matches!(w[1].as_str(), "key" | "keys"))
 }
+
+/// Last name parts that say the value is where a secret is, or about it, not the secret.
+const NOT_A_VALUE: &[&str] = &["file", "path", "stdin", "dir", "env", "name", "id", "ids", "length", "len", "type", "size"];
+
+/// Tokenizer special tokens (`bos_token`), which are words of a vocabulary, not credentials.
+const SPECIAL_TOKENS: &[&str] = &["bos", "eos", "pad", "unk", "sep", "cls", "mask", "special", "start", "end", "image"];
 
 /// `OPENAI_API_KEY`, `hf-token`, `apiKey`, `x.auth.token` -> lower-case parts.
 fn name_parts(name: &str) -> Vec<String> {
@@ -66,8 +83,10 @@ fn name_parts(name: &str) -> Vec<String> {
 }
 
 /// A name followed by `=` or `:` (the name possibly quoted, as in JSON).
-static NAMED_VALUE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"([A-Za-z][A-Za-z0-9_.-]*)(["']?)[ \t]*([:=])[ \t]*"#).expect("valid pattern"));
+/// A name may be percent-encoded (`api%5Fkey=`) or an index (`os.environ["HF_TOKEN"] = `).
+static NAMED_VALUE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"([A-Za-z](?:[A-Za-z0-9_.-]|%[0-9A-Fa-f]{2})*)(["']?\]?)[ \t]*([:=])[ \t]*"#).expect("valid pattern")
+});
 
 /// Token formats that are secrets wherever they appear.
 static TOKEN_FORMATS: LazyLock<Regex> = LazyLock::new(|| {
@@ -80,16 +99,52 @@ static TOKEN_FORMATS: LazyLock<Regex> = LazyLock::new(|| {
         r"|(?:AKIA|ASIA)[0-9A-Z]{16}",
         r"|AIza[0-9A-Za-z_-]{30,}",
         r"|nvapi-[A-Za-z0-9_-]{16,}",
+        r"|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|r8_[A-Za-z0-9]{20,}",
+        r"|[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}",
         r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
     ))
     .expect("valid pattern")
 });
 
+/// Credentials that stand in a URL's path: bot and webhook tokens. The part before stays.
+static PATH_TOKENS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(api\.telegram\.org/bot)[^/\s]+",
+        r"|(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_-]+",
+        r"|(discord(?:app)?\.com/api/webhooks/[0-9]+/)[A-Za-z0-9_-]+",
+    ))
+    .expect("valid pattern")
+});
+
+/// A PEM private key block: the body goes, the armour lines stay.
+static PEM_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)")
+        .expect("valid pattern")
+});
+
+/// Every private key block's body replaced, or `None` when there is none.
+pub fn scrub_pem(text: &str) -> Option<String> {
+    if !text.contains("PRIVATE KEY-----") {
+        return None;
+    }
+    let out = PEM_KEY.replace_all(text, |c: &regex::Captures<'_>| {
+        format!("{}{REDACTED}{}", &c[1], c.get(2).map_or("", |m| m.as_str()))
+    });
+    (out != text).then(|| out.into_owned())
+}
+
 /// Free text with every secret-shaped piece replaced by `<redacted>`; borrowed when nothing
 /// was found.
 pub fn scrub_text(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
-    for step in [scrub_named_values as fn(&str) -> Option<String>, scrub_token_formats, scrub_urls, scrub_bearer] {
+    for step in [
+        scrub_pem as fn(&str) -> Option<String>,
+        scrub_named_values,
+        scrub_token_formats,
+        scrub_path_tokens,
+        scrub_urls,
+        scrub_bearer,
+    ] {
         if let Some(s) = step(&out) {
             out = Cow::Owned(s);
         }
@@ -97,23 +152,38 @@ pub fn scrub_text(text: &str) -> Cow<'_, str> {
     out
 }
 
-/// A text scrubbed line by line: the new text (`None` when nothing was found) and the 1-based
-/// numbers of the lines that changed.
-pub fn scrub_lines(text: &str) -> (Option<String>, Vec<usize>) {
-    let mut lines = Vec::new();
-    let mut out = String::with_capacity(text.len());
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let scrubbed = scrub_text(line);
-        if matches!(scrubbed, Cow::Owned(_)) {
-            lines.push(i + 1);
+fn scrub_token_formats(text: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut done = 0;
+    for m in TOKEN_FORMATS.find_iter(text) {
+        // `sk-learn-text-classifier` is words, and `org/sk-...` a repository: not `sk-` keys.
+        if m.as_str().starts_with("sk-") && (text[..m.start()].ends_with('/') || words_only(&m.as_str()[3..])) {
+            continue;
         }
-        out.push_str(&scrubbed);
+        out.push_str(&text[done..m.start()]);
+        out.push_str(REDACTED);
+        done = m.end();
     }
-    (if lines.is_empty() { None } else { Some(out) }, lines)
+    (done > 0).then(|| {
+        out.push_str(&text[done..]);
+        out
+    })
 }
 
-fn scrub_token_formats(text: &str) -> Option<String> {
-    TOKEN_FORMATS.is_match(text).then(|| TOKEN_FORMATS.replace_all(text, REDACTED).into_owned())
+/// Lower-case words joined by `-` or `_`: a name, where a generated key mixes case or digits.
+fn words_only(s: &str) -> bool {
+    s.chars().all(|c| c.is_ascii_lowercase() || c == '-' || c == '_')
+}
+
+fn scrub_path_tokens(text: &str) -> Option<String> {
+    if !PATH_TOKENS.is_match(text) {
+        return None;
+    }
+    let out = PATH_TOKENS.replace_all(text, |c: &regex::Captures<'_>| {
+        let prefix = (1..=3).find_map(|i| c.get(i)).map_or("", |m| m.as_str());
+        format!("{prefix}{REDACTED}")
+    });
+    (out != text).then(|| out.into_owned())
 }
 
 fn scrub_urls(text: &str) -> Option<String> {
