@@ -328,3 +328,64 @@ fn serve_tells_open_pages_of_each_build_over_a_websocket() {
     assert!(page.contains("Pushed-1B"), "the page was not rebuilt when its build was announced");
     assert!(page.contains(&format!("const v='{second}'")));
 }
+
+/// Rewrites the reported figures of the named cells of a run copied from `base`.
+fn copy_run_with(ws: &Workspace, name: &str, edit: impl Fn(&str, &mut serde_json::Value)) {
+    let runs = ws.path().join("data/runs");
+    copy_dir(&runs.join("base"), &runs.join(name));
+    for entry in fs::read_dir(runs.join(name).join("cells")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut cell: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        edit(path.file_stem().unwrap().to_str().unwrap(), &mut cell);
+        fs::write(&path, serde_json::to_string_pretty(&cell).unwrap()).unwrap();
+    }
+}
+
+/// A cell valid in A that errs, loops or runs over capacity in B is the worst regression:
+/// named in the terminal and on the page, and it fails the gate though no figure is judged.
+#[test]
+fn a_cell_that_stopped_working_is_named_and_fails_the_gate() {
+    let ws = Workspace::from_fixture("valid/compare");
+    copy_run_with(&ws, "broken", |name, cell| {
+        let status = match name {
+            n if n.starts_with("decode-8192-c1") => "error",
+            n if n.starts_with("decode-8192-c2") => "looped",
+            _ => return,
+        };
+        cell["status"] = status.into();
+        if status == "error" {
+            cell["error"] = serde_json::json!({"message": "connection refused"});
+            cell.as_object_mut().unwrap().remove("reported");
+        }
+    });
+    let out = ws.site(&["diff", "base", "broken", "--out", "cmp", "--fail-on-regression"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let (so, se) = (stdout(&out), stderr(&out));
+    assert!(so.contains("stopped working in B (valid in A): 8K x 1 (error), 8K x 2 (looped)"), "{so}");
+    assert!(se.contains("--fail-on-regression: 0 cell(s) judged slower, 2 cell(s) stopped working"), "{se}");
+    let page = ws.read("cmp/index.html");
+    assert!(page.contains("2 cells stopped working in B</strong> (valid in A): 8K × 1 (Error), 8K × 2 (Looped)."), "page");
+    // Without the gate the comparison is written and the command succeeds.
+    assert_ok(&ws.site(&["diff", "base", "broken", "--out", "cmp2"]));
+}
+
+/// Repetitions at 0 tok/s are measurements: the cell is judged (slower), not "single".
+#[test]
+fn repetitions_at_zero_are_judged_and_fail_the_gate() {
+    let ws = Workspace::from_fixture("valid/compare");
+    copy_run_with(&ws, "stalled", |name, cell| {
+        let tps = match name {
+            "decode-8192-c2" => 30.0,
+            "decode-8192-c2-r2" | "decode-8192-c2-r3" => 0.0,
+            _ => return,
+        };
+        cell["reported"]["total_tps"] = tps.into();
+    });
+    let out = ws.site(&["diff", "base", "stalled", "--out", "cmp", "--fail-on-regression"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).contains("slower figures in: 8K x 2"), "{}", stdout(&out));
+    let csv = ws.read("cmp/comparison.csv");
+    let row = csv.lines().find(|l| l.starts_with("decode,8192,2,")).unwrap();
+    assert!(row.starts_with("decode,8192,2,valid,valid,3,3,"), "{row}");
+    assert!(row.contains(",slower,"), "{row}");
+}

@@ -124,6 +124,44 @@ pub struct Comparison {
     pub method_differs: bool,
     /// How many judged figures read each way.
     pub tally: VerdictTally,
+    /// Cells valid in A that B measured and that failed there (error, looped, over capacity):
+    /// the worst regression, with no figure to judge.
+    pub stopped: Vec<StoppedCell>,
+}
+
+/// A cell that worked in A and failed in B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StoppedCell {
+    pub phase: crate::format::Phase,
+    pub context: u32,
+    pub concurrency: u32,
+    pub b_status: CellState,
+}
+
+impl CellState {
+    /// Measured and failed: the cell has no figure.
+    pub fn failed(self) -> bool {
+        matches!(self, CellState::Looped | CellState::OverCapacity | CellState::Error)
+    }
+}
+
+/// Every cell valid in A and failed in B, prefill first, in page order.
+fn stopped_cells(rows: &[PairRow], prefill: &[PrefillPair]) -> Vec<StoppedCell> {
+    use crate::format::Phase;
+    let broke = |a: CellState, b: CellState| a == CellState::Valid && b.failed();
+    let prefill = prefill.iter().filter(|p| broke(p.a_status, p.b_status)).map(|p| StoppedCell {
+        phase: Phase::Prefill,
+        context: p.context,
+        concurrency: 1,
+        b_status: p.b_status,
+    });
+    let decode = rows.iter().flat_map(|r| &r.cells).filter(|c| broke(c.a_status, c.b_status)).map(|c| StoppedCell {
+        phase: Phase::Decode,
+        context: c.context,
+        concurrency: c.concurrency,
+        b_status: c.b_status,
+    });
+    prefill.chain(decode).collect()
 }
 
 /// The verdicts of a comparison's figures, counted.
@@ -264,6 +302,7 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
     }
     let (mut rows, mut prefill) = (rows, prefill);
     let tally = judge(&mut rows, &mut prefill);
+    let stopped = stopped_cells(&rows, &prefill);
     Ok(Comparison {
         slug: comparison_slug(&a.id, &b.id),
         a_id: a.id.clone(),
@@ -281,6 +320,7 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         common_cells: common,
         method_differs: !same_method(a, b),
         tally,
+        stopped,
     })
 }
 

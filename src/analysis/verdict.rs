@@ -61,31 +61,64 @@ pub const MAX_REPS_ADVISED: u32 = 50;
 /// The false-call rate a comparison keeps (Benjamini-Hochberg).
 pub const ALPHA: f64 = 1.0 - CONFIDENCE;
 
-/// Log-scale Welch statistics of two samples: difference of mean logs, its standard error
-/// and the Welch-Satterthwaite degrees of freedom.
+/// Welch statistics of two samples, on the log scale (so the interval is one of the ratio
+/// B/A): difference of mean logs, its standard error and the Welch-Satterthwaite degrees of
+/// freedom. A sample holding zero or a negative value (a repetition that served nothing)
+/// has no logarithm: then the test runs on the values themselves and the change is read
+/// relative to A's mean, so a repetition at 0 tok/s counts as evidence, not as missing.
 struct LogWelch {
     d: f64,
     se: f64,
     df: f64,
-    /// Pooled standard deviation of the logs (for advice on n).
+    /// Pooled standard deviation (for advice on n).
     sd: f64,
+    /// `None` on the log scale; on the linear scale, A's mean (the base of a percentage).
+    base: Option<f64>,
+}
+
+impl LogWelch {
+    /// A difference on this test's scale as a percentage change.
+    fn pct(&self, d: f64) -> f64 {
+        match self.base {
+            None => pct_of(d),
+            // Figures are never negative: B can fall at most by all of A.
+            Some(base) => (d / base * 100.0).max(-100.0),
+        }
+    }
+
+    /// The threshold on this test's scale.
+    fn limit(&self, threshold_pct: f64) -> f64 {
+        match self.base {
+            None => (1.0 + threshold_pct / 100.0).ln(),
+            Some(base) => base.abs() * threshold_pct / 100.0,
+        }
+    }
 }
 
 fn log_welch(a: &[f64], b: &[f64]) -> Option<LogWelch> {
-    let la: Vec<f64> = a.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
-    let lb: Vec<f64> = b.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
-    if la.len() < 2 || lb.len() < 2 {
+    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|v| !v.is_finite()) {
         return None;
     }
-    let ((ma, sa), (mb, sb)) = (mean_sd(&la)?, mean_sd(&lb)?);
-    let (va, vb) = (sa * sa / la.len() as f64, sb * sb / lb.len() as f64);
+    let positive = a.iter().chain(b).all(|v| *v > 0.0);
+    let (sa_, sb_): (Vec<f64>, Vec<f64>) = if positive {
+        (a.iter().map(|v| v.ln()).collect(), b.iter().map(|v| v.ln()).collect())
+    } else {
+        (a.to_vec(), b.to_vec())
+    };
+    let ((ma, sa), (mb, sb)) = (mean_sd(&sa_)?, mean_sd(&sb_)?);
+    if !positive && ma <= 0.0 {
+        return None;
+    }
+    let (na, nb) = (sa_.len() as f64, sb_.len() as f64);
+    let (va, vb) = (sa * sa / na, sb * sb / nb);
     let se = (va + vb).sqrt();
     let df = if se > 0.0 {
-        (va + vb).powi(2) / (va * va / (la.len() - 1) as f64 + vb * vb / (lb.len() - 1) as f64)
+        (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0))
     } else {
-        (la.len() + lb.len() - 2) as f64
+        na + nb - 2.0
     };
-    Some(LogWelch { d: mb - ma, se, df, sd: ((sa * sa + sb * sb) / 2.0).sqrt() })
+    let base = (!positive).then_some(ma);
+    Some(LogWelch { d: mb - ma, se, df, sd: ((sa * sa + sb * sb) / 2.0).sqrt(), base })
 }
 
 /// The change of one figure, before the comparison-wide correction ([`judge_all`]) sets
@@ -97,7 +130,7 @@ pub fn change(a: &Estimate, b: &Estimate, higher_is_better: bool, threshold_pct:
     let repeated = |e: &Estimate| e.basis == Basis::Repetitions && e.samples.len() >= 2;
     let welch = (repeated(a) && repeated(b)).then(|| log_welch(&a.samples, &b.samples)).flatten();
     let t = welch.as_ref().map(|w| t_quantile(w.df, 1.0 - ALPHA / 2.0));
-    let bounds = welch.as_ref().zip(t).map(|(w, t)| (pct_of(w.d - t * w.se), pct_of(w.d + t * w.se)));
+    let bounds = welch.as_ref().zip(t).map(|(w, t)| (w.pct(w.d - t * w.se), w.pct(w.d + t * w.se)));
     let p_value =
         welch.as_ref().map(|w| if w.se > 0.0 { t_two_sided_p(w.d / w.se, w.df) } else { f64::from(w.d == 0.0) });
     let pct = (b.value - a.value) / a.value * 100.0;
@@ -125,7 +158,7 @@ fn pct_of(log_ratio: f64) -> f64 {
 /// Repetitions per side at which the interval at the observed noise would settle the
 /// question: exclude no change when the change is past the threshold, else fit inside it.
 fn reps_needed(w: &LogWelch, threshold_pct: f64) -> Option<u32> {
-    let limit = (1.0 + threshold_pct / 100.0).ln();
+    let limit = w.limit(threshold_pct);
     let room = if w.d.abs() >= limit { w.d.abs() } else { limit - w.d.abs() };
     if w.sd <= 0.0 || room <= 0.0 {
         return None;
@@ -226,6 +259,22 @@ mod tests {
         assert_eq!(c.pct, -50.0);
     }
 
+    /// A repetition that served nothing (0 tok/s) is evidence of a slowdown, not a missing
+    /// value that turns a repeated cell into single measurements.
+    #[test]
+    fn zero_and_negative_repetitions_are_judged_not_single() {
+        let c = judged(&[90.0, 91.0, 89.0], &[30.0, 0.0, 0.0], true);
+        assert_eq!((c.n_a, c.n_b), (3, 3));
+        assert_eq!(c.verdict, Verdict::Slower, "{c:?}");
+        assert!(c.hi_pct.unwrap() < 0.0, "{c:?}");
+        let all_zero = judged(&[90.0, 91.0, 89.0], &[0.0, 0.0, 0.0], true);
+        assert_eq!(all_zero.verdict, Verdict::Slower, "{all_zero:?}");
+        assert!((all_zero.lo_pct.unwrap() - -100.0).abs() < 1e-9, "{all_zero:?}");
+        // Latencies: a repetition at 0 ms is odd but still counted.
+        let lat = judged(&[10.0, 10.1, 9.9], &[10.0, 0.0, 10.1], false);
+        assert_ne!(lat.verdict, Verdict::Single);
+    }
+
     #[test]
     fn benjamini_hochberg_controls_calls_across_the_comparison() {
         let mk = |p: f64| {
@@ -247,7 +296,7 @@ mod tests {
 
     #[test]
     fn advice_grows_with_noise() {
-        let w = |sd: f64| LogWelch { d: 0.0, se: 0.0, df: 4.0, sd };
+        let w = |sd: f64| LogWelch { d: 0.0, se: 0.0, df: 4.0, sd, base: None };
         let (quiet, loud) = (reps_needed(&w(0.01), 5.0).unwrap(), reps_needed(&w(0.03), 5.0).unwrap());
         assert!(quiet < loud, "{quiet} {loud}");
     }

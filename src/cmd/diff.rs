@@ -72,8 +72,17 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     if !slower.is_empty() {
         println!("slower figures in: {}", terminal_safe(&slower.join(", ")));
     }
-    if args.fail_on_regression && !slower.is_empty() {
-        bail!("--fail-on-regression: {} cell(s) judged slower", slower.len());
+    let stopped: Vec<String> =
+        cmp.stopped.iter().map(|s| format!("{} ({})", cell_name(s.phase, s.context, s.concurrency), s.b_status.as_str())).collect();
+    if !stopped.is_empty() {
+        println!("stopped working in B (valid in A): {}", terminal_safe(&stopped.join(", ")));
+    }
+    if args.fail_on_regression && !(slower.is_empty() && stopped.is_empty()) {
+        bail!(
+            "--fail-on-regression: {} cell(s) judged slower, {} cell(s) stopped working",
+            slower.len(),
+            stopped.len()
+        );
     }
     Ok(())
 }
@@ -100,5 +109,8 @@ fn verdict_summary(cells: &[(Phase, u32, u32, CellVerdict)], threshold: f64) -> 
     .into_iter()
     .filter_map(|(v, name)| Some(count(v)).filter(|n| *n > 0).map(|n| format!("{n} {name}")))
     .collect();
+    if parts.is_empty() {
+        return "no cell with figures on both sides".to_string();
+    }
     format!("{} cells with figures on both sides: {}", cells.len(), parts.join(", "))
 }
