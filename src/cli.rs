@@ -370,13 +370,10 @@ pub struct ImportArgs {
     pub facts: FactsArgs,
 }
 
-/// A percentage: a finite number, 0 or more.
+/// A percentage from 0 to 100, as `site.toml` and `compare.json` take it.
 fn parse_threshold(s: &str) -> Result<f64, String> {
     let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("{s:?}: the threshold is a percentage, a finite number of 0 or more"));
-    }
-    Ok(v)
+    speed_matrix::format::settings::check_threshold_pct(v)
 }
 
 #[cfg(test)]

@@ -478,7 +478,7 @@ fn bad_thresholds_and_non_run_folders_are_refused() {
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    for t in ["NaN", "-1", "inf"] {
+    for t in ["NaN", "-1", "inf", "101", "1e300"] {
         let arg = format!("--threshold={t}");
         let out = ws.site(&["diff", &runs[0], &runs[1], &arg]);
         assert!(!out.status.success() && stderr(&out).contains("--threshold"), "{t}: {}", stderr(&out));

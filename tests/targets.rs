@@ -153,3 +153,19 @@ fn init_makes_a_site_that_builds_and_refuses_a_non_empty_folder() {
     assert_ok(&site_in(ws.path(), &["init", "lab", "--force"]));
     assert!(fs::read_to_string(dir.join("site.toml")).unwrap().contains("[slo.chat]"));
 }
+
+/// `[slo]` with no objective in it: no page shows an empty table of objectives.
+#[test]
+fn a_site_with_no_objective_shows_no_empty_table() {
+    let ws = Workspace::from_fixture("valid/targets");
+    fs::write(ws.path().join("site.toml"), "[slo]\n").unwrap();
+    assert_ok(&ws.site(&["build"]));
+    let run = ws.read("public/runs/acme-vllm/index.html");
+    assert!(!run.contains("<table class=\"targets\">"), "no targets table without objectives");
+    assert!(!ws.read("public/index.html").contains("id=\"best\""));
+    assert!(ws.read("public/targets/index.html").contains("This site names no objective"));
+    for (path, text) in tree(&ws.path().join("public")) {
+        let text = String::from_utf8_lossy(&text);
+        assert!(!text.contains("<tbody>\n</tbody>") && !text.contains("<tbody></tbody>"), "{path}: an empty table");
+    }
+}

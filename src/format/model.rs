@@ -698,7 +698,56 @@ impl Cell {
 #[serde(deny_unknown_fields)]
 pub struct CompareFile {
     pub schema_version: u32,
+    /// Each pair once (a pair listed twice would be linked twice and written twice).
+    #[serde(deserialize_with = "distinct_pairs")]
     pub comparisons: Vec<ComparisonSpec>,
+}
+
+/// The comparisons, refused at the entry that repeats an earlier pair: the check runs while
+/// that entry is read, so the parser's error names its line and column.
+fn distinct_pairs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ComparisonSpec>, D::Error> {
+    struct Pairs;
+    /// One entry, read knowing the ones before it.
+    struct Distinct<'a>(&'a [ComparisonSpec]);
+    impl<'de> serde::de::DeserializeSeed<'de> for Distinct<'_> {
+        type Value = ComparisonSpec;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<ComparisonSpec, D::Error> {
+            // Inside the entry's own map, so the error is placed at the entry.
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> serde::de::Visitor<'de> for Distinct<'_> {
+        type Value = ComparisonSpec;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a comparison: {\"a\": run id, \"b\": run id}")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<ComparisonSpec, A::Error> {
+            let c = ComparisonSpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+            match self.0.iter().position(|o| o.a == c.a && o.b == c.b) {
+                Some(i) => Err(serde::de::Error::custom(format!(
+                    "comparisons[{}] repeats comparisons[{i}] ({:?} against {:?}): list each pair once",
+                    self.0.len(),
+                    c.a,
+                    c.b
+                ))),
+                None => Ok(c),
+            }
+        }
+    }
+    impl<'de> serde::de::Visitor<'de> for Pairs {
+        type Value = Vec<ComparisonSpec>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of comparisons")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out: Vec<ComparisonSpec> = Vec::new();
+            while let Some(c) = seq.next_element_seed(Distinct(&out))? {
+                out.push(c);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Pairs)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -707,7 +756,12 @@ pub struct ComparisonSpec {
     /// Run ids: `a` is the baseline, `b` the run compared with it.
     pub a: String,
     pub b: String,
-    /// Changes below this percentage are not coloured (default 5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Changes below this percentage are not coloured (default 5); from 0 to 100.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "optional_threshold")]
     pub threshold_pct: Option<f64>,
+}
+
+fn optional_threshold<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = f64::deserialize(d)?;
+    super::settings::check_threshold_pct(v).map(Some).map_err(serde::de::Error::custom)
 }

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
+use crate::units::numbers::brief;
+
 const MAX_SETTINGS_BYTES: u64 = 1 << 20;
 use serde::{Deserialize, Serialize};
 
@@ -21,15 +23,18 @@ pub struct SiteSettings {
     #[serde(deserialize_with = "published_url")]
     pub base_url: Option<String>,
     /// Changes smaller than this (percent) are neither regressions nor improvements.
+    #[serde(deserialize_with = "threshold_pct")]
     pub change_threshold_pct: f64,
     /// Dollars per device-hour by device name (as runs name it: `"H200 SXM" = 3.50`).
+    #[serde(deserialize_with = "device_prices")]
     pub prices: BTreeMap<String, f64>,
     /// Named service-level objectives (`[slo.chat]`), in name order; a site without any
     /// gets `default_slos`. The first in `slo_order` is the one the heatmap outlines.
     #[serde(default = "default_slos")]
     pub slo: BTreeMap<String, Slo>,
-    /// The order SLOs are shown in (default: name order); every name must be an `[slo.*]`.
-    #[serde(default)]
+    /// The order SLOs are shown in (default: name order); every name must be an `[slo.*]`,
+    /// named once.
+    #[serde(default, deserialize_with = "distinct_names")]
     pub slo_order: Vec<String>,
     /// Tok/s per user at which every run's throughput per device is read off its
     /// throughput-against-interactivity curve (the one-number summary).
@@ -130,12 +135,64 @@ fn median_percentile() -> u32 {
 /// The percentiles the figures carry.
 pub const SLO_PERCENTILES: [u32; 3] = [50, 90, 99];
 
+/// The least and most tok/s per user a setting may name: below a tenth of a token a second
+/// no page can show the rate (it reads "0.0"), and its time between tokens runs to
+/// thousands of seconds.
+pub const TPS_PER_USER_RANGE: (f64, f64) = (0.1, 100_000.0);
+
 fn positive_rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     let v = f64::deserialize(d)?;
-    if !(v.is_finite() && v > 0.0 && v <= 1e6) {
-        return Err(serde::de::Error::custom(format!("expected tok/s per user above 0, found {v}")));
+    tps_per_user(v).map_err(serde::de::Error::custom)
+}
+
+fn tps_per_user(v: f64) -> Result<f64, String> {
+    let (lo, hi) = TPS_PER_USER_RANGE;
+    if !(v.is_finite() && (lo..=hi).contains(&v)) {
+        return Err(format!("expected tok/s per user from {lo} to {}, found {}", brief(hi), brief(v)));
     }
     Ok(v)
+}
+
+fn threshold_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    check_threshold_pct(v).map_err(serde::de::Error::custom)
+}
+
+/// A change threshold in percent: from 0 to 100 (the same bound for `site.toml`,
+/// `compare.json` and `site diff --threshold`).
+pub fn check_threshold_pct(v: f64) -> Result<f64, String> {
+    if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
+        return Err(format!("expected a percentage from 0 to 100, found {}", brief(v)));
+    }
+    Ok(v)
+}
+
+fn device_prices<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+    /// Checked where it stands, so an error names the value's line and column.
+    struct Price(f64);
+    impl<'de> Deserialize<'de> for Price {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Price, D::Error> {
+            let price = f64::deserialize(d)?;
+            if !(price.is_finite() && price > 0.0 && price < 1e6) {
+                return Err(serde::de::Error::custom(format!(
+                    "expected dollars per device-hour above 0 and below 1,000,000, found {}",
+                    brief(price)
+                )));
+            }
+            Ok(Price(price))
+        }
+    }
+    Ok(BTreeMap::<String, Price>::deserialize(d)?.into_iter().map(|(k, v)| (k, v.0)).collect())
+}
+
+fn distinct_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(serde::de::Error::custom(format!("{n:?} is named twice: name each SLO once")));
+        }
+    }
+    Ok(names)
 }
 
 fn slo_percentile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
@@ -148,8 +205,9 @@ fn slo_percentile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Erro
 
 fn optional_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     let v = f64::deserialize(d)?;
-    if !(v.is_finite() && v > 0.0 && v <= 1e9) {
-        return Err(serde::de::Error::custom(format!("expected milliseconds above 0, found {v}")));
+    // From a millisecond to a day.
+    if !(v.is_finite() && (1.0..=86_400_000.0).contains(&v)) {
+        return Err(serde::de::Error::custom(format!("expected milliseconds from 1 to 86,400,000, found {}", brief(v))));
     }
     Ok(Some(v))
 }
@@ -160,13 +218,12 @@ fn interactivity_levels<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f6
         return Err(serde::de::Error::custom(format!("expected at most 12 levels, found {}", v.len())));
     }
     for (i, x) in v.iter().enumerate() {
-        if !(x.is_finite() && *x > 0.0 && *x <= 1e6) {
-            return Err(serde::de::Error::custom(format!("expected tok/s per user above 0, found {x}")));
-        }
+        tps_per_user(*x).map_err(serde::de::Error::custom)?;
         if i > 0 && *x <= v[i - 1] {
             return Err(serde::de::Error::custom(format!(
-                "expected levels in rising order, found {x} after {}",
-                v[i - 1]
+                "expected levels in rising order, found {} after {}",
+                brief(*x),
+                brief(v[i - 1])
             )));
         }
     }
@@ -202,14 +259,6 @@ impl SiteSettings {
 
     pub fn parse(text: &str) -> Result<SiteSettings> {
         let s: SiteSettings = toml::from_str(text).map_err(|e| anyhow::anyhow!(located(text, &e)))?;
-        if !(s.change_threshold_pct.is_finite() && (0.0..=100.0).contains(&s.change_threshold_pct)) {
-            bail!("change_threshold_pct: expected a percentage from 0 to 100, found {}", s.change_threshold_pct);
-        }
-        for (device, price) in &s.prices {
-            if !(price.is_finite() && *price > 0.0 && *price < 1e6) {
-                bail!("prices.\"{device}\": expected dollars per device-hour above 0, found {price}");
-            }
-        }
         if s.slo.len() > 8 {
             bail!("slo: expected at most 8 SLOs, found {}", s.slo.len());
         }
@@ -221,10 +270,9 @@ impl SiteSettings {
                 bail!("slo.{name:?}: expected a name of letters, digits, - and _ (at most 32), as it names pages");
             }
         }
-        for name in &s.slo_order {
-            if !s.slo.contains_key(name) {
-                bail!("slo_order: {name:?} is not an [slo.{name}] table");
-            }
+        if let Some(name) = s.slo_order.iter().find(|n| !s.slo.contains_key(*n)) {
+            let place = order_entry_place(text, name).map(|p| format!("{p}: ")).unwrap_or_default();
+            bail!("{place}slo_order: {name:?} is not an [slo.{name}] table");
         }
         Ok(s)
     }
@@ -252,16 +300,29 @@ impl SiteSettings {
     }
 }
 
+/// `line L, column C` of `name` in `slo_order` (read again only to place an error).
+fn order_entry_place(text: &str, name: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Order {
+        slo_order: Vec<toml::Spanned<String>>,
+    }
+    let order: Order = toml::from_str(text).ok()?;
+    let entry = order.slo_order.iter().find(|e| e.get_ref() == name)?;
+    Some(line_column(text, entry.span().start))
+}
+
+fn line_column(text: &str, offset: usize) -> String {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}")
+}
+
 /// `line L, column C: message` from a TOML error.
 fn located(text: &str, e: &toml::de::Error) -> String {
     let message = e.message();
     match e.span() {
-        Some(span) => {
-            let before = &text[..span.start.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            format!("line {line}, column {column}: {message}")
-        }
+        Some(span) => format!("{}: {message}", line_column(text, span.start)),
         None => message.to_string(),
     }
 }
@@ -289,7 +350,17 @@ mod tests {
         let e = SiteSettings::parse("title = \"x\"\n\ntheme = \"dark\"\n").unwrap_err().to_string();
         assert!(e.starts_with("line 3, column 1: unknown field `theme`"), "{e}");
         let e = SiteSettings::parse("[prices]\nH200 = -1\n").unwrap_err().to_string();
-        assert_eq!(e, "prices.\"H200\": expected dollars per device-hour above 0, found -1");
+        assert!(e.starts_with("line 2, column 8: expected dollars per device-hour above 0 and below 1,000,000, found -1"), "{e}");
+        // Every bad value says where it stands, and a number is never hundreds of digits long.
+        for (text, want) in [
+            ("change_threshold_pct = -5\n", "line 1, column 24: expected a percentage from 0 to 100, found -5"),
+            ("title = \"t\"\nchange_threshold_pct = 1e308\n", "line 2, column 24: expected a percentage from 0 to 100, found 1e308"),
+            ("[prices]\nH200 = 1e300\n", "line 2, column 8: expected dollars per device-hour above 0 and below 1,000,000, found 1e300"),
+        ] {
+            let e = SiteSettings::parse(text).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{text:?}: {e}");
+            assert!(e.len() < 160, "{e}");
+        }
         let e = SiteSettings::parse("base_url = \"javascript:alert(1)\"").unwrap_err().to_string();
         assert!(e.starts_with("line 1, column 12: expected an absolute http(s) URL"), "{e}");
         let e = SiteSettings::parse("title = \"t\"\nbase_url = \"https://ops:hunter2@example.org/s/\"")
@@ -323,12 +394,23 @@ mod tests {
         let e = SiteSettings::parse("[slo.chat]\nmin_tps_per_user = 20\npercentile = 95\n").unwrap_err().to_string();
         assert!(e.starts_with("line 3, column 14: expected a percentile of 50, 90 or 99, found 95"), "{e}");
         let e = SiteSettings::parse("[slo.chat]\nmin_tps_per_user = -2\n").unwrap_err().to_string();
-        assert!(e.starts_with("line 2, column 20: expected tok/s per user above 0, found -2"), "{e}");
+        assert!(e.starts_with("line 2, column 20: expected tok/s per user from 0.1 to 100000, found -2"), "{e}");
+        // Degenerate bounds no page can show.
+        for (text, want) in [
+            ("[slo.chat]\nmin_tps_per_user = 1e-300\n", "line 2, column 20: expected tok/s per user from 0.1 to 100000, found 1e-300"),
+            ("[slo.chat]\nmin_tps_per_user = 5\nmax_ttft_ms = 1e-300\n", "line 3, column 15: expected milliseconds from 1 to 86,400,000, found 1e-300"),
+            ("interactivity = [0.01]\n", "line 1, column 17: expected tok/s per user from 0.1 to 100000, found 0.01"),
+        ] {
+            let e = SiteSettings::parse(text).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{text:?}: {e}");
+        }
         let e = SiteSettings::parse("interactivity = [20, 10]\n").unwrap_err().to_string();
         assert!(e.starts_with("line 1, column 17: expected levels in rising order, found 10 after 20"), "{e}");
         let e = SiteSettings::parse("[slo.chat]\nmax_ttft_ms = 100\n").unwrap_err().to_string();
         assert!(e.contains("missing field `min_tps_per_user`"), "{e}");
-        let e = SiteSettings::parse("slo_order = [\"x\"]\n").unwrap_err().to_string();
-        assert_eq!(e, "slo_order: \"x\" is not an [slo.x] table");
+        let e = SiteSettings::parse("title = \"t\"\nslo_order = [\"chat\", \"x\"]\n").unwrap_err().to_string();
+        assert_eq!(e, "line 2, column 22: slo_order: \"x\" is not an [slo.x] table");
+        let e = SiteSettings::parse("slo_order = [\"chat\", \"batch\", \"chat\"]\n").unwrap_err().to_string();
+        assert!(e.starts_with("line 1, column 13: \"chat\" is named twice: name each SLO once"), "{e}");
     }
 }

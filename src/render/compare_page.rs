@@ -141,11 +141,12 @@ fn capacity_rows(a: &RunView, b: &RunView, settings: &crate::format::SiteSetting
 
 /// A change's columns: both figures, the change with its 95% interval, and the verdict.
 fn delta_fields(m: &Option<Change>) -> [String; 6] {
-    let pct = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_default();
+    use crate::units::numbers::{brief, pct2};
+    let pct = |v: Option<f64>| v.map(pct2).unwrap_or_default();
     match m {
         Some(m) => [
-            m.a.to_string(),
-            m.b.to_string(),
+            brief(m.a),
+            brief(m.b),
             pct(Some(m.pct)),
             pct(m.lo_pct),
             pct(m.hi_pct),

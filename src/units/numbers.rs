@@ -54,6 +54,31 @@ pub fn general(v: f64) -> String {
     group_thousands(&fixed(v, digits))
 }
 
+/// A number in a message or a download, never hundreds of digits long: as Rust writes it
+/// (shortest round trip) from 1e-4 to 1e12, in exponent form outside (`1e308`), empty when
+/// not finite.
+pub fn brief(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        String::new()
+    } else if a == 0.0 || (1e-4..1e12).contains(&a) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// A percentage to two decimals, in exponent form past a billion, empty when not finite.
+pub fn pct2(v: f64) -> String {
+    if !v.is_finite() {
+        String::new()
+    } else if v.abs() >= 1e9 {
+        format!("{v:.2e}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 /// Whole number, thousands grouped.
 pub fn integer(v: f64) -> String {
     group_thousands(&fixed(v, 0))
@@ -244,5 +269,22 @@ mod tests {
         assert_eq!(context_slug(8192), "8k");
         assert_eq!(context_slug(1536), "1.5k");
         assert_eq!(context_slug(1000), "1000");
+    }
+}
+
+#[cfg(test)]
+mod brief_tests {
+    use super::*;
+
+    #[test]
+    fn numbers_in_messages_and_downloads_stay_short() {
+        assert_eq!(brief(1e308), "1e308");
+        assert_eq!(brief(-5.0), "-5");
+        assert_eq!(brief(156.7), "156.7");
+        assert_eq!(brief(1e-300), "1e-300");
+        assert_eq!(brief(f64::INFINITY), "");
+        assert_eq!(pct2(-20.678), "-20.68");
+        assert_eq!(pct2(f64::MAX), "1.80e308");
+        assert_eq!(pct2(f64::NAN), "");
     }
 }
