@@ -546,3 +546,36 @@ fn a_server_dying_in_a_runs_last_cells_leaves_them_all_to_resume() {
     let run = speed_matrix::format::load_run_dir(&ws.path().join("data/runs/late")).unwrap();
     assert!(run.cells.iter().all(|c| c.cell.error.is_none()));
 }
+
+/// A run of many contexts: the run page's targets and levels tables show the contexts its
+/// heatmap shows (an even selection, extremes kept), not every one.
+#[test]
+fn a_run_of_many_contexts_folds_its_targets_and_levels_tables_as_its_heatmap() {
+    let ws = Workspace::from_fixture("valid/compare");
+    let dir = ws.path().join("data/runs/tall");
+    fs::create_dir_all(dir.join("cells")).unwrap();
+    let mut m: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/base/run.json")).unwrap()).unwrap();
+    let contexts: Vec<u32> = (1..=120).map(|i| i * 256).collect();
+    m["settings"]["contexts"] = serde_json::json!(contexts);
+    m["settings"]["concurrency"] = serde_json::json!([1]);
+    m["settings"]["prefill_contexts"] = serde_json::json!([]);
+    fs::write(dir.join("run.json"), serde_json::to_string(&m).unwrap()).unwrap();
+    for ctx in &contexts {
+        let cell = serde_json::json!({"schema_version": 1, "phase": "decode", "context": ctx, "concurrency": 1,
+            "status": "valid", "reported": {"total_tps": 30.0, "per_request_tps": 30.0, "ttft_ms": 50.0, "tbt_ms": 33.0}});
+        fs::write(dir.join(format!("cells/decode-{ctx}-c1.json")), cell.to_string()).unwrap();
+    }
+    assert_ok(&ws.site(&["build"]));
+    let page = ws.read("public/runs/tall/index.html");
+    let max = speed_matrix::render::run_page::MAX_PAGE_LEVELS;
+    let heat = table_rows(&page, "<table class=\"heatmap\"");
+    let targets = table_rows(&page, "<table class=\"targets\"");
+    let levels = table_rows(&page, "<table class=\"levels\"");
+    assert_eq!(heat.len(), max + 1, "a header and {max} contexts");
+    assert_eq!(targets.len(), max + 1, "the targets table shows the heatmap's contexts");
+    assert_eq!(levels.len(), max + 1, "the levels table shows the heatmap's contexts");
+    let first = |rows: &[Vec<String>]| (rows[1][0].clone(), rows[max][0].clone());
+    assert_eq!(first(&targets), first(&heat), "the same extremes");
+    assert_eq!(first(&levels), first(&heat));
+}

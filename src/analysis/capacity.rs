@@ -30,6 +30,11 @@ pub enum Miss {
     PrefillTooLong { ttft_ms: Option<f64>, bound_ms: f64 },
     /// The point meets the bound but the interval across repetitions reaches past it.
     IntervalCrosses { bound_ms: f64 },
+    /// The context has no valid cell at all.
+    NoValidCell,
+    /// Cells meet the SLO, but none of them reports a total tok/s above zero to serve as
+    /// the capacity.
+    NoThroughput { meeting: u32 },
 }
 
 /// The least cell figures an SLO reads, from a cell and its context's prefill cell.
@@ -179,9 +184,11 @@ fn slo_capacity(
     devices: u32,
     price: Option<f64>,
 ) -> SloCapacity {
-    let best = cells.iter().rev().find(|c| check(c, slo, prefill).is_ok());
-    let point = best.and_then(|c| {
-        let total = c.figures.total_tps.filter(|t| *t > 0.0)?;
+    let meeting: Vec<&&CellView> = cells.iter().filter(|c| check(c, slo, prefill).is_ok()).collect();
+    // The highest meeting cell that has the figure: a meeting cell without a total tok/s
+    // (a source that reports none, or 0) does not hide the lower cells that have one.
+    let point = meeting.iter().rev().find_map(|c| {
+        let total = c.figures.total_tps.filter(|t| *t > 0.0 && t.is_finite())?;
         Some(CapacityPoint {
             concurrency: c.concurrency,
             total_tps: total,
@@ -190,39 +197,48 @@ fn slo_capacity(
             repetitions: c.repetitions,
         })
     });
-    let miss = match point {
-        Some(_) => None,
-        None => cells.iter().find(|c| c.status == Status::Valid).and_then(|c| check(c, slo, prefill).err()),
+    let miss = match (&point, cells.iter().find(|c| c.status == Status::Valid)) {
+        (Some(_), _) => None,
+        _ if !meeting.is_empty() => Some(Miss::NoThroughput { meeting: meeting.len() as u32 }),
+        (None, Some(least)) => check(least, slo, prefill).err(),
+        (None, None) => Some(Miss::NoValidCell),
     };
     SloCapacity { slo: name.to_string(), point, miss }
 }
 
 /// Tok/s per device at each level, read off the curve of consecutive valid cells (by
 /// concurrency) whose per-request tok/s lie on either side of it; where several segments
-/// reach a level, the best of them.
+/// reach a level, the best of them. A cell that failed (looped, error, over capacity) breaks
+/// the curve: nothing is read across it.
 pub fn levels(cells: &[&CellView], devices: u32, levels: &[f64]) -> Vec<LevelPoint> {
-    let curve: Vec<(f64, f64)> = cells
-        .iter()
-        .filter(|c| c.status == Status::Valid)
-        .filter_map(|c| Some((c.figures.per_request_tps?, c.figures.total_tps? / devices.max(1) as f64)))
-        .filter(|(x, y)| x.is_finite() && y.is_finite())
-        .collect();
-    levels.iter().map(|&level| read_level(&curve, level)).collect()
+    let point = |c: &CellView| {
+        let p = (c.figures.per_request_tps?, c.figures.total_tps? / devices.max(1) as f64);
+        (c.status == Status::Valid && p.0.is_finite() && p.1.is_finite()).then_some(p)
+    };
+    let mut pieces: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for c in cells {
+        match point(c) {
+            Some(p) => pieces.last_mut().expect("never empty").push(p),
+            None if c.status != Status::Valid => pieces.push(Vec::new()),
+            None => {}
+        }
+    }
+    levels.iter().map(|&level| read_level(&pieces, level)).collect()
 }
 
-fn read_level(curve: &[(f64, f64)], level: f64) -> LevelPoint {
+fn read_level(pieces: &[Vec<(f64, f64)>], level: f64) -> LevelPoint {
     let mut best: Option<(f64, bool)> = None;
     let mut take = |y: f64, interpolated: bool| {
         if best.is_none_or(|(b, _)| y > b) {
             best = Some((y, interpolated));
         }
     };
-    for &(x, y) in curve {
+    for &(x, y) in pieces.iter().flatten() {
         if x == level {
             take(y, false);
         }
     }
-    for w in curve.windows(2) {
+    for w in pieces.iter().flat_map(|p| p.windows(2)) {
         let ((x0, y0), (x1, y1)) = (w[0], w[1]);
         let (lo, hi) = (x0.min(x1), x0.max(x1));
         if lo < level && level < hi {
@@ -400,6 +416,41 @@ mod tests {
         let none = slo_capacity("fast", &slo(100.0, 50, None), &refs, None, 2, None);
         assert_eq!(none.point, None);
         assert!(matches!(none.miss, Some(Miss::TooSlow { .. })), "the least loaded cell says why");
+    }
+
+    /// The highest meeting cell without a total tok/s does not hide the lower ones, and "none"
+    /// always says the true reason.
+    #[test]
+    fn capacity_needs_the_figure_and_says_why_there_is_none() {
+        let mut top = cell(4, 40.0, 0.0, Some(25.0), 200.0);
+        top.figures.total_tps = None;
+        let cells = [cell(1, 60.0, 60.0, Some(16.0), 100.0), top];
+        let refs: Vec<&CellView> = cells.iter().collect();
+        let s = slo_capacity("chat", &slo(20.0, 50, None), &refs, None, 1, None);
+        assert_eq!(s.point.map(|p| (p.concurrency, p.total_tps)), Some((1, 60.0)));
+        // Valid cells at 0 tok/s that meet it: they meet, but give no capacity.
+        let zero = [cell(1, 60.0, 0.0, Some(16.0), 100.0), cell(2, 60.0, 0.0, Some(16.0), 100.0)];
+        let refs: Vec<&CellView> = zero.iter().collect();
+        let s = slo_capacity("chat", &slo(20.0, 50, None), &refs, None, 1, None);
+        assert_eq!((s.point, s.miss), (None, Some(Miss::NoThroughput { meeting: 2 })));
+        // No valid cell: said so, not left empty.
+        let mut looped = cell(1, 60.0, 60.0, Some(16.0), 100.0);
+        looped.status = Status::Looped;
+        let refs = vec![&looped];
+        assert_eq!(slo_capacity("chat", &slo(20.0, 50, None), &refs, None, 1, None).miss, Some(Miss::NoValidCell));
+    }
+
+    /// c1 valid, c2 looped, c4 valid: no level is read across the looped cell.
+    #[test]
+    fn levels_are_never_read_across_a_failed_cell() {
+        let mut looped = cell(2, 50.0, 100.0, None, 1.0);
+        looped.status = Status::Looped;
+        let cells = [cell(1, 60.0, 60.0, None, 1.0), looped, cell(4, 40.0, 160.0, None, 1.0)];
+        let refs: Vec<&CellView> = cells.iter().collect();
+        let got = levels(&refs, 1, &[50.0, 60.0, 40.0]);
+        assert_eq!(got[0].tps_per_device, None, "50 lies between c1 and c4, across the looped c2");
+        assert_eq!((got[1].tps_per_device, got[1].interpolated), (Some(60.0), false));
+        assert_eq!((got[2].tps_per_device, got[2].interpolated), (Some(160.0), false));
     }
 
     #[test]

@@ -276,7 +276,11 @@ pub fn render(
             let contexts = |r: &RunView| r.heatmap.rows.len().max(r.prefill.len());
             (f.heatmap.columns.len(), full.heatmap.columns.len(), contexts(f), contexts(full))
         }),
-        targets => super::targets_page::run_targets(capacity, settings),
+        targets => super::targets_page::run_targets(
+            capacity,
+            settings,
+            &run.heatmap.rows.iter().map(|r| r.context).collect::<Vec<_>>()
+        ),
         siblings => index
             .and_then(|i| cx.siblings.get(i))
             .into_iter()

@@ -56,8 +56,11 @@ pub fn slo_views(settings: &SiteSettings) -> Vec<SloView> {
 /// Why no cell met an SLO, in words.
 pub fn miss_text(m: Option<&Miss>) -> String {
     match m {
-        None => "no valid cell".into(),
-        Some(Miss::NotValid) => "no valid cell".into(),
+        None | Some(Miss::NotValid | Miss::NoValidCell) => "no valid cell".into(),
+        Some(Miss::NoThroughput { meeting }) => format!(
+            "{meeting} {} the objective but none reports a total tok/s",
+            if *meeting == 1 { "cell meets" } else { "cells meet" }
+        ),
         Some(Miss::NoPercentile { percentile, needs }) => {
             format!("no p{percentile} figure (it needs {needs} requests a cell, or the source reported none)")
         }
@@ -102,11 +105,13 @@ struct TargetRow {
     levels: Vec<(Option<f64>, bool)>,
 }
 
-/// The run page's "At your targets" section as template values.
-pub fn run_targets(capacity: &RunCapacity, settings: &SiteSettings) -> minijinja::Value {
+/// The run page's "At your targets" section as template values, for the contexts the page
+/// shows (a folded run page shows an even selection of them, as its heatmap does).
+pub fn run_targets(capacity: &RunCapacity, settings: &SiteSettings, shown: &[u32]) -> minijinja::Value {
     let rows: Vec<TargetRow> = capacity
         .contexts
         .iter()
+        .filter(|c| shown.contains(&c.context))
         .map(|c| TargetRow {
             context: c.context,
             cells: c
