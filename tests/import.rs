@@ -530,3 +530,45 @@ fn an_aiperf_export_of_earlier_releases_imports_too() {
     let run: Value = serde_json::from_str(&ws.read("data/runs/early/run.json")).unwrap();
     assert_eq!(run["settings"]["max_output_tokens"], 64);
 }
+
+/// One AIPerf profile named twice, a folder and a copy of it, or two copies of one file:
+/// refused, naming both, and nothing is written (they would read as repetitions that agree
+/// exactly).
+#[test]
+fn one_result_given_twice_is_refused_not_imported_as_repetitions() {
+    let ws = empty_ws();
+    let profile = fixture("peer/aiperf-0.13.0/single-c2");
+    let copy = ws.path().join("copy");
+    copy_dir(&profile, &copy);
+    let vllm = fixture("peer/vllm-0.33.0");
+    let vllm_file = fs::read_dir(&vllm).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "json")).unwrap();
+    let vllm_copy = ws.path().join("again.json");
+    fs::copy(&vllm_file, &vllm_copy).unwrap();
+    let cases: [(Vec<&str>, &str); 3] = [
+        (vec![profile.to_str().unwrap(), profile.to_str().unwrap()], "are the same file"),
+        (vec![profile.to_str().unwrap(), copy.to_str().unwrap()], "hold identical results"),
+        (vec![vllm_file.to_str().unwrap(), vllm_copy.to_str().unwrap()], "hold identical results"),
+    ];
+    for (paths, why) in cases {
+        let mut args = vec!["import"];
+        args.extend(&paths);
+        args.extend_from_slice(&CPU_FACTS);
+        args.extend(["--run-id", "twice"]);
+        let out = ws.site(&args);
+        assert_eq!(out.status.code(), Some(1), "{paths:?}");
+        let err = stderr(&out);
+        assert!(err.contains(why) && err.contains("one measurement imported twice"), "{paths:?}: {err}");
+        assert!(!ws.path().join("data/runs/twice").exists(), "nothing written");
+    }
+}
+
+/// Imported repetitions are another tool's runs: the page does not say they were
+/// interleaved across the matrix, which only `site bench --repeat` does.
+#[test]
+fn imported_repetitions_are_not_said_to_be_interleaved() {
+    let ws = Workspace::from_fixture("valid/compare");
+    assert_ok(&ws.site(&["build"]));
+    let page = text_of(&ws.read("public/runs/base/index.html"));
+    assert!(page.contains("Each cell was measured 3 times (separate runs of the tool the results were imported from)"), "{page}");
+    assert!(!page.contains("interleaved across the matrix"));
+}

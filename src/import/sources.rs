@@ -229,7 +229,29 @@ pub fn collect(paths: &[PathBuf], format: Option<Format>, skip_broken: bool) -> 
             other.format.name()
         );
     }
+    refuse_repeated(&sources)?;
     Ok((sources, broken))
+}
+
+/// One results file named twice (`site import P P`, a folder and a file inside it) or two
+/// copies of one file would be imported as repetitions that agree exactly: evidence of no
+/// noise that was never measured. Refused, naming both.
+fn refuse_repeated(sources: &[Source]) -> Result<()> {
+    let mut seen: rustc_hash::FxHashMap<(u64, u64), &Path> = rustc_hash::FxHashMap::default();
+    for s in sources {
+        let bytes = fs::read(&s.path).with_context(|| format!("reading {}", s.path.display()))?;
+        let key = (bytes.len() as u64, twox_hash::XxHash64::oneshot(0, &bytes));
+        if let Some(first) = seen.insert(key, &s.path) {
+            let same_file = first.canonicalize().ok() == s.path.canonicalize().ok();
+            bail!(
+                "{} and {} {}: one measurement imported twice would read as two repetitions that agree exactly; import each result once",
+                first.display(),
+                s.path.display(),
+                if same_file { "are the same file" } else { "hold identical results" }
+            );
+        }
+    }
+    Ok(())
 }
 
 fn collect_folder(
