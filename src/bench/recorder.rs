@@ -43,7 +43,8 @@ impl Recorder {
                     dir.display()
                 );
             }
-            let run = format::load_run_dir(&dir).with_context(|| format!("reading {} to resume it", dir.display()))?;
+            let run = format::load::load_run_in_progress(&dir)
+                .with_context(|| format!("reading {} to resume it", dir.display()))?;
             for c in run.cells.iter().filter(|c| !c.cell.server_unreachable()) {
                 done.insert((c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition));
             }

@@ -18,7 +18,7 @@ use super::progress::{LiveRate, Progress};
 use super::prompt::{self, SizedPrompt};
 use super::recorder::{self, Recorder};
 use super::setup::{
-    capacity, connect, describe, discovered_facts, open_run, print_plan, resolve_hardware, server_line,
+    capacity, connect, describe, discovered_facts, open_run, print_plan, resolve_hardware, resumable_done, server_line,
 };
 use super::telemetry::Telemetry;
 use super::{BenchConfig, BenchSummary};
@@ -52,7 +52,7 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
     let planned = plan::plan(&cfg.contexts, &cfg.concurrency, &cfg.prefill_contexts, cfg.max_output, &cap);
     eprintln!("{}", terminal_safe(&server_line(&info, &client, &model, &cap)));
     if cfg.dry_run {
-        print_plan(&planned, &cfg);
+        print_plan(&planned, &cfg, &resumable_done(&cfg, &client, &info, &model, &cap)?);
         return Ok(BenchSummary::default());
     }
     let (recorder, manifest) = open_run(&cfg, &client, &info, &model, &cap)?;

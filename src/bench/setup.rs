@@ -86,12 +86,29 @@ pub(super) fn server_line(info: &ServerInfo, client: &HttpClient, model: &str, c
     )
 }
 
-pub(super) fn print_plan(planned: &[PlannedCell], cfg: &BenchConfig) {
+/// `--dry-run`: every cell and repetition the run would measure (with `--resume`, only those
+/// not yet on disk, after the same checks a real resume makes), and about how long.
+pub(super) fn print_plan(planned: &[PlannedCell], cfg: &BenchConfig, done: &Done) {
     let runs = planned.iter().filter(|p| p.over_capacity.is_none()).count();
-    println!("Plan: {} cells, {} to run, {} Over capacity", planned.len(), runs, planned.len() - runs);
+    let repeat = cfg.repeat;
+    let per_cell = if repeat > 1 { format!(", each measured {repeat} times") } else { String::new() };
+    println!("Plan: {} cells, {} to run, {} Over capacity{per_cell}", planned.len(), runs, planned.len() - runs);
+    let mut to_go = 0usize;
+    let mut decode_to_go = 0usize;
     for p in planned {
+        let reps: Vec<u32> = (1..=if p.over_capacity.is_some() { 1 } else { repeat })
+            .filter(|rep| !done.contains(&(p.phase, p.context, p.concurrency, *rep)))
+            .collect();
+        if reps.is_empty() {
+            continue;
+        }
+        to_go += reps.len();
+        if p.phase == Phase::Decode && p.over_capacity.is_none() {
+            decode_to_go += reps.len();
+        }
+        let which = if repeat > 1 { format!(" (rep {})", list_of(&reps)) } else { String::new() };
         match &p.over_capacity {
-            None => println!("  run            {}", describe(p)),
+            None => println!("  run            {}{which}", describe(p)),
             Some(o) => println!(
                 "  over capacity  {}: {} (needs {}, limit {})",
                 describe(p),
@@ -101,9 +118,50 @@ pub(super) fn print_plan(planned: &[PlannedCell], cfg: &BenchConfig) {
             ),
         }
     }
-    let decode_cells = planned.iter().filter(|p| p.phase == Phase::Decode && p.over_capacity.is_none()).count();
-    let secs = decode_cells as f64 * (cfg.duration + cfg.warmup_hold).as_secs_f64();
-    println!("Decode windows alone take about {:.0} minutes.", secs / 60.0);
+    if !done.is_empty() {
+        println!("Resuming: {} measurements already on disk, {to_go} to go.", done.len());
+    }
+    let secs = decode_to_go as f64 * (cfg.duration + cfg.warmup_hold).as_secs_f64();
+    println!("{decode_to_go} decode windows: about {:.0} minutes.", secs / 60.0);
+}
+
+/// `1-3`, `2, 3`.
+fn list_of(reps: &[u32]) -> String {
+    match reps {
+        [a, .., b] if b - a + 1 == reps.len() as u32 && reps.len() > 2 => format!("{a}-{b}"),
+        _ => reps.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// (phase, context, concurrency, repetition) of the measurements already on disk.
+pub(super) type Done = std::collections::BTreeSet<(Phase, u32, u32, u32)>;
+
+/// What `--resume` would keep, checked as the real resume checks it (the same facts, the
+/// same matrix); empty without `--resume`.
+pub(super) fn resumable_done(
+    cfg: &BenchConfig,
+    client: &HttpClient,
+    info: &ServerInfo,
+    model: &str,
+    cap: &Capacity,
+) -> Result<Done> {
+    if !cfg.resume {
+        return Ok(Done::new());
+    }
+    let Some(run_id) = &cfg.run_id else { bail!("--resume needs --run-id: which run to continue") };
+    let dir = cfg.data_dir.join(crate::format::RUNS_DIR).join(run_id);
+    if !dir.join(crate::format::RUN_MANIFEST).exists() {
+        bail!("--resume: {} does not exist", dir.display());
+    }
+    let run = crate::format::load::load_run_in_progress(&dir)
+        .with_context(|| format!("reading {} to resume it", dir.display()))?;
+    check_resumable(&run.manifest, &run_manifest(cfg, client, info, model, cap)?, &dir)?;
+    Ok(run
+        .cells
+        .iter()
+        .filter(|c| !c.cell.server_unreachable())
+        .map(|c| (c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition))
+        .collect())
 }
 
 fn default_run_id(model: &str, engine: &str) -> String {
@@ -125,6 +183,31 @@ pub(super) fn open_run(
     model: &str,
     cap: &Capacity,
 ) -> Result<(Recorder, RunManifest)> {
+    let mut m = run_manifest(cfg, client, info, model, cap)?;
+    let run_id = cfg.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
+    let recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume, client.scrubber())?;
+    if let Some(old) = recorder.existing_manifest()? {
+        check_resumable(&old, &m, &recorder.dir)?;
+        m.started_at = old.started_at;
+        // `--resume --repeat 1` on a run of three repetitions keeps three.
+        m.settings.repeat = m.settings.repeat.max(old.settings.repeat);
+    }
+    recorder.write_manifest(&m)?;
+    if let Some(notes) = &cfg.facts.notes_markdown {
+        recorder.write_notes(notes)?;
+    }
+    Ok((recorder, m))
+}
+
+/// The run's manifest from the flags and what the server told; refused before any folder is
+/// made where `site check` would refuse it.
+fn run_manifest(
+    cfg: &BenchConfig,
+    client: &HttpClient,
+    info: &ServerInfo,
+    model: &str,
+    cap: &Capacity,
+) -> Result<RunManifest> {
     let found = Discovered {
         served_model: Some(model.to_string()),
         engine: Some(info.engine.name().to_string()),
@@ -144,17 +227,7 @@ pub(super) fn open_run(
     // Before any folder is made: a manifest site check would refuse (a 300-character
     // --gpu name) is an error now, not an empty run folder left behind.
     crate::format::load::validate_manifest(&m).context("the run's facts")?;
-    let run_id = cfg.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
-    let recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume, client.scrubber())?;
-    if let Some(old) = recorder.existing_manifest()? {
-        check_resumable(&old, &m, &recorder.dir)?;
-        m.started_at = old.started_at;
-    }
-    recorder.write_manifest(&m)?;
-    if let Some(notes) = &cfg.facts.notes_markdown {
-        recorder.write_notes(notes)?;
-    }
-    Ok((recorder, m))
+    Ok(m)
 }
 
 /// What the server told about itself; `tokenizer` is known once a prompt was sized (the
@@ -207,8 +280,10 @@ fn bench_tool() -> BenchTool {
     BenchTool { name: "site bench".into(), version: crate::units::BUILD_VERSION.into() }
 }
 
-/// `--resume` continues a run only under the same matrix, API and launch command: a cell
-/// measured under other settings would sit beside the old ones as if comparable.
+/// `--resume` continues a run only under the same facts: matrix, API, launch command, model,
+/// hardware, engine and prefill samples. A cell measured under others would sit beside the
+/// old ones as if comparable (1x vLLM cells published as 8x SGLang). Only `--repeat` may
+/// grow: the run keeps the larger count.
 fn check_resumable(old: &RunManifest, new: &RunManifest, dir: &std::path::Path) -> Result<()> {
     let (o, n) = (&old.settings, &new.settings);
     if o.contexts != n.contexts
@@ -219,21 +294,60 @@ fn check_resumable(old: &RunManifest, new: &RunManifest, dir: &std::path::Path) 
     {
         bail!("--resume: the matrix settings differ from those of {}; resume with the same --contexts, --concurrency, --prefill-contexts, --duration and --max-output", dir.display());
     }
-    if o.api != n.api {
-        bail!(
-            "--resume: {} was measured with --api {}, not {}; resume with the same --api",
-            dir.display(),
-            o.api.as_deref().unwrap_or("?"),
-            n.api.as_deref().unwrap_or("?")
-        );
-    }
     if old.launch_command != new.launch_command {
         bail!(
             "--resume: the launch command differs from the one recorded in {}; a resumed run must measure the same server setup (give the same --launch-command)",
             dir.display()
         );
     }
+    let differences: Vec<String> = resumed_facts(old, new)
+        .into_iter()
+        .filter(|(_, a, b)| a != b)
+        .map(|(flag, a, b)| format!("{flag}: {} recorded, {} now", shown(&a), shown(&b)))
+        .collect();
+    if !differences.is_empty() {
+        bail!(
+            "--resume: {} was measured under other facts; a resumed run must measure the same setup ({})",
+            dir.display(),
+            crate::units::terminal_safe(&differences.join("; "))
+        );
+    }
     Ok(())
+}
+
+fn shown(v: &Option<String>) -> String {
+    v.as_deref().map_or_else(|| "none".to_string(), |v| format!("{v:?}"))
+}
+
+/// Each fact of a run that a resume must keep: (the flag that sets it, recorded, now).
+fn resumed_facts(old: &RunManifest, new: &RunManifest) -> Vec<(&'static str, Option<String>, Option<String>)> {
+    let pair = |f: fn(&RunManifest) -> Option<String>| (f(old), f(new));
+    let table: [(&'static str, fn(&RunManifest) -> Option<String>); 17] = [
+        ("--api", |m| m.settings.api.clone()),
+        ("--prefill-samples", |m| m.settings.prefill_samples.map(|v| v.to_string())),
+        ("--model-id", |m| Some(m.model.id.clone())),
+        ("--model", |m| m.model.served_name.clone()),
+        ("--revision", |m| m.model.revision.clone()),
+        ("--hardware-kind", |m| Some(m.hardware.kind.clone())),
+        ("--gpu / --cpu (the device)", |m| Some(m.hardware.device.clone())),
+        ("--gpu-count", |m| Some(m.hardware.count.to_string())),
+        ("--gpu-memory-gb", |m| m.hardware.memory_gb.map(|v| v.to_string())),
+        ("--os", |m| m.hardware.os.clone()),
+        ("--engine", |m| Some(m.engine.name.clone())),
+        ("--engine-version", |m| Some(m.engine.version.clone())),
+        ("--quantization", |m| m.engine.quantization.clone()),
+        ("--backend", |m| m.engine.backend.clone()),
+        ("--engine-repository", |m| m.engine.repository.clone()),
+        ("--engine-build", |m| m.engine.build.clone()),
+        ("--engine-commit", |m| m.engine.commit.clone()),
+    ];
+    table
+        .into_iter()
+        .map(|(flag, f)| {
+            let (a, b) = pair(f);
+            (flag, a, b)
+        })
+        .collect()
 }
 
 /// A planned cell in words: `prefill 8K`, `decode 8K x 4`.

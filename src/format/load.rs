@@ -2,7 +2,6 @@
 //! just the first, each naming its file (and line and column for JSON).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -118,16 +117,48 @@ impl Problems {
         match self.0.len() {
             0 => Ok(()),
             1 => Err(self.0.into_iter().next().unwrap()),
-            n => {
-                let mut msg = format!("{n} problems in {}:", root.display());
-                for e in &self.0 {
-                    let _ = write!(msg, "\n  {e:#}");
-                }
-                Err(anyhow!(msg))
-            }
+            n => Err(anyhow::Error::new(ProblemList {
+                heading: format!("{n} problems in {}:", root.display()),
+                problems: self.0.iter().flat_map(problem_lines).collect(),
+            })),
         }
     }
 }
+
+/// One problem as lines of a report: a nested list (a run's problems inside the data
+/// folder's) as its heading and its problems indented under it.
+fn problem_lines(e: &Error) -> Vec<String> {
+    match e.downcast_ref::<ProblemList>() {
+        Some(list) => {
+            let outer = e.to_string();
+            let heading =
+                if outer == list.to_string() { list.heading.clone() } else { format!("{outer}: {}", list.heading) };
+            std::iter::once(heading).chain(list.problems.iter().map(|p| format!("  {p}"))).collect()
+        }
+        None => vec![format!("{e:#}")],
+    }
+}
+
+/// Several problems found in one pass, one a line. Its lines are the report's own; the text
+/// of each problem is data (file names, values), which a terminal printer escapes apart, so
+/// a newline inside a problem cannot start a line of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProblemList {
+    pub heading: String,
+    pub problems: Vec<String>,
+}
+
+impl std::fmt::Display for ProblemList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.heading)?;
+        for p in &self.problems {
+            write!(f, "\n  {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ProblemList {}
 
 /// One run folder read: the run (id, what it was reduced to, its notes' redaction), and what
 /// it skipped.
@@ -305,9 +336,27 @@ pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
     load_run(dir, &id, &mut Vec::new())
 }
 
+/// A run `site bench --resume` continues: checked as a finished run is, except that a later
+/// repetition may stand without its first (repetition 1 lost, to be measured again).
+pub fn load_run_in_progress(dir: &Path) -> Result<LoadedRun> {
+    let id = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+    load_run_checked(dir, &id, &mut Vec::new(), Completeness::InProgress)
+}
+
+/// Whether a run's cells must all stand beside their first repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Completeness {
+    Finished,
+    InProgress,
+}
+
 /// Loads the run folder `dir` as run `id` (a staged folder is checked under the id it will
 /// have); what it skips goes to `skipped`.
 pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<LoadedRun> {
+    load_run_checked(dir, id, skipped, Completeness::Finished)
+}
+
+fn load_run_checked(dir: &Path, id: &str, skipped: &mut Vec<Skipped>, completeness: Completeness) -> Result<LoadedRun> {
     let id = id.to_string();
     check_id("run id", &id).with_context(|| dir.display().to_string())?;
     let mut problems = Problems::default();
@@ -321,7 +370,7 @@ pub fn load_run(dir: &Path, id: &str, skipped: &mut Vec<Skipped>) -> Result<Load
         None => (None, None),
     };
     let mut cells = load_cells(&dir.join(CELLS_DIR), &mut problems, skipped)?;
-    check_cells(&cells, manifest.as_ref(), &mut problems);
+    check_cells(&cells, manifest.as_ref(), completeness, &mut problems);
     problems.into_result(dir)?;
     cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition));
     let manifest = manifest.expect("a run without problems has its manifest");
@@ -404,11 +453,13 @@ fn load_cells(cells_dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipp
 
 /// The most repetitions of one cell a run may hold (`site bench --repeat` refuses more).
 pub const MAX_REPETITIONS: u32 = 100;
+/// The most measured prefill requests per context and repetition (`--prefill-samples`).
+pub const MAX_PREFILL_SAMPLES: u32 = 50;
 
 /// One cell per key and repetition (two files for the same measurement would make the
 /// page ambiguous), a later repetition only beside its first, and every cell inside the
 /// run's matrix.
-fn check_cells(cells: &[LoadedCell], manifest: Option<&RunManifest>, problems: &mut Problems) {
+fn check_cells(cells: &[LoadedCell], manifest: Option<&RunManifest>, completeness: Completeness, problems: &mut Problems) {
     let mut seen: BTreeMap<(Phase, u32, u32, u32), &Path> = BTreeMap::new();
     for c in cells {
         let key = (c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition);
@@ -424,7 +475,7 @@ fn check_cells(cells: &[LoadedCell], manifest: Option<&RunManifest>, problems: &
             ));
         }
     }
-    for c in cells.iter().filter(|c| c.cell.repetition > 1) {
+    for c in cells.iter().filter(|c| c.cell.repetition > 1 && completeness == Completeness::Finished) {
         let x = &c.cell;
         if !seen.contains_key(&(x.phase, x.context, x.concurrency, 1)) {
             problems.push(anyhow!(
@@ -521,6 +572,13 @@ pub fn validate_manifest(m: &RunManifest) -> Result<()> {
     }
     if !(s.duration_s.is_finite() && s.duration_s > 0.0) {
         bail!("settings.duration_s must be a positive number of seconds");
+    }
+    // The ranges `site bench --repeat` and `--prefill-samples` take.
+    if let Some(r) = s.repeat.filter(|r| !(1..=MAX_REPETITIONS).contains(r)) {
+        bail!("settings.repeat: expected 1 to {MAX_REPETITIONS} measurements of each cell, found {r}");
+    }
+    if let Some(n) = s.prefill_samples.filter(|n| !(1..=MAX_PREFILL_SAMPLES).contains(n)) {
+        bail!("settings.prefill_samples: expected 1 to {MAX_PREFILL_SAMPLES} prefill requests, found {n}");
     }
     check_numbers(&[("duration_s", Some(s.duration_s)), ("kv_budget_tokens", count(s.kv_budget_tokens))], |f| {
         format!("settings.{f}")
