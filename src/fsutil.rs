@@ -203,6 +203,57 @@ impl Drop for Lock {
     }
 }
 
+/// The folder a build writes for `--out out`, checked against the data folder `data`: a
+/// link is followed (the build goes into the folder it points at, a deploy folder say, not
+/// over the link); an output inside the data folder (read back as data on the next build) or
+/// one that holds it (a build replaces its output whole) is refused.
+pub fn output_folder(out: &Path, data: &Path) -> Result<PathBuf> {
+    let resolved = match fs::symlink_metadata(out) {
+        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(out).with_context(|| {
+            format!("--out {} is a link to a folder that does not exist; create it or choose another --out", out.display())
+        })?,
+        _ => out.to_path_buf(),
+    };
+    let (abs_out, abs_data) = (absolute(&resolved), absolute(data));
+    if abs_out.starts_with(&abs_data) {
+        bail!(
+            "--out {} is inside the data folder {}: the next build would read it as data; choose a folder outside it",
+            out.display(),
+            data.display()
+        );
+    }
+    if abs_data.starts_with(&abs_out) {
+        bail!(
+            "--out {} holds the data folder {}: a build replaces its output folder whole; choose a folder beside it",
+            out.display(),
+            data.display()
+        );
+    }
+    Ok(resolved)
+}
+
+/// `path` made absolute with every link of its existing part resolved (the rest as written).
+fn absolute(path: &Path) -> PathBuf {
+    let mut existing = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = fs::canonicalize(&existing) {
+            return rest.iter().rev().fold(c, |p, part| p.join(part));
+        }
+        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 /// Reads a data file as UTF-8 text: a regular file (not a symlink, FIFO, device or folder),
 /// at most `limit` bytes. Every refusal names the path.
 pub fn read_data_file(path: &Path, limit: u64) -> Result<String> {

@@ -53,3 +53,47 @@ fn an_slo_named_twice_in_slo_order_is_refused_with_line_and_column() {
     assert!(err.contains("site.toml: line 2, column 13: \"chat\" is named twice: name each SLO once"), "{err}");
     assert!(!ws.path().join("public").exists());
 }
+
+/// An output folder inside the data folder (read back as data by the next build) or one
+/// holding it (replaced whole) is refused by build, diff and serve, and nothing is written.
+#[test]
+fn an_output_inside_or_around_the_data_folder_is_refused() {
+    let ws = Workspace::from_fixture("valid/compare");
+    let before = tree(&ws.path().join("data"));
+    for args in [
+        vec!["build", "--out", "data/runs/NEW"],
+        vec!["build", "--out", "data"],
+        vec!["build", "--out", "."],
+        vec!["diff", "base", "faster", "--out", "data/runs/NEW"],
+        vec!["serve", "--out", "data/pages/site", "--port", "0"],
+    ] {
+        let out = ws.site(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains("the data folder data"), "{args:?}: {err}");
+        assert_eq!(tree(&ws.path().join("data")), before, "{args:?}: the data folder is untouched");
+    }
+    assert_ok(&ws.site(&["check"]));
+}
+
+/// `--out public` where `public` links to the deploy folder: the site is built into that
+/// folder and the link stays a link.
+#[test]
+fn an_output_that_is_a_link_is_built_into_its_target() {
+    let ws = Workspace::from_fixture("valid/compare");
+    let deploy = ws.path().join("deploy/site");
+    fs::create_dir_all(&deploy).unwrap();
+    std::os::unix::fs::symlink(&deploy, ws.path().join("public")).unwrap();
+    assert_ok(&ws.site(&["build", "--out", "public"]));
+    assert!(fs::symlink_metadata(ws.path().join("public")).unwrap().file_type().is_symlink(), "the link stays");
+    assert!(deploy.join("index.html").is_file(), "the deploy folder holds the site");
+    // A second build (after a change) goes there again.
+    fs::write(ws.path().join("site.toml"), "title = \"Lab\"\n").unwrap();
+    assert_ok(&ws.site(&["build", "--out", "public"]));
+    assert!(fs::read_to_string(deploy.join("index.html")).unwrap().contains("Lab"));
+    // A link to nothing is refused with what to do.
+    std::os::unix::fs::symlink(ws.path().join("nowhere"), ws.path().join("dangling")).unwrap();
+    let out = ws.site(&["build", "--out", "dangling"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is a link to a folder that does not exist"), "{}", stderr(&out));
+}

@@ -7,7 +7,7 @@ use speed_matrix::site::{format_steps, input_fingerprint, up_to_date, Reuse, Sit
 
 pub fn run(args: &BuildArgs) -> Result<()> {
     let t = Instant::now();
-    let config = args.site.config(args.out.clone());
+    let config = args.site.config_writing(&args.out)?;
     let fingerprint = input_fingerprint(&config);
     if !args.force && up_to_date(&config, fingerprint) {
         speed_matrix::write::clean_stale_staging(&config.out_dir);

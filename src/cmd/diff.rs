@@ -53,6 +53,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         cmp.slug = format!("{}--{}-b", a.id, b.id);
     }
     let out: PathBuf = args.out.clone().unwrap_or_else(|| PathBuf::from("diff").join(&cmp.slug));
+    let out = speed_matrix::fsutil::output_folder(&out, &args.site.data)?;
     let env = templates::environment(Some(&args.site.templates), &settings)?;
     let cx = PageContext::new(&env, &[], &[], &[], &settings);
     let html = comparison_html(&cx, &cmp, &va, &vb, "", true)?;

@@ -15,6 +15,12 @@ use crate::cli::SiteArgs;
 use speed_matrix::site::SiteConfig;
 
 impl SiteArgs {
+    /// The site's layout with its output folder checked against the data folder (links
+    /// followed, never inside or holding the data).
+    pub fn config_writing(&self, out: &std::path::Path) -> anyhow::Result<SiteConfig> {
+        Ok(self.config(speed_matrix::fsutil::output_folder(out, &self.data)?))
+    }
+
     pub fn config(&self, out: std::path::PathBuf) -> SiteConfig {
         SiteConfig {
             data_dir: self.data.clone(),

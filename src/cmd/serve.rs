@@ -7,7 +7,7 @@ use speed_matrix::serve::{serve, ServeOptions};
 
 pub fn run(a: &ServeArgs) -> Result<()> {
     serve(ServeOptions {
-        config: a.site.config(a.out.clone()),
+        config: a.site.config_writing(&a.out)?,
         bind: a.bind,
         port: a.port,
         open: a.open,
