@@ -97,3 +97,38 @@ fn an_output_that_is_a_link_is_built_into_its_target() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("is a link to a folder that does not exist"), "{}", stderr(&out));
 }
+
+/// Standard output on a full device: every command that prints ends with a one-line error
+/// and a non-zero exit, never a panic; completions and man with a closed standard output
+/// fail the same way instead of printing nothing and succeeding.
+#[test]
+fn a_failed_write_to_standard_output_is_an_error_not_a_panic() {
+    let ws = Workspace::from_fixture("valid/compare");
+    let site = env!("CARGO_BIN_EXE_site");
+    let aiperf = fixture("peer/aiperf-0.13.0/single-c2");
+    let commands: Vec<Vec<String>> = vec![
+        vec!["build".into(), "--force".into()],
+        vec!["check".into()],
+        vec!["diff".into(), "base".into(), "faster".into(), "--out".into(), "cmp".into()],
+        vec!["import".into(), aiperf.display().to_string(), "--cpu".into(), "C".into(), "--engine".into(), "e".into(), "--engine-version".into(), "1".into()],
+        vec!["init".into(), "fresh".into()],
+        vec!["completions".into(), "bash".into()],
+        vec!["man".into()],
+    ];
+    for args in &commands {
+        let full = fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = std::process::Command::new(site).current_dir(ws.path()).args(args).stdout(full).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("writing to standard output: No space left on device"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    for cmd in ["completions bash", "man"] {
+        let out = std::process::Command::new("sh").arg("-c").arg(format!("exec \"$0\" {cmd} >&-")).arg(site).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        assert!(stderr(&out).contains("standard output is closed"), "{cmd}: {}", stderr(&out));
+    }
+    // Sent to /dev/null on purpose: not an error.
+    let out = std::process::Command::new(site).arg("man").stdout(std::process::Stdio::null()).output().unwrap();
+    assert_ok(&out);
+}

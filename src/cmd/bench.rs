@@ -52,7 +52,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let dry = cfg.dry_run;
     let s = bench::run_blocking(cfg)?;
     if !dry {
-        println!(
+        say!(
             "Wrote {} cells to {} ({} valid, {} looped, {} over capacity, {} errors{}). Publish with: site build",
             s.written,
             s.run_dir.display(),

@@ -11,7 +11,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
     let fingerprint = input_fingerprint(&config);
     if !args.force && up_to_date(&config, fingerprint) {
         speed_matrix::write::clean_stale_staging(&config.out_dir);
-        println!(
+        say!(
             "{} is up to date: no input changed since it was built ({:.1} ms; --force builds anyway)",
             args.out.display(),
             t.elapsed().as_secs_f64() * 1000.0
@@ -32,7 +32,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
     // --force: every file rendered and written again, nothing kept from the last build.
     let reuse = if args.force { Reuse::Nothing } else { Reuse::Verified };
     let report = site.build_with(reuse)?;
-    println!("Built {} ({} files) in {:.1} ms", args.out.display(), report.files, t.elapsed().as_secs_f64() * 1000.0);
-    println!("{}", format_steps(&report.steps));
+    say!("Built {} ({} files) in {:.1} ms", args.out.display(), report.files, t.elapsed().as_secs_f64() * 1000.0);
+    say!("{}", format_steps(&report.steps));
     Ok(())
 }

@@ -8,16 +8,16 @@ pub fn run(args: &CheckArgs) -> Result<()> {
     // The output folder is never touched by a check.
     let site = Site::load(args.site.config("public".into()))?;
     let warned: usize = site.model.runs.iter().map(|r| r.counts.warned).sum();
-    println!("{}: OK", args.site.data.display());
-    println!("{}", format_steps(&site.steps));
+    say!("{}: OK", args.site.data.display());
+    say!("{}", format_steps(&site.steps));
     for s in &site.data.skipped {
-        println!("  skipped {}: {}", terminal_safe(&s.path.display().to_string()), s.reason);
+        say!("  skipped {}: {}", terminal_safe(&s.path.display().to_string()), s.reason);
     }
     for r in &site.data.redactions {
         eprintln!("warning: {}", terminal_safe(&r.to_string()));
     }
     if warned > 0 {
-        println!("  {warned} cells carry warnings (shown on their run pages)");
+        say!("  {warned} cells carry warnings (shown on their run pages)");
     }
     Ok(())
 }

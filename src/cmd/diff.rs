@@ -62,21 +62,21 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     staging.put("comparison.csv", comparison_csv(&cmp).as_bytes())?;
     assets::write_assets(Some(&args.site.static_dir), &staging)?;
     staging.commit().with_context(|| format!("writing {}", out.display()))?;
-    println!("Wrote {} ({} cells in common)", out.join("index.html").display(), cmp.common_cells);
+    say!("Wrote {} ({} cells in common)", out.join("index.html").display(), cmp.common_cells);
     let cells = cmp.cell_verdicts();
-    println!("{}", verdict_summary(&cells, threshold));
+    say!("{}", verdict_summary(&cells, threshold));
     let slower: Vec<String> = cells
         .iter()
         .filter(|c| matches!(c.3, CellVerdict::Slower | CellVerdict::Mixed))
         .map(|&(phase, ctx, c, _)| cell_name(phase, ctx, c))
         .collect();
     if !slower.is_empty() {
-        println!("slower figures in: {}", terminal_safe(&slower.join(", ")));
+        say!("slower figures in: {}", terminal_safe(&slower.join(", ")));
     }
     let stopped: Vec<String> =
         cmp.stopped.iter().map(|s| format!("{} ({})", cell_name(s.phase, s.context, s.concurrency), s.b_status.as_str())).collect();
     if !stopped.is_empty() {
-        println!("stopped working in B (valid in A): {}", terminal_safe(&stopped.join(", ")));
+        say!("stopped working in B (valid in A): {}", terminal_safe(&stopped.join(", ")));
     }
     if args.fail_on_regression && !(slower.is_empty() && stopped.is_empty()) {
         bail!(

@@ -14,7 +14,7 @@ pub fn run(a: &ImportArgs) -> Result<()> {
         eprintln!("skipped {}: {}", terminal_safe(&b.path.display().to_string()), terminal_safe(&b.why));
     }
     for s in &runs {
-        println!(
+        say!(
             "Imported {} into {} ({} cells, {} Over capacity reconstructed, {} with warnings)",
             terminal_safe(&s.found),
             s.run_dir.display(),
@@ -23,9 +23,9 @@ pub fn run(a: &ImportArgs) -> Result<()> {
             s.warned
         );
         if !s.not_told.is_empty() {
-            println!("  not in the files: {}", terminal_safe(&s.not_told.join(", ")));
+            say!("  not in the files: {}", terminal_safe(&s.not_told.join(", ")));
         }
     }
-    println!("Publish with: site build");
+    say!("Publish with: site build");
     Ok(())
 }

@@ -32,7 +32,7 @@ pub fn run(args: &InitArgs) -> Result<()> {
     }
     let runs = dir.join("data/runs");
     std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
-    println!(
+    say!(
         "Created a results site in {}: site.toml, data/ (add runs with `site bench` or `site import`), .gitignore and .github/workflows/site.yml (builds and publishes public/ with GitHub Pages).\nNext: cd {} && site bench --endpoint http://127.0.0.1:8000 --gpu \"H200 SXM\" --repeat 3 && site build && site serve",
         dir.display(),
         dir.display()

@@ -2,8 +2,6 @@
 //! their shell's completion folder and in `man`'s path, made from the same clap definitions
 //! as the parser, so they never drift from the flags.
 
-use std::io::Write;
-
 use anyhow::{bail, Context, Result};
 use clap::CommandFactory;
 
@@ -11,9 +9,9 @@ use crate::cli::{Cli, CompletionsArgs, ManArgs};
 
 pub fn completions(args: &CompletionsArgs) -> Result<()> {
     let mut cmd = Cli::command();
-    let mut out = std::io::stdout().lock();
-    clap_complete::generate(args.shell, &mut cmd, "site", &mut out);
-    out.flush().context("writing the completion script")
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "site", &mut script);
+    super::write_stdout(&script).context("writing the completion script")
 }
 
 pub fn man(args: &ManArgs) -> Result<()> {
@@ -30,7 +28,7 @@ pub fn man(args: &ManArgs) -> Result<()> {
             }
         },
     };
-    let mut out = std::io::stdout().lock();
-    clap_mangen::Man::new(page).render(&mut out).context("writing the manual page")?;
-    out.flush().context("writing the manual page")
+    let mut roff = Vec::new();
+    clap_mangen::Man::new(page).render(&mut roff).context("writing the manual page")?;
+    super::write_stdout(&roff).context("writing the manual page")
 }
