@@ -19,11 +19,14 @@ fn version_names_the_build() {
     assert_eq!(line.trim_end(), format!("site {}", speed_matrix::units::BUILD_VERSION));
     assert!(line.starts_with(&format!("site {}", env!("CARGO_PKG_VERSION"))), "{line}");
     // Built from this git checkout: the commit and its date follow the version.
-    let commit = Command::new("git").args(["rev-parse", "--short=7", "HEAD"]).output().unwrap();
-    if commit.status.success() {
-        let commit = String::from_utf8_lossy(&commit.stdout).trim().to_string();
-        assert!(line.contains(&format!("({commit} ")), "{line} does not name {commit}");
-    }
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short=7", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git is needed for this test (the build names its commit)");
+    assert!(commit.status.success(), "the tests run in a git checkout: {}", String::from_utf8_lossy(&commit.stderr));
+    let commit = String::from_utf8_lossy(&commit.stdout).trim().to_string();
+    assert!(line.contains(&format!("({commit} ")), "{line} does not name {commit}");
 }
 
 /// `text` checked by `program args` reading it on stdin.
@@ -40,20 +43,25 @@ fn accepted_by(program: &str, args: &[&str], text: &[u8]) -> std::process::Outpu
     child.wait_with_output().unwrap()
 }
 
+/// Each shell's script parses in that shell (bash, zsh and fish are installed by .ci/run),
+/// offers every visible subcommand and never the hidden test-only simulated engine.
 #[test]
 fn completions_parse_in_their_shell() {
-    let out = site(&["completions", "bash"]);
-    assert_ok(&out);
-    assert!(stdout(&out).contains("complete -F _site"), "a bash completion function for site");
-    for sub in ["bench", "build", "diff", "init", "import", "serve"] {
-        assert!(stdout(&out).contains(sub), "{sub} missing from the completions");
-    }
-    let check = accepted_by("bash", &["-n"], &out.stdout);
-    assert!(check.status.success(), "bash -n: {}", String::from_utf8_lossy(&check.stderr));
-    for shell in ["zsh", "fish", "powershell", "elvish"] {
+    let visible = ["bench", "build", "check", "diff", "init", "import", "serve", "completions", "man"];
+    let parsers: [(&str, &str, &[&str]); 3] = [("bash", "bash", &["-n"]), ("zsh", "zsh", &["-n"]), ("fish", "fish", &["--no-execute"])];
+    for (shell, program, args) in parsers {
         let out = site(&["completions", shell]);
         assert_ok(&out);
-        assert!(stdout(&out).contains("site"), "{shell}");
+        let check = accepted_by(program, args, &out.stdout);
+        assert!(check.status.success() && check.stderr.is_empty(), "{program}: {}", String::from_utf8_lossy(&check.stderr));
+    }
+    assert!(stdout(&site(&["completions", "bash"])).contains("complete -F _site"), "a bash completion function for site");
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let script = stdout(&site(&["completions", shell]));
+        for sub in visible {
+            assert!(script.contains(sub), "{shell}: {sub} missing from the completions");
+        }
+        assert!(!script.contains("simulate-engine"), "{shell}: the hidden simulated engine is offered");
     }
     assert!(!site(&["completions", "tcsh"]).status.success());
 }
@@ -80,6 +88,9 @@ fn manual_pages_are_valid_roff() {
         &bench[..bench.len().min(400)]
     );
     assert!(bench.contains("\\-\\-repeat"), "the bench page lists --repeat");
+    // A subcommand's page offers no --version: the subcommand refuses it.
+    assert!(!bench.contains("\\-\\-version"), "site bench takes no --version");
+    assert!(!site(&["bench", "--version"]).status.success());
     let out = site(&["man", "nope"]);
     assert!(!out.status.success());
     assert!(

@@ -132,3 +132,27 @@ fn a_failed_write_to_standard_output_is_an_error_not_a_panic() {
     let out = std::process::Command::new(site).arg("man").stdout(std::process::Stdio::null()).output().unwrap();
     assert_ok(&out);
 }
+
+/// `site diff . ../base` from inside a run folder names the runs by their folders.
+#[test]
+fn diff_from_inside_a_run_folder_reads_dot_as_that_run() {
+    let ws = Workspace::from_fixture("valid/compare");
+    let run = ws.path().join("data/runs/faster");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_site"))
+        .current_dir(&run)
+        .args(["diff", "../base", ".", "--out", "../../../cmp", "--data", "../.."])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert!(stdout(&out).contains("cmp/index.html"), "{}", stdout(&out));
+    assert!(ws.read("cmp/index.html").contains("faster"));
+}
+
+/// The next step `site init` prints can be pasted into a shell as it is.
+#[test]
+fn init_prints_a_next_step_a_shell_can_run() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = site_in(ws.path(), &["init", "my site"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("Next: cd 'my site' && site bench"), "{}", stdout(&out));
+}

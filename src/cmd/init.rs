@@ -35,7 +35,7 @@ pub fn run(args: &InitArgs) -> Result<()> {
     say!(
         "Created a results site in {}: site.toml, data/ (add runs with `site bench` or `site import`), .gitignore and .github/workflows/site.yml (builds and publishes public/ with GitHub Pages).\nNext: cd {} && site bench --endpoint http://127.0.0.1:8000 --gpu \"H200 SXM\" --repeat 3 && site build && site serve",
         dir.display(),
-        dir.display()
+        shlex::try_quote(&dir.display().to_string()).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?
     );
     Ok(())
 }

@@ -328,19 +328,24 @@ fn load_page(path: &Path) -> Result<PageSource> {
 
 /// Loads one run folder (`run.json`, `cells/*.json`, optional `notes.md`).
 pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
-    let id = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| anyhow!("{}: run folder name is not UTF-8", dir.display()))?
-        .to_string();
-    load_run(dir, &id, &mut Vec::new())
+    load_run(dir, &run_folder_name(dir)?, &mut Vec::new())
+}
+
+/// The run id a folder stands for: its name, resolved for `.` and `..` (`site diff .` from
+/// inside a run folder).
+fn run_folder_name(dir: &Path) -> Result<String> {
+    let named = match dir.file_name() {
+        Some(_) => dir.to_path_buf(),
+        None => fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?,
+    };
+    let name = named.file_name().ok_or_else(|| anyhow!("{}: not a run folder (it has no name)", dir.display()))?;
+    name.to_str().map(str::to_string).ok_or_else(|| anyhow!("{}: run folder name is not UTF-8", dir.display()))
 }
 
 /// A run `site bench --resume` continues: checked as a finished run is, except that a later
 /// repetition may stand without its first (repetition 1 lost, to be measured again).
 pub fn load_run_in_progress(dir: &Path) -> Result<LoadedRun> {
-    let id = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-    load_run_checked(dir, &id, &mut Vec::new(), Completeness::InProgress)
+    load_run_checked(dir, &run_folder_name(dir)?, &mut Vec::new(), Completeness::InProgress)
 }
 
 /// Whether a run's cells must all stand beside their first repetition.
