@@ -389,3 +389,26 @@ fn repetitions_at_zero_are_judged_and_fail_the_gate() {
     assert!(row.starts_with("decode,8192,2,valid,valid,3,3,"), "{row}");
     assert!(row.contains(",slower,"), "{row}");
 }
+
+/// Two CPU runs compare per CPU, never "per GPU"; two GPU runs per GPU. The standalone page
+/// of runs measured differently reads as a sentence (no dangling comma).
+#[test]
+fn the_per_device_view_names_the_runs_devices() {
+    let ws = Workspace::from_repo_data();
+    let cpu = ws.site(&["diff", "smollm2-135m-llamacpp-cpu-256", "smollm2-135m-llamacpp-cpu-aiperf", "--out", "cpu"]);
+    assert_ok(&cpu);
+    let page = text_of(&ws.read("cpu/index.html"));
+    assert!(page.contains("Per CPU: total tok/s ÷ CPU count"), "{page}");
+    assert!(page.contains("A ran on 1 CPU, B on 1: dividing by the CPU count"), "{page}");
+    assert!(!page.contains("GPU"), "a CPU comparison never says GPU");
+    assert!(page.contains("(see Benchmark tool, Figures and Decode test below):"), "{page}");
+    let gpu = ws.site(&[
+        "diff",
+        "step-3.5-flash-vllm-0.29.0-4x-h200-sxm",
+        "step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl",
+        "--out",
+        "gpu",
+    ]);
+    assert_ok(&gpu);
+    assert!(text_of(&ws.read("gpu/index.html")).contains("Per GPU: total tok/s ÷ GPU count"));
+}

@@ -107,7 +107,27 @@ pub fn comparison_html(
         b_label => run_label(b),
         prefill_chart => prefill_overlay(a, b),
         capacity => capacity_rows(a, b, &cx.settings),
+        device => shared_device_noun(a, b),
     })?)
+}
+
+/// What the runs' devices are called in a per-device view: `GPU` when both ran on GPUs,
+/// `CPU` when both on CPUs, else `device`.
+fn shared_device_noun(a: &RunView, b: &RunView) -> &'static str {
+    let noun = |r: &RunView| {
+        let kind = r.manifest.hardware.kind.to_ascii_lowercase();
+        if kind.contains("gpu") {
+            "GPU"
+        } else if kind.contains("cpu") {
+            "CPU"
+        } else {
+            "device"
+        }
+    };
+    match (noun(a), noun(b)) {
+        (x, y) if x == y => x,
+        _ => "device",
+    }
 }
 
 /// One context × SLO of both runs: their capacity per device and the change, shown and not
