@@ -65,6 +65,10 @@ pub struct InitArgs {
     /// Write into a folder that is not empty, replacing files of the same names.
     #[arg(long)]
     pub force: bool,
+    /// The workflow's command that installs `site` [default: pip install
+    /// speed-matrix==VERSION, the version of this site].
+    #[arg(long, value_name = "COMMAND")]
+    pub install: Option<String>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -143,6 +143,24 @@ fn init_makes_a_site_that_builds_and_refuses_a_non_empty_folder() {
     let publish =
         steps.iter().find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-pages-artifact")));
     assert_eq!(publish.unwrap()["with"]["path"].as_str(), Some("public"));
+    // Least privilege: nothing may publish by default; the build job (which runs the installed
+    // code) reads only; the deploy job alone publishes. The install is pinned to this version.
+    let w = &docs[0];
+    assert_eq!(w["permissions"]["contents"].as_str(), Some("read"));
+    assert!(w["permissions"]["pages"].is_badvalue() && w["permissions"]["id-token"].is_badvalue(), "{yaml}");
+    assert_eq!(w["jobs"]["build"]["permissions"]["contents"].as_str(), Some("read"));
+    assert!(w["jobs"]["build"]["permissions"]["pages"].is_badvalue(), "{yaml}");
+    assert!(w["jobs"]["build"]["permissions"]["id-token"].is_badvalue(), "{yaml}");
+    assert_eq!(w["jobs"]["deploy"]["permissions"]["pages"].as_str(), Some("write"));
+    assert_eq!(w["jobs"]["deploy"]["permissions"]["id-token"].as_str(), Some("write"));
+    let install = format!("pip install speed-matrix=={}", env!("CARGO_PKG_VERSION"));
+    assert!(runs.iter().any(|r| r.trim() == install), "{runs:?}");
+    // `--install` puts the user's own command there, as YAML that still parses.
+    assert_ok(&site_in(ws.path(), &["init", "own", "--install", "pip install 'speed-matrix==0.2.0' --require-hashes -r req.txt"]));
+    let own = fs::read_to_string(ws.path().join("own/.github/workflows/site.yml")).unwrap();
+    let own = yaml_rust2::YamlLoader::load_from_str(&own).expect("the workflow parses as YAML");
+    let own_runs: Vec<&str> = own[0]["jobs"]["build"]["steps"].as_vec().unwrap().iter().filter_map(|s| s["run"].as_str()).collect();
+    assert_eq!(own_runs[0].trim(), "pip install 'speed-matrix==0.2.0' --require-hashes -r req.txt");
     // A folder with anything in it is refused, and nothing is written there.
     let out = site_in(ws.path(), &["init", "lab"]);
     assert!(!out.status.success());

@@ -20,7 +20,9 @@ pub const FILES: &[(&str, &str)] = &[
 pub fn run(args: &InitArgs) -> Result<()> {
     let dir = &args.dir;
     refuse_non_empty(dir, args.force)?;
+    let install = install_command(args.install.as_deref())?;
     for (path, text) in FILES {
+        let text = &text.replace("{{INSTALL}}", &indented(&install, "          "));
         let target = dir.join(path);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -56,4 +58,22 @@ fn refuse_non_empty(dir: &Path, force: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The workflow's install step: the user's own command, or pip pinned to this version of
+/// `site` (an unpinned name could install whatever is published under it next).
+fn install_command(given: Option<&str>) -> Result<String> {
+    match given.map(str::trim) {
+        None => Ok(format!("pip install speed-matrix=={}", env!("CARGO_PKG_VERSION"))),
+        Some("") => bail!("--install: give the command that installs site (for example: pip install speed-matrix==1.0.0)"),
+        Some(c) if c.chars().any(|ch| ch.is_control() && ch != '\n') => {
+            bail!("--install: the command holds a control character")
+        }
+        Some(c) => Ok(c.to_string()),
+    }
+}
+
+/// Each line of `text` after `indent` (a YAML block scalar's body).
+fn indented(text: &str, indent: &str) -> String {
+    text.lines().map(|l| format!("{indent}{l}")).collect::<Vec<_>>().join("\n")
 }
