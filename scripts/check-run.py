@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Checks that a run measured against a real engine is plausible, from the site's own
-cells.json download: usage: check-run.py PUBLIC_DIR RUN_ID SLOTS. Prints one line per check
-and 'N passed, N failed'; exits non-zero on any failure."""
+cells.json download: usage: check-run.py PUBLIC_DIR RUN_ID SLOTS DECODE_CELLS PREFILL_CELLS (the
+matrix's cell counts, which must all be there). Prints one line per check and 'N passed, N
+failed'; exits non-zero on any failure."""
 import json
 import sys
 
 public, run_id, slots = sys.argv[1], sys.argv[2], int(sys.argv[3])
+want_decode, want_prefill = int(sys.argv[4]), int(sys.argv[5])
 doc = json.load(open(f"{public}/runs/{run_id}/cells.json"))
 cells = doc["cells"]
 passed = failed = 0
@@ -22,7 +24,9 @@ def check(cond, what):
 
 decode = [c for c in cells if c["phase"] == "decode"]
 prefill = [c for c in cells if c["phase"] == "prefill"]
-check(len(prefill) > 0 and all(c["status"] == "valid" for c in prefill), "every prefill cell is valid")
+check(len(decode) == want_decode, f"{len(decode)} decode cells, the matrix has {want_decode}")
+check(len(prefill) == want_prefill, f"{len(prefill)} prefill cells, the matrix has {want_prefill}")
+check(all(c["status"] == "valid" for c in prefill), "every prefill cell is valid")
 for c in prefill:
     f = c["figures"]
     check((f["prompt_tps"] or 0) > 0 and (f["ttft_ms"] or 0) > 0, f"prefill {c['context']}: {f['prompt_tps']:.0f} prompt tok/s, TTFT {f['ttft_ms']:.0f} ms")

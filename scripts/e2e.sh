@@ -80,7 +80,8 @@ kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
 
 step "site build and the run's figures"
 (cd "$WORK" && "$SITE" build)
-python3 scripts/check-run.py "$WORK/public" e2e-llamacpp $SLOTS
+# Contexts 512 and 1k, concurrency 1, 2 and 4: six decode cells, two prefill cells.
+python3 scripts/check-run.py "$WORK/public" e2e-llamacpp $SLOTS 6 2
 
 step "site serve and Chromium"
 (cd "$WORK" && exec "$SITE" serve --port 0 --templates "$ROOT/site-templates" --static "$ROOT/static" >"$WORK/serve.log" 2>&1) &
@@ -93,8 +94,8 @@ SGLANG_RUN=step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl
 CHECKS=$(cat <<JSON
 [
   {"name": "index", "path": "/"},
-  {"name": "run-vllm", "path": "/runs/$VLLM_RUN/", "heatmap_cells": 48, "looped": 1, "over_capacity": 15, "svg": "#prefill svg", "print": true},
-  {"name": "run-cpu-e2e", "path": "/runs/e2e-llamacpp/", "heatmap_cells": 6, "looped": 0, "over_capacity": 2, "svg": "#prefill svg"},
+  {"name": "run-vllm", "path": "/runs/$VLLM_RUN/", "heatmap_cells": 48, "looped": 1, "over_capacity": 15, "svg": "#prefill svg", "points_from": "prefill", "print": true},
+  {"name": "run-cpu-e2e", "path": "/runs/e2e-llamacpp/", "heatmap_cells": 6, "looped": 0, "over_capacity": 2, "svg": "#prefill svg", "points_from": "prefill"},
   {"name": "run-imported-tool", "path": "/runs/smollm2-135m-llamacpp-cpu-guidellm/"},
   {"name": "model", "path": "/models/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},
   {"name": "hardware", "path": "/hardware/amd-epyc-2-cores/"},

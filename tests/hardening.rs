@@ -192,7 +192,7 @@ fn script_links_in_notes_and_pages_become_plain_text() {
     fs::create_dir_all(ws.path().join("data/pages")).unwrap();
     fs::write(ws.path().join("data/pages/about.md"), format!("# About\n\n{md}")).unwrap();
     assert_ok(&ws.site(&["build"]));
-    for page in ["public/runs/tiny-vllm-l4/index.html"] {
+    for page in ["public/runs/tiny-vllm-l4/index.html", "public/pages/about/index.html"] {
         let html = ws.read(page).to_ascii_lowercase();
         for bad in ["javascript:", "vbscript:", "data:text"] {
             assert!(!html.contains(bad), "{page} has {bad}");
@@ -272,7 +272,8 @@ fn a_vanished_server_stops_the_run_and_resume_measures_those_cells_again() {
     let err = stderr(&out);
     assert!(err.contains("the server was unreachable for 3 cells in a row"), "{err}");
     let cells = fs::read_dir(ws.path().join("data/runs/outage/cells")).unwrap().count();
-    assert!(cells < 16, "{cells} cells written: the run went on against a dead server");
+    // Stopped after three unreachable cells in a row (and the cell in flight), not 16.
+    assert_eq!(cells, 7, "{cells} cells written: the run must stop against a dead server");
     // A server is back: resume measures the unreachable cells again (and only the cells
     // not yet measured), not "0 to go".
     let server = Rogue::start(|req| discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024))));
@@ -288,14 +289,18 @@ fn a_vanished_server_stops_the_run_and_resume_measures_those_cells_again() {
     assert_eq!(run.cells.len(), 16);
     assert!(run.cells.iter().all(|c| !c.cell.server_unreachable()), "{err}");
     // Another --api or launch command is refused.
+    let before = tree(&ws.path().join("data"));
     let mut args = bench_args(&server.url, &matrix);
     args.extend(["--api", "completions"]);
-    let err = stderr(&site_in(ws.path(), &args));
-    assert!(err.contains("was measured with --api chat, not completions"), "{err}");
+    let out = site_in(ws.path(), &args);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--api: \"chat\" recorded, \"completions\" now"), "{}", stderr(&out));
     let mut args = bench_args(&server.url, &matrix);
     args.extend(["--launch-command", "vllm serve other"]);
-    let err = stderr(&site_in(ws.path(), &args));
-    assert!(err.contains("the launch command differs"), "{err}");
+    let out = site_in(ws.path(), &args);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("the launch command differs"), "{}", stderr(&out));
+    assert_eq!(tree(&ws.path().join("data")), before, "a refused resume writes nothing");
 }
 
 // 9. Nothing measured ----------------------------------------------------------------------

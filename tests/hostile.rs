@@ -189,6 +189,8 @@ fn the_cell_in_flight_when_the_server_died_is_measured_again_on_resume() {
     let errors: Vec<_> =
         run.cells.iter().filter(|c| c.cell.error.is_some()).map(|c| c.file.display().to_string()).collect();
     assert!(errors.is_empty(), "still errors after resume: {errors:?}");
+    // Every cell of the matrix is there: three prefill and six decode cells.
+    assert_eq!(run.cells.len(), 9, "{:?}", run.cells.iter().map(|c| c.file.display().to_string()).collect::<Vec<_>>());
 }
 
 #[test]
@@ -545,6 +547,8 @@ fn a_server_dying_in_a_runs_last_cells_leaves_them_all_to_resume() {
     assert_ok(&site_in(ws.path(), &args));
     let run = speed_matrix::format::load_run_dir(&ws.path().join("data/runs/late")).unwrap();
     assert!(run.cells.iter().all(|c| c.cell.error.is_none()));
+    // Every cell of the matrix is there: one prefill and two decode cells.
+    assert_eq!(run.cells.len(), 3, "{:?}", run.cells.iter().map(|c| c.file.display().to_string()).collect::<Vec<_>>());
 }
 
 /// A run of many contexts: the run page's targets and levels tables show the contexts its

@@ -1,7 +1,9 @@
 // Browser checks of the built site, served by `site serve`, in Debian's Chromium.
 // Usage: node check.mjs BASE_URL SCREENSHOT_DIR CHECKS_JSON
 // CHECKS_JSON lists pages: [{"name", "path", "status"? (default 200), "heatmap_cells"?,
-// "looped"?, "over_capacity"?, "svg"?: CSS selector of an SVG that must render, "print"?:
+// "looped"?, "over_capacity"?, "svg"?: CSS selector of an SVG that must render with data
+// marks, "points_from"?: "prefill" or "decode" (the SVG has one point per valid cell of that
+// phase in the page's cells.json), "print"?:
 // print the page to PDF and check the measurements table fits the paper}]. Every link on
 // each page must answer 200, no page may log a console error, axe-core finds no serious or
 // critical violation, and each page is saved at desktop and phone width, in light and dark
@@ -81,8 +83,19 @@ for (const c of checks) {
           const svg = page.locator(c.svg).first();
           const box = await svg.boundingBox();
           ok(box && box.width > 200 && box.height > 100, `${c.name}: SVG ${c.svg} not rendered (${JSON.stringify(box)})`);
-          const marks = await svg.locator('circle, polyline, path, line, rect').count();
-          ok(marks > 0, `${c.name}: SVG ${c.svg} has no marks`);
+          // Data marks only: a chart's points and a timeline's request lanes. Gridlines and
+          // axes are drawn for a chart with no data too, so they do not count.
+          const points = await svg.locator('.point').count();
+          const lanes = await svg.locator('g > title').evaluateAll((ts) => ts.filter((t) => /^requests? \d/.test(t.textContent)).length);
+          if (c.points_from) {
+            // One point per valid cell of the phase with its figure, as the run's cells.json says.
+            const cells = (await (await context.request.get(new URL('cells.json', base + c.path).href)).json()).cells;
+            const figure = c.points_from === 'prefill' ? 'prompt_tps' : 'total_tps';
+            const want = cells.filter((x) => x.phase === c.points_from && x.status === 'valid' && x.figures && x.figures[figure] != null).length;
+            ok(want > 0 && points === want, `${c.name}: ${points} points in ${c.svg}, want ${want} (its valid ${c.points_from} cells)`);
+          } else {
+            ok(points + lanes > 0, `${c.name}: SVG ${c.svg} has no data marks (points or request lanes)`);
+          }
         }
         // SVG links (chart points) have an SVGAnimatedString `href`: resolve the attribute.
         const hrefs = await page.$$eval('a[href]', (as) => as.map((a) => new URL(a.getAttribute('href'), document.baseURI).href));
