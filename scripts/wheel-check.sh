@@ -10,6 +10,17 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 step() { echo; echo "== wheel: $*"; }
+PASSED=0
+FAILED=0
+# check WHAT COMMAND...: runs the command (a shell string), counts it, never stops the script.
+check() {
+  local what=$1; shift
+  if bash -c "$*" >"$WORK/check.log" 2>&1; then
+    echo "ok   $what"; PASSED=$((PASSED + 1))
+  else
+    echo "FAIL $what"; sed 's/^/     /' "$WORK/check.log" | tail -20; FAILED=$((FAILED + 1))
+  fi
+}
 
 step "maturin"
 python3 -m venv "$WORK/build-env"
@@ -28,23 +39,25 @@ ls -l "$SITE"
 
 step "the installed site, with no checkout around it"
 mkdir "$WORK/site" && cp -r data "$WORK/site/data" && cp site.toml "$WORK/site/"
-cd "$WORK/site"
-want="site $(cd "$ROOT" && cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["packages"][0]["version"])')"
-got=$("$SITE" --version)
-case "$got" in "$want"*) echo "ok   $got" ;; *) echo "wheel: --version says $got, want $want..." >&2; exit 1 ;; esac
-"$SITE" check
-"$SITE" build
-[ -f public/index.html ] && [ -f public/static/style.css ] || { echo "wheel: the installed site built no pages" >&2; exit 1; }
-grep -q "Best at your targets" public/index.html || { echo "wheel: the front page lacks its answer" >&2; exit 1; }
-"$SITE" completions bash | bash -n
-"$SITE" man | groff -man -z -ww -Tutf8
-if "$SITE" simulate-engine --help >/dev/null 2>&1; then
-  echo "wheel: the wheel ships the simulated engine (it must be off unless asked for)" >&2; exit 1
-fi
-echo "ok   the wheel's site builds, checks and documents the shipped data; no simulator"
-cd "$ROOT"
+want="site $(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["packages"][0]["version"])')"
 
 step "cargo install --path ."
 cargo install --locked --path . --root "$WORK/cargo-root" --target-dir "$ROOT/target" --quiet
-"$WORK/cargo-root/bin/site" --version
-echo "4 passed, 0 failed"
+
+# The same checks of both installed binaries, each in a copy of the shipped data away from
+# the checkout.
+for kind in wheel cargo; do
+  if [ "$kind" = wheel ]; then BIN=$SITE; else BIN="$WORK/cargo-root/bin/site"; fi
+  DIR="$WORK/site-$kind"
+  cp -r "$WORK/site" "$DIR"
+  step "the $kind's site in $DIR"
+  check "$kind: --version names $want" "\"$BIN\" --version | grep -q '^$want'"
+  check "$kind: check passes on the shipped data" "cd '$DIR' && \"$BIN\" check"
+  check "$kind: build writes the pages" "cd '$DIR' && \"$BIN\" build && test -f public/index.html && test -f public/static/style.css"
+  check "$kind: the front page answers at the targets" "grep -q 'Best at your targets' '$DIR/public/index.html'"
+  check "$kind: bash completions parse and offer no hidden command" "\"$BIN\" completions bash > '$WORK/c.bash' && bash -n '$WORK/c.bash' && ! grep -q simulate-engine '$WORK/c.bash'"
+  check "$kind: the manual page is valid roff" "\"$BIN\" man | groff -man -z -ww -Tutf8 2>&1 | (! grep .)"
+done
+check "wheel: ships no simulated engine (off unless asked for)" "! \"$SITE\" simulate-engine --help"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

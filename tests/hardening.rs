@@ -626,19 +626,15 @@ fn serve_exits_on_the_first_ctrl_c_with_a_client_connected() {
     }
 }
 
+/// An output inside the data folder would be read back as data (and rebuild forever under
+/// `serve`): refused before anything starts, as `build` and `diff` refuse it.
 #[test]
-fn serve_does_not_rebuild_forever_when_its_output_is_inside_the_data_folder() {
+fn serve_refuses_an_output_inside_the_data_folder() {
     let ws = measured();
-    let srv = serve::Server::start(ws.path(), &["--out", "data/site"]);
-    // An absence can only be seen by waiting: three seconds is six watcher periods.
-    std::thread::sleep(Duration::from_secs(3));
-    assert!(!srv.printed().contains("Rebuilt"), "{}", srv.printed());
-    // A real edit still rebuilds.
-    fs::write(ws.path().join(RUN).join("notes.md"), "edited").unwrap();
-    srv.wait_printed("Rebuilt");
-    let (status, head, _) = serve::get(&srv.addr, "//runs/tiny-vllm-l4");
-    assert_eq!(status, 301);
-    assert!(head.contains("location: /runs/tiny-vllm-l4/\r\n"), "{head}");
+    let out = ws.site(&["serve", "--out", "data/site", "--port", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--out data/site is inside the data folder data"), "{}", stderr(&out));
+    assert!(!ws.path().join("data/site").exists());
 }
 
 #[test]

@@ -113,7 +113,7 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
 }
 
 /// What the watcher ignores: the output folder and its build's staging folders and lock,
-/// which a build writes (an output folder inside the data folder must not rebuild forever).
+/// which a build writes (an output folder inside a watched folder must not rebuild forever).
 fn ignored_outputs(config: &SiteConfig) -> watch::Ignore {
     let siblings = crate::write::Siblings::of(&config.out_dir);
     let lock_name = siblings.lock().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
