@@ -124,4 +124,18 @@ fn main() {
     println!("| A/B 10% slower | detected: judged slower | {} | {} |", rate(gate(&ab10), ab10.len()), rate(s10, n10));
     println!();
     println!("{:.0} s in all", started.elapsed().as_secs_f64());
+    // The targets, checked: a bench that only printed them would pass below them.
+    let aa_called = aa.iter().filter(|(c, _)| *c).count();
+    let misses = [
+        (aa_called as f64 > 0.05 * aa.len() as f64, format!("A/A false alarms {} (target at most 5%)", rate(aa_called, aa.len()))),
+        (
+            (gate(&ab10) as f64) < 0.9 * ab10.len() as f64,
+            format!("10% slowdowns detected {} (target at least 90%)", rate(gate(&ab10), ab10.len())),
+        ),
+    ];
+    let failed: Vec<&String> = misses.iter().filter(|(miss, _)| *miss).map(|(_, what)| what).collect();
+    if !failed.is_empty() {
+        eprintln!("below target: {}", failed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; "));
+        std::process::exit(1);
+    }
 }

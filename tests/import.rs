@@ -267,13 +267,20 @@ fn formats_are_told_from_content_and_mixed_or_broken_input_is_refused() {
     // A vLLM result under another name, and --format forcing the reading.
     let renamed = ws.path().join("results.txt");
     fs::copy(fixture("peer/vllm-0.33.0/vllm-bench-c2.json"), &renamed).unwrap();
+    let tool = |id: &str| -> String {
+        let m: Value = serde_json::from_str(&ws.read(&format!("data/runs/{id}/run.json"))).unwrap();
+        m["bench_tool"]["name"].as_str().unwrap().to_string()
+    };
     let mut args = vec!["import", renamed.to_str().unwrap(), "--run-id", "renamed"];
     args.extend_from_slice(&CPU_FACTS);
     assert_ok(&ws.site(&args));
-    let mut forced = args.clone();
-    forced.extend_from_slice(&["--format", "sglang", "--run-id", "forced"]);
-    let out = ws.site(&forced);
-    assert!(!out.status.success());
+    assert_eq!(tool("renamed"), "vllm bench serve", "told from its content, not its name");
+    assert!(ws.path().join("data/runs/renamed/cells/decode-286-c2.json").is_file());
+    // --format reads it as the named tool's (SGLang's result has the same shape).
+    let mut forced = vec!["import", renamed.to_str().unwrap(), "--run-id", "forced", "--format", "sglang"];
+    forced.extend_from_slice(&CPU_FACTS);
+    assert_ok(&ws.site(&forced));
+    assert_eq!(tool("forced"), "sglang bench_serving");
     // Two tools in one import.
     let out = import_paths(&ws, &["vllm-0.33.0", "sglang-0.5.23"], &["--run-id", "mixed"]);
     assert!(stderr(&out).contains("import one tool's results at a time"), "{}", stderr(&out));

@@ -85,7 +85,7 @@ fn pages_show_capacity_at_the_targets() {
     let board = ws.read("public/targets/chat-8k/index.html");
     let rows = table_rows(&board, "<table class=\"board sortable targets\"");
     assert_eq!(rows.len(), 3, "a header and two runs");
-    assert!(rows[1][1].contains("acme/Tiny-1B") || rows[1][1].contains("Tiny-1B"), "{:?}", rows[1]);
+    assert_eq!(rows[1][1], "Tiny-1B · vllm 0.10.0 · 2× H100 SXM · 2026-11-01", "{:?}", rows[1]);
     assert_eq!(rows[1][5..8], ["80.0", "160.0", "$6.94"]);
     assert!(
         board.contains("runs/acme-llamacpp-cpu/index.html#targets"),

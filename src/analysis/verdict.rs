@@ -240,7 +240,9 @@ mod tests {
         assert_eq!(same.verdict, Verdict::NoChange);
         let noisy = judged(&[80.0, 100.0, 120.0], &[85.0, 110.0, 125.0], true);
         assert_eq!(noisy.verdict, Verdict::Inconclusive);
-        assert!(noisy.reps_needed.is_none_or(|n| n > 3));
+        // Logs spread by about 0.2 against a 6.7% change: some 70 repetitions a side would tell,
+        // past the 50 advice goes to, so none is given.
+        assert_eq!(noisy.reps_needed, None, "{noisy:?}");
     }
 
     #[test]
