@@ -156,3 +156,24 @@ fn init_prints_a_next_step_a_shell_can_run() {
     assert_ok(&out);
     assert!(stdout(&out).contains("Next: cd 'my site' && site bench"), "{}", stdout(&out));
 }
+
+/// Every number of run.json is finite, not negative and at most 10^12, as the README says:
+/// a device's memory included.
+#[test]
+fn a_devices_memory_out_of_range_is_refused_by_check() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let path = ws.path().join("data/runs/tiny-vllm-l4/run.json");
+    let original = fs::read_to_string(&path).unwrap();
+    for (value, want) in [
+        (serde_json::json!(-5), "hardware.memory_gb is negative (-5)"),
+        (serde_json::json!(1e13), "hardware.memory_gb is 1e13, beyond the largest number"),
+        (serde_json::json!(0), "hardware.memory_gb is 0"),
+    ] {
+        let mut m: serde_json::Value = serde_json::from_str(&original).unwrap();
+        m["hardware"]["memory_gb"] = value.clone();
+        fs::write(&path, m.to_string()).unwrap();
+        let out = ws.site(&["check"]);
+        assert_eq!(out.status.code(), Some(1), "{value}");
+        assert!(stderr(&out).contains(want), "{value}: {}", stderr(&out));
+    }
+}

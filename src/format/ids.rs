@@ -4,12 +4,18 @@
 
 use anyhow::{bail, Result};
 
-/// Accepts `[A-Za-z0-9][A-Za-z0-9._-]*`, at most 128 bytes: no separators, no `..`, no
+/// The longest run id or page name: used as a folder name as it is, never shortened.
+pub const MAX_ID_BYTES: usize = 128;
+
+/// Accepts `[A-Za-z0-9][A-Za-z0-9._-]*`, at most [`MAX_ID_BYTES`] bytes: no separators, no `..`, no
 /// leading dot (hidden files), nothing a browser or a shell would treat specially.
 pub fn check_id(kind: &str, id: &str) -> Result<()> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
     let first_ok = id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
-    if id.is_empty() || id.len() > 128 || !first_ok || !id.chars().all(ok_char) || id.contains("..") {
+    if id.len() > MAX_ID_BYTES {
+        bail!("invalid {kind}: {} bytes long, at most {MAX_ID_BYTES} (it becomes a folder name under the output)", id.len());
+    }
+    if id.is_empty() || !first_ok || !id.chars().all(ok_char) || id.contains("..") {
         bail!(
             "invalid {kind} {id:?}: use letters, digits, '.', '_' and '-' only, starting with a letter or digit (it becomes a folder name under the output)"
         );
@@ -29,5 +35,8 @@ mod tests {
         for good in ["run-1", "step-3.5-flash_vllm", "A1"] {
             check_id("run id", good).unwrap();
         }
+        check_id("run id", &"a".repeat(MAX_ID_BYTES)).unwrap();
+        let long = check_id("run id", &"a".repeat(MAX_ID_BYTES + 1)).unwrap_err().to_string();
+        assert_eq!(long, "invalid run id: 129 bytes long, at most 128 (it becomes a folder name under the output)");
     }
 }

@@ -588,6 +588,10 @@ pub fn validate_manifest(m: &RunManifest) -> Result<()> {
     check_numbers(&[("duration_s", Some(s.duration_s)), ("kv_budget_tokens", count(s.kv_budget_tokens))], |f| {
         format!("settings.{f}")
     })?;
+    check_numbers(&[("memory_gb", m.hardware.memory_gb)], |f| format!("hardware.{f}"))?;
+    if m.hardware.memory_gb == Some(0.0) {
+        bail!("hardware.memory_gb is 0: leave it out when the memory is not known");
+    }
     check_names(m)?;
     if m.model.id.trim().is_empty() {
         bail!("model.id is empty");
