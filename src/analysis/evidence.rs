@@ -50,8 +50,9 @@ pub struct HistogramBin {
 pub struct Distribution {
     pub count: usize,
     pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
+    /// Only where the sample supports it (10 requests for p90, 100 for p99).
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
     pub max: f64,
     pub bins: Vec<HistogramBin>,
 }
@@ -240,8 +241,8 @@ pub fn distribution(values: &[f64]) -> Option<Distribution> {
     Some(Distribution {
         count: v.len(),
         p50: percentile(&v, 50.0)?,
-        p90: percentile(&v, 90.0)?,
-        p99: percentile(&v, 99.0)?,
+        p90: percentile(&v, 90.0).filter(|_| super::interval::percentile_supported(v.len(), 90.0)),
+        p99: percentile(&v, 99.0).filter(|_| super::interval::percentile_supported(v.len(), 99.0)),
         max,
         bins,
     })
@@ -299,7 +300,12 @@ mod tests {
         let d = distribution(&v).unwrap();
         assert_eq!((d.count, d.p50, d.max), (100, 50.5, 100.0));
         // Linear rank: 0.9 x 99 = 89.1 between 90 and 91; 0.99 x 99 = 98.01 between 99 and 100.
-        assert_eq!((format!("{:.6}", d.p90), format!("{:.6}", d.p99)), ("90.100000".into(), "99.010000".into()));
+        assert_eq!((format!("{:.6}", d.p90.unwrap()), format!("{:.6}", d.p99.unwrap())), ("90.100000".into(), "99.010000".into()));
+        // Four requests support a median, not a p90 or p99.
+        let few = distribution(&[10.0, 12.0, 13.0, 13.9]).unwrap();
+        assert_eq!((few.p90, few.p99), (None, None));
+        let ten = distribution(&(1..=10).map(f64::from).collect::<Vec<_>>()).unwrap();
+        assert!(ten.p90.is_some() && ten.p99.is_none());
         assert_eq!(d.bins.len(), HISTOGRAM_BINS);
         assert_eq!(d.bins.iter().map(|b| b.count).sum::<usize>(), 100);
         assert_eq!(d.bins[0].count, 5);

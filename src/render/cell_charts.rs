@@ -144,12 +144,13 @@ pub fn histogram(d: &Distribution, what: &str) -> String {
     let most = d.bins.iter().map(|b| b.count).max().unwrap_or(0).max(1) as f64;
     let bar_w = (w - LEFT - RIGHT) / d.bins.len().max(1) as f64;
     let mut svg = format!(
-        "<svg class=\"chart histogram\" role=\"img\" viewBox=\"0 0 {w} {h}\" preserveAspectRatio=\"xMidYMid meet\"><title>Histogram of {}</title><desc>{} requests; p50 {}, p90 {}, p99 {}, max {}.</desc>",
+        "<svg class=\"chart histogram\" role=\"img\" viewBox=\"0 0 {w} {h}\" preserveAspectRatio=\"xMidYMid meet\"><title>Histogram of {}</title><desc>{} requests; p50 {}{}{}, max {}.</desc>",
         xml_escape(what),
         d.count,
         numbers::millis1(d.p50),
-        numbers::millis1(d.p90),
-        numbers::millis1(d.p99),
+        // A tail percentile only where the requests support it.
+        d.p90.map(|v| format!(", p90 {}", numbers::millis1(v))).unwrap_or_default(),
+        d.p99.map(|v| format!(", p99 {}", numbers::millis1(v))).unwrap_or_default(),
         numbers::millis1(d.max)
     );
     for (i, b) in d.bins.iter().enumerate() {

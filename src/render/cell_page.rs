@@ -12,7 +12,7 @@ use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::downloads::cell_detail;
 use super::leaderboard_page::{board_name, board_slug};
 use crate::analysis::evidence::{self, distribution, Distribution, Evidence};
-use crate::analysis::interval::{min_requests_for_percentile, percentile_supported, Basis, Estimate, IntervalKind};
+use crate::analysis::interval::{min_requests_for_percentile, Basis, Estimate, IntervalKind};
 use crate::analysis::{BoardKey, CellView, FigureSource, Figures, RunView};
 use crate::format::{Cell, LoadedRun, Phase, RequestRecord, Status, TokenSource};
 use crate::units::numbers::{self, context_slug};
@@ -293,11 +293,10 @@ fn evidence_view(
 
 /// A percentile where n supports it, else what n does allow: "max of 8" is the honest
 /// figure for a tail 8 requests cannot reach.
-fn percentile_or_max(value: f64, p: f64, d: &Distribution) -> String {
-    if percentile_supported(d.count, p) {
-        numbers::millis1(value)
-    } else {
-        format!("needs {} requests (max of {}: {})", min_requests_for_percentile(p), d.count, numbers::millis1(d.max))
+fn percentile_or_max(value: Option<f64>, p: f64, d: &Distribution) -> String {
+    match value {
+        Some(v) => numbers::millis1(v),
+        None => format!("needs {} requests (max of {}: {})", min_requests_for_percentile(p), d.count, numbers::millis1(d.max)),
     }
 }
 
