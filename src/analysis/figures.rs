@@ -1,4 +1,4 @@
-//! The figures of one cell, computed from raw records exactly as `methodology.md` defines
+//! The figures of one cell, computed from raw records exactly as the methodology page (`site-templates/glossary.html`) defines
 //! them, or taken as reported. This is the only place a figure is computed.
 
 use serde::Serialize;

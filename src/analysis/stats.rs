@@ -1,4 +1,4 @@
-//! Order statistics as `methodology.md` defines them.
+//! Order statistics as the methodology page (`site-templates/glossary.html`) defines them.
 
 /// Linear-interpolated percentile (`p` in 0..=100) of `values`: rank = p/100 x (n - 1),
 /// interpolated between the neighbouring order statistics. `None` for no values.

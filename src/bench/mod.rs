@@ -1,5 +1,5 @@
 //! The embedded load generator: drives an OpenAI-compatible server across the context x
-//! concurrency matrix as `methodology.md` says and writes a run folder in the data format.
+//! concurrency matrix as the methodology page (`site-templates/glossary.html`) says and writes a run folder in the data format.
 //!
 //! Layout: `client/` talks to the server (HTTP, SSE, chunk shapes, token accounting, one
 //! timed stream); `engine` holds what we know of each engine; `discover` asks the server

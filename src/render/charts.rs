@@ -76,6 +76,12 @@ const PLOT: Rect = Rect {
 };
 /// Tick labels, legend and point labels; axis names one size up.
 const TEXT_PX: u32 = 14;
+/// Plotters' SVG backend writes a font of whole size `s` as `s / 1.24` pixels (points to
+/// pixels): asking it for this much gives axis labels of at least `px` pixels, as the chart's
+/// own text has (14 px asks for 18, drawn at 14.5 px).
+fn plotters_font(px: u32) -> f64 {
+    (px as f64 * 1.24).ceil()
+}
 
 /// Renders a line chart with markers. Returns an empty string when there is nothing to draw.
 pub fn line_chart(spec: &ChartSpec) -> String {
@@ -197,8 +203,8 @@ fn draw<DB: DrawingBackend>(
         .y_desc(spec.y_desc)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
-        .label_style(("sans-serif", TEXT_PX))
-        .axis_desc_style(("sans-serif", TEXT_PX + 1))
+        .label_style(("sans-serif", plotters_font(TEXT_PX)))
+        .axis_desc_style(("sans-serif", plotters_font(TEXT_PX + 1)))
         .max_light_lines(0);
     if let Some(names) = names {
         mesh.x_labels(names.len().clamp(2, 8));
@@ -492,8 +498,8 @@ fn draw_scatter<DB: DrawingBackend>(
         .y_desc(spec.y_desc)
         .x_label_formatter(&|x| axis_number(*x))
         .y_label_formatter(&|y| axis_number(*y))
-        .label_style(("sans-serif", TEXT_PX))
-        .axis_desc_style(("sans-serif", TEXT_PX + 1))
+        .label_style(("sans-serif", plotters_font(TEXT_PX)))
+        .axis_desc_style(("sans-serif", plotters_font(TEXT_PX + 1)))
         .max_light_lines(0)
         .draw()?;
     if let Some((x, name)) = spec.region.as_ref().filter(|(x, _)| x.is_finite() && *x > 0.0 && *x < x1) {

@@ -1,5 +1,5 @@
 //! Token accounting, fed chunk by chunk: how many output tokens a stream produced and how
-//! many fell inside the cell's window, whatever the server reports (`methodology.md`,
+//! many fell inside the cell's window, whatever the server reports (the methodology page,
 //! "Counting tokens"). Pure: no clock, no I/O, so every shape a server sends is a unit test.
 //!
 //! - Continuous usage (vLLM with `continuous_usage_stats`, SGLang): each chunk's
