@@ -73,7 +73,7 @@ pub struct InitArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct SiteArgs {
-    /// Data folder (runs/, pages/).
+    /// Data folder (runs/, pages/, compare.json).
     #[arg(long, default_value = "data")]
     pub data: PathBuf,
     /// Template overrides; files missing there use the built-in defaults.
@@ -146,6 +146,7 @@ pub struct BenchArgs {
     /// Run folder name under data/runs/ (default: model-engine-timestamp).
     #[arg(long)]
     pub run_id: Option<String>,
+    /// The data folder the run is written under (data/runs/RUN_ID).
     #[arg(long, default_value = "data")]
     pub data: std::path::PathBuf,
     /// Continue the run named by --run-id: measure only its missing cells.
@@ -196,8 +197,10 @@ pub struct BenchArgs {
     /// Repeated characters that make a loop.
     #[arg(long, default_value_t = 4096, help_heading = "Loop detection")]
     pub loop_min_chars: usize,
+    /// Repetitions of one passage that make a loop.
     #[arg(long, default_value_t = 4, help_heading = "Loop detection")]
     pub loop_min_cycles: usize,
+    /// Never stop a stream as Looped (for models whose real answers repeat).
     #[arg(long, help_heading = "Loop detection")]
     pub no_loop_detection: bool,
 }
@@ -268,8 +271,9 @@ pub struct DiffArgs {
     /// change_threshold_pct, else 5].
     #[arg(long, value_parser = parse_threshold)]
     pub threshold: Option<f64>,
-    /// Exit 1 when any cell is judged slower (for CI pipelines that gate an engine
-    /// upgrade); single measurements are never judged, so measure with --repeat 3.
+    /// Exit 1 when any cell is judged slower or stopped working (valid in A; an error, looped
+    /// or over capacity in B), for CI pipelines that gate an engine upgrade; single
+    /// measurements are never judged, so measure with --repeat 3.
     #[arg(long)]
     pub fail_on_regression: bool,
 }
@@ -278,6 +282,7 @@ pub struct DiffArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub site: SiteArgs,
+    /// Output folder the site is built into and served from (outside the data folder).
     #[arg(long, default_value = "public")]
     pub out: PathBuf,
     /// Port (0: any free port).
@@ -300,6 +305,7 @@ pub struct FactsArgs {
     /// Accelerator name, e.g. "H200 SXM".
     #[arg(long, help_heading = "Run facts")]
     pub gpu: Option<String>,
+    /// Devices the server runs on (per-device figures divide by it) [default: 1].
     #[arg(long, help_heading = "Run facts")]
     pub gpu_count: Option<u32>,
     /// Memory per GPU, GB.
@@ -311,25 +317,34 @@ pub struct FactsArgs {
     /// e.g. "Discrete GPU", "CPU".
     #[arg(long, help_heading = "Run facts")]
     pub hardware_kind: Option<String>,
+    /// Operating system of the server's machine [default: this machine's, for a local server].
     #[arg(long, help_heading = "Run facts")]
     pub os: Option<String>,
     /// Model repository id for the pages, when the served name differs.
     #[arg(long, help_heading = "Run facts")]
     pub model_id: Option<String>,
+    /// The model's revision (a commit or tag of its repository).
     #[arg(long, help_heading = "Run facts")]
     pub revision: Option<String>,
+    /// Engine name (vllm, sglang, llama.cpp) [default: what the server says].
     #[arg(long, help_heading = "Run facts")]
     pub engine: Option<String>,
+    /// Engine version [default: what the server says].
     #[arg(long, help_heading = "Run facts")]
     pub engine_version: Option<String>,
+    /// Weight quantization, e.g. FP8, Q4_K_M [default: what the server says].
     #[arg(long, help_heading = "Run facts")]
     pub quantization: Option<String>,
+    /// Compute backend, e.g. CUDA 12.8, ROCm, CPU.
     #[arg(long, help_heading = "Run facts")]
     pub backend: Option<String>,
+    /// Where the engine's source lives (a repository URL).
     #[arg(long, help_heading = "Run facts")]
     pub engine_repository: Option<String>,
+    /// The engine's build (a build number or image tag).
     #[arg(long, help_heading = "Run facts")]
     pub engine_build: Option<String>,
+    /// The engine's source commit.
     #[arg(long, help_heading = "Run facts")]
     pub engine_commit: Option<String>,
     /// The server's launch command; secrets in it are redacted before it is stored.
@@ -338,6 +353,7 @@ pub struct FactsArgs {
     /// A Markdown file shown on the run page.
     #[arg(long, help_heading = "Run facts")]
     pub notes: Option<std::path::PathBuf>,
+    /// One line for the run page's header (longer text goes in --notes).
     #[arg(long, help_heading = "Run facts")]
     pub description: Option<String>,
 }
@@ -356,6 +372,7 @@ pub struct ImportArgs {
     /// Run folder name (default: from the file name).
     #[arg(long)]
     pub run_id: Option<String>,
+    /// The data folder the run is written under (data/runs/RUN_ID).
     #[arg(long, default_value = "data")]
     pub data: PathBuf,
     /// Replace an existing run with the same id.

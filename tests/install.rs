@@ -99,3 +99,72 @@ fn manual_pages_are_valid_roff() {
         stderr(&out)
     );
 }
+
+/// The long flags a `--help` text names.
+fn flags_in(text: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for (i, _) in text.match_indices("--") {
+        if i > 0 && text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '-') {
+            continue;
+        }
+        let name: String = text[i + 2..].chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-').collect();
+        if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            out.insert(format!("--{}", name.trim_end_matches('-')));
+        }
+    }
+    out
+}
+
+/// Every flag of every subcommand is in the README, and every flag the README gives a
+/// `site` command (in its reference section and in its examples) exists for that command.
+#[test]
+fn every_flag_is_documented_and_every_documented_flag_exists() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let subs = ["bench", "build", "check", "diff", "import", "init", "serve", "completions", "man"];
+    let mut all = std::collections::BTreeSet::new();
+    let mut by_sub = std::collections::BTreeMap::new();
+    for sub in subs {
+        let help = stdout(&site(&[sub, "--help"]));
+        let flags: std::collections::BTreeSet<String> = flags_in(&help).into_iter().filter(|f| f != "--help").collect();
+        for f in &flags {
+            let documented = readme.match_indices(f.as_str()).any(|(i, _)| {
+                !readme[i + f.len()..].starts_with(|c: char| c.is_ascii_lowercase() || c == '-')
+            });
+            assert!(documented, "site {sub} {f} is not in the README");
+        }
+        all.extend(flags.iter().cloned());
+        by_sub.insert(sub, flags);
+    }
+    assert!(all.len() > 50, "{all:?}");
+    // The reference section names only flags that exist.
+    let start = readme.find("## Command-line reference").expect("the README has a command-line reference");
+    let section = &readme[start..start + readme[start + 3..].find("\n## ").unwrap()];
+    for f in flags_in(section) {
+        assert!(all.contains(&f) || f == "--help", "the README's reference names {f}, which no subcommand has");
+    }
+    // Each `site SUB ...` command line of the README (continuations joined) uses SUB's flags.
+    let joined = readme.replace("\\\n", " ");
+    let mut checked = 0;
+    for line in joined.lines() {
+        for (i, _) in line.match_indices("site ") {
+            let rest = &line[i + 5..];
+            let Some(sub) = subs.iter().find(|s| rest.starts_with(&format!("{s} ")) || rest == **s) else { continue };
+            if i > 0 && !line[..i].ends_with([' ', '`', '(', '$']) {
+                continue;
+            }
+            let command = rest.split(['`', ';', '|', '&', ')']).next().unwrap_or("");
+            // The command's own words: a quoted launch command's flags are the server's.
+            let words = shlex::split(command).unwrap_or_else(|| command.split_whitespace().map(str::to_string).collect());
+            let used: Vec<String> = words
+                .iter()
+                .filter(|w| w.starts_with("--") && w.len() > 2)
+                .map(|w| w.split('=').next().unwrap_or(w).trim_end_matches([',', '.', ':']).to_string())
+                .collect();
+            for f in used {
+                assert!(by_sub[sub].contains(&f), "README: `site {command}` uses {f}, which site {sub} does not have");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} flags of README commands checked");
+}
