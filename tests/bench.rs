@@ -467,9 +467,11 @@ fn resume_runs_only_the_missing_cells() {
     let kept = fs::read(cells.join("decode-1024-c1.json")).unwrap();
     fs::remove_file(cells.join("decode-1024-c2.json")).unwrap();
     // Without --resume an existing run is never overwritten.
+    let kept_tree = common::tree(&ws.path().join("data"));
     let out = bench(ws.path(), &sim.url, &args);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("pass --resume"), "{}", stderr(&out));
+    assert_eq!(common::tree(&ws.path().join("data")), kept_tree, "a refused run writes nothing");
     let before = sim.get_json("/sim/stats")["requests"].as_u64().unwrap();
     let mut resumed: Vec<&str> = args.to_vec();
     resumed.push("--resume");
@@ -480,8 +482,11 @@ fn resume_runs_only_the_missing_cells() {
     assert!(cells.join("decode-1024-c2.json").is_file());
     assert!(sim.get_json("/sim/stats")["requests"].as_u64().unwrap() > before);
     // A resume with another matrix is refused.
+    let before = common::tree(&ws.path().join("data"));
     let out = bench(ws.path(), &sim.url, &["--contexts", "2k", "--concurrency", "1,2", "--run-id", "r", "--resume"]);
+    assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("matrix settings differ"), "{}", stderr(&out));
+    assert_eq!(common::tree(&ws.path().join("data")), before, "a refused resume writes nothing");
 }
 
 #[test]

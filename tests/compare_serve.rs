@@ -129,7 +129,7 @@ fn diff_refuses_bad_pairs_and_writes_nothing() {
         (["diff", "base", "disjoint", "--out", "x"], "have no cell in common"),
     ] {
         let out = ws.site(&args);
-        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert!(stderr(&out).contains(msg), "{args:?}: {}", stderr(&out));
         assert!(!ws.path().join("x").exists());
     }
@@ -142,7 +142,9 @@ fn diff_refuses_bad_pairs_and_writes_nothing() {
     )
     .unwrap();
     let out = ws.site(&["build"]);
+    assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("comparisons[0] names run \"ghost\""), "{}", stderr(&out));
+    assert!(!ws.path().join("public").exists(), "a refused build writes no site");
 }
 
 fn start_serve(ws: &Workspace) -> Server {
@@ -411,4 +413,28 @@ fn the_per_device_view_names_the_runs_devices() {
     ]);
     assert_ok(&gpu);
     assert!(text_of(&ws.read("gpu/index.html")).contains("Per GPU: total tok/s ÷ GPU count"));
+}
+
+/// Figures at the ends of what a data file may hold (1e-300 tok/s against 200): the CSV
+/// never prints hundreds of digits or `inf`.
+#[test]
+fn comparison_csv_figures_stay_short_at_the_extremes() {
+    let ws = Workspace::from_fixture("valid/compare");
+    copy_run_with(&ws, "tiny", |name, cell| {
+        let tps = match name {
+            "decode-8192-c2" => 1e-300,
+            "decode-8192-c2-r2" => 2e-300,
+            "decode-8192-c2-r3" => 1.5e-300,
+            _ => return,
+        };
+        cell["reported"]["total_tps"] = tps.into();
+    });
+    let out = ws.site(&["diff", "tiny", "base", "--out", "cmp"]);
+    assert_ok(&out);
+    let csv = ws.read("cmp/comparison.csv");
+    let row = csv.lines().find(|l| l.starts_with("decode,8192,2,")).unwrap();
+    assert!(row.contains(",1.5e-300,"), "A's mean in exponent form: {row}");
+    for field in row.split(',') {
+        assert!(field.len() <= 24 && !field.contains("inf") && !field.contains("NaN"), "{field:?} in {row}");
+    }
 }

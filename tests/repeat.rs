@@ -121,8 +121,13 @@ fn an_aa_pair_is_not_judged_and_a_ten_percent_slowdown_is_slower() {
     assert_ok(&out);
     let aa = verdicts(&fs::read_to_string(d.join("aa/comparison.csv")).unwrap());
     assert_eq!(aa.len(), 3, "prefill 256 and two decode cells: {aa:?}");
+    // Each judged figure reads "no change" or "inconclusive" (never faster, slower, single or
+    // empty): prefill judges its prompt tok/s, a decode cell its five figures.
+    let judged_well = |x: &String| x == "no_change" || x == "inconclusive";
     for (name, v) in &aa {
-        assert!(v.iter().all(|x| x != "faster" && x != "slower" && x != "single"), "A/A {name}: {v:?}");
+        let judged = if name.starts_with("prefill") { 1 } else { 5 };
+        assert!(v[..judged].iter().all(judged_well), "A/A {name}: {v:?}");
+        assert!(v[judged..].iter().all(String::is_empty), "A/A {name}: {v:?}");
     }
     assert!(stdout(&out).contains("3 cells with figures on both sides:"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("slower figures in"), "{}", stdout(&out));
@@ -132,7 +137,9 @@ fn an_aa_pair_is_not_judged_and_a_ten_percent_slowdown_is_slower() {
     assert!(!out.status.success(), "{}", stdout(&out));
     assert!(stderr(&out).contains("judged slower"), "{}", stderr(&out));
     let ab = verdicts(&fs::read_to_string(d.join("ab/comparison.csv")).unwrap());
-    for (name, v) in ab.iter().filter(|(n, _)| n.starts_with("decode")) {
+    let decode: Vec<_> = ab.iter().filter(|(n, _)| n.starts_with("decode")).collect();
+    assert_eq!((ab.len(), decode.len()), (3, 2), "{ab:?}");
+    for (name, v) in decode {
         assert_eq!(v[0], "slower", "A/B {name} total tok/s: {v:?}");
     }
 }
