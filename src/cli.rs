@@ -134,11 +134,11 @@ pub struct BenchArgs {
     /// Measure each cell N times, the repetitions interleaved across the matrix (every cell
     /// once, then every cell again), so slow drift spreads over all cells. 3 for published
     /// runs: comparisons judge a change only between repeated cells.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=speed_matrix::format::load::MAX_REPETITIONS as i64))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=speed_matrix::format::validate::MAX_REPETITIONS as i64))]
     pub repeat: u32,
     /// Measured prefill requests per context and repetition (each with a fresh prompt tag,
     /// after one discarded warm-up request); the page shows their median and spread.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=speed_matrix::format::load::MAX_PREFILL_SAMPLES as i64))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=speed_matrix::format::validate::MAX_PREFILL_SAMPLES as i64))]
     pub prefill_samples: u32,
     /// KV cache budget in tokens (overrides what the server reports).
     #[arg(long)]

@@ -15,5 +15,6 @@ pub mod redact;
 pub mod render;
 pub mod serve;
 pub mod site;
+pub mod stats;
 pub mod units;
 pub mod write;

@@ -54,7 +54,7 @@ pub fn check(cell: &CellView, slo: &Slo, prefill: Option<&CellView>) -> Result<(
     if cell.status != Status::Valid {
         return Err(Miss::NotValid);
     }
-    let needs = crate::analysis::interval::min_requests_for_percentile(slo.percentile as f64) as u32;
+    let needs = crate::stats::min_requests_for_percentile(slo.percentile as f64) as u32;
     let (tbt, ttft) = at_percentile(cell, slo.percentile);
     let bound_ms = 1000.0 / slo.min_tps_per_user;
     let Some(tbt) = tbt else { return Err(Miss::NoPercentile { percentile: slo.percentile, needs }) };

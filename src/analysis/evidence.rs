@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::figures::{time_between_tokens_s, ttft_s};
-use super::stats::percentile;
+use crate::stats::{percentile, percentile_supported};
 use crate::format::{Cell, GaugeSample, RequestRecord, TokenSource};
 
 /// Timeline lanes drawn at most; beyond, neighbouring requests (by send time) share a lane.
@@ -241,8 +241,8 @@ pub fn distribution(values: &[f64]) -> Option<Distribution> {
     Some(Distribution {
         count: v.len(),
         p50: percentile(&v, 50.0)?,
-        p90: percentile(&v, 90.0).filter(|_| super::interval::percentile_supported(v.len(), 90.0)),
-        p99: percentile(&v, 99.0).filter(|_| super::interval::percentile_supported(v.len(), 99.0)),
+        p90: percentile(&v, 90.0).filter(|_| percentile_supported(v.len(), 90.0)),
+        p99: percentile(&v, 99.0).filter(|_| percentile_supported(v.len(), 99.0)),
         max,
         bins,
     })

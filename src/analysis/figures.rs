@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::stats::{mean, median, percentile};
+use crate::stats::{mean, median, percentile};
 use crate::format::{Measurement, Phase, ReportedFigures, RequestRecord, TelemetrySample, Window};
 
 /// What the site prints for a cell. `None` prints as a dash.
@@ -178,7 +178,7 @@ pub fn prefill_rates(prompt_tokens: Option<u32>, requests: &[RequestRecord]) -> 
 /// The `p` percentile where n supports it (at least one value beyond it: p90 from 10,
 /// p99 from 100); below that the pages print the largest value with its n instead.
 pub fn supported_percentile(values: &[f64], p: f64) -> Option<f64> {
-    percentile(values, p).filter(|_| super::interval::percentile_supported(values.len(), p))
+    percentile(values, p).filter(|_| crate::stats::percentile_supported(values.len(), p))
 }
 
 fn prefill_figures(prompt_tokens: Option<u32>, requests: &[RequestRecord]) -> Figures {

@@ -4,7 +4,9 @@
 //! methodology page and in `docs/statistics.md`.
 
 use serde::Serialize;
-use statrs::distribution::{Binomial, ContinuousCDF, DiscreteCDF, StudentsT};
+
+pub use crate::stats::{min_requests_for_percentile, percentile_supported};
+use crate::stats::{mean_sd, t_quantile};
 
 /// The confidence of every interval the site prints.
 pub const CONFIDENCE: f64 = 0.95;
@@ -76,30 +78,6 @@ impl Estimate {
     }
 }
 
-/// Mean and sample standard deviation of finite values.
-pub fn mean_sd(values: &[f64]) -> Option<(f64, f64)> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let sd = if n < 2 { 0.0 } else { (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() };
-    Some((mean, sd))
-}
-
-/// The `p` quantile of Student's t with `df` degrees of freedom (df > 0).
-pub fn t_quantile(df: f64, p: f64) -> f64 {
-    StudentsT::new(0.0, 1.0, df).map(|t| t.inverse_cdf(p)).unwrap_or(f64::NAN)
-}
-
-/// The two-sided p value of a t statistic.
-pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
-    if t.is_nan() {
-        return 1.0;
-    }
-    StudentsT::new(0.0, 1.0, df).map(|d| 2.0 * (1.0 - d.cdf(t.abs()))).unwrap_or(1.0).clamp(0.0, 1.0)
-}
-
 /// Mean with its t interval: x̄ ± t(0.975, n-1) · s/√n, and CV = s/x̄. One value gives the
 /// value alone (n = 1, no interval).
 pub fn mean_estimate(values: &[f64], basis: Basis) -> Option<Estimate> {
@@ -127,28 +105,8 @@ pub fn mean_estimate(values: &[f64], basis: Basis) -> Option<Estimate> {
 /// for 95% (n < 6 for the median).
 pub fn quantile_interval(values: &[f64], p: f64) -> Option<Interval> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    let n = v.len();
-    if n < 2 {
-        return None;
-    }
     v.sort_by(f64::total_cmp);
-    let q = (p / 100.0).clamp(0.0, 1.0);
-    let b = Binomial::new(q, n as u64).ok()?;
-    // P(X_(j) <= quantile < X_(k)) = P(j <= B <= k-1) = cdf(k-1) - cdf(j-1), ranks 1-based.
-    let cover = |j: usize, k: usize| b.cdf((k - 1) as u64) - if j == 0 { 0.0 } else { b.cdf((j - 1) as u64) };
-    let centre = ((n as f64 + 1.0) * q).round().clamp(1.0, n as f64) as usize;
-    let (mut j, mut k) = (centre, centre);
-    while cover(j, k) < CONFIDENCE {
-        // Widen on the side that adds the most probability mass.
-        let lower = (j > 1).then(|| cover(j - 1, k));
-        let upper = (k < n).then(|| cover(j, k + 1));
-        match (lower, upper) {
-            (Some(l), Some(u)) if l >= u => j -= 1,
-            (_, Some(_)) => k += 1,
-            (Some(_), None) => j -= 1,
-            (None, None) => return None,
-        }
-    }
+    let (j, k) = crate::stats::quantile_ranks(v.len(), p, CONFIDENCE)?;
     Some(Interval { lo: v[j - 1], hi: v[k - 1], kind: IntervalKind::OrderStatistic })
 }
 
@@ -156,7 +114,7 @@ pub fn quantile_interval(values: &[f64], p: f64) -> Option<Interval> {
 /// small for 95%.
 pub fn median_estimate(values: &[f64]) -> Option<Estimate> {
     let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    let value = super::stats::median(&v)?;
+    let value = crate::stats::median(&v)?;
     let interval = quantile_interval(&v, 50.0).or_else(|| {
         let lo = v.iter().copied().reduce(f64::min)?;
         let hi = v.iter().copied().reduce(f64::max)?;
@@ -164,19 +122,6 @@ pub fn median_estimate(values: &[f64]) -> Option<Estimate> {
     });
     let cv = mean_sd(&v).filter(|(m, _)| v.len() >= 2 && *m != 0.0).map(|(m, sd)| sd / m.abs());
     Some(Estimate { value, n: v.len() as u32, basis: Basis::Requests, interval, cv, samples: Vec::new() })
-}
-
-/// The least n of requests for which the `p` percentile is printed: at least one request
-/// beyond it (p90 from 10 requests, p99 from 100). Below it the page prints "max of n".
-pub fn min_requests_for_percentile(p: f64) -> usize {
-    if p >= 100.0 {
-        return 1;
-    }
-    (100.0 / (100.0 - p) - 1e-9).ceil() as usize
-}
-
-pub fn percentile_supported(n: usize, p: f64) -> bool {
-    n >= min_requests_for_percentile(p)
 }
 
 /// Batch means of a window's per-second rates: consecutive bins grouped `BATCH_SECONDS` at
@@ -229,13 +174,6 @@ mod tests {
     }
 
     #[test]
-    fn t_quantiles_match_tables() {
-        assert!(close(t_quantile(2.0, 0.975), 4.302653, 1e-5));
-        assert!(close(t_quantile(10.0, 0.975), 2.228139, 1e-5));
-        assert!(close(t_two_sided_p(2.228139, 10.0), 0.05, 1e-5));
-    }
-
-    #[test]
     fn one_value_has_no_interval_and_no_cv() {
         let e = mean_estimate(&[42.0], Basis::Repetitions).unwrap();
         assert_eq!((e.value, e.interval, e.cv, e.n), (42.0, None, None, 1));
@@ -253,15 +191,6 @@ mod tests {
         let small = median_estimate(&[3.0, 1.0, 2.0]).unwrap();
         assert_eq!(small.interval.unwrap(), Interval { lo: 1.0, hi: 3.0, kind: IntervalKind::Range });
         assert_eq!(small.half_width_pct(), None);
-    }
-
-    #[test]
-    fn percentiles_need_a_request_beyond_them() {
-        assert_eq!(min_requests_for_percentile(50.0), 2);
-        assert_eq!(min_requests_for_percentile(90.0), 10);
-        assert_eq!(min_requests_for_percentile(99.0), 100);
-        assert!(!percentile_supported(8, 90.0));
-        assert!(percentile_supported(100, 99.0));
     }
 
     #[test]

@@ -14,7 +14,6 @@ pub mod pareto;
 pub mod run;
 pub mod series;
 pub mod spread;
-pub mod stats;
 pub mod tools;
 pub mod verdict;
 pub mod version;

@@ -76,7 +76,7 @@ fn values(reps: &[&Figures], f: fn(&Figures) -> Option<f64>) -> Vec<f64> {
 /// The figures of several valid repetitions: each the mean of the repetitions that have it
 /// (counts summed), so the printed figure is the point of its interval.
 pub fn mean_figures(reps: &[&Figures]) -> Figures {
-    let mean = |f: fn(&Figures) -> Option<f64>| super::stats::mean(&values(reps, f));
+    let mean = |f: fn(&Figures) -> Option<f64>| crate::stats::mean(&values(reps, f));
     let sum = |f: fn(&Figures) -> Option<u64>| reps.iter().filter_map(|r| f(r)).reduce(u64::saturating_add);
     Figures {
         prompt_tps: mean(|f| f.prompt_tps),

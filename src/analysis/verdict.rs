@@ -5,7 +5,8 @@
 
 use serde::Serialize;
 
-use super::interval::{mean_sd, t_quantile, t_two_sided_p, Basis, Estimate, CONFIDENCE};
+use super::interval::{Basis, Estimate, CONFIDENCE};
+use crate::stats::{benjamini_hochberg, t_quantile, t_two_sided_p, welch};
 
 /// How a change reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -96,29 +97,17 @@ impl LogWelch {
 }
 
 fn log_welch(a: &[f64], b: &[f64]) -> Option<LogWelch> {
-    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|v| !v.is_finite()) {
+    if a.iter().chain(b).any(|v| !v.is_finite()) {
         return None;
     }
     let positive = a.iter().chain(b).all(|v| *v > 0.0);
-    let (sa_, sb_): (Vec<f64>, Vec<f64>) = if positive {
-        (a.iter().map(|v| v.ln()).collect(), b.iter().map(|v| v.ln()).collect())
+    let w = if positive {
+        let logs = |x: &[f64]| x.iter().map(|v| v.ln()).collect::<Vec<f64>>();
+        welch(&logs(a), &logs(b))?
     } else {
-        (a.to_vec(), b.to_vec())
+        welch(a, b).filter(|w| w.mean_a > 0.0)?
     };
-    let ((ma, sa), (mb, sb)) = (mean_sd(&sa_)?, mean_sd(&sb_)?);
-    if !positive && ma <= 0.0 {
-        return None;
-    }
-    let (na, nb) = (sa_.len() as f64, sb_.len() as f64);
-    let (va, vb) = (sa * sa / na, sb * sb / nb);
-    let se = (va + vb).sqrt();
-    let df = if se > 0.0 {
-        (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0))
-    } else {
-        na + nb - 2.0
-    };
-    let base = (!positive).then_some(ma);
-    Some(LogWelch { d: mb - ma, se, df, sd: ((sa * sa + sb * sb) / 2.0).sqrt(), base })
+    Some(LogWelch { d: w.d, se: w.se, df: w.df, sd: w.sd, base: (!positive).then_some(w.mean_a) })
 }
 
 /// The change of one figure, before the comparison-wide correction ([`judge_all`]) sets
@@ -177,18 +166,8 @@ fn reps_needed(w: &LogWelch, threshold_pct: f64) -> Option<u32> {
 /// significant change is called only when it is at least its threshold; a change whose
 /// whole 95% interval lies within ± the threshold is "no change".
 pub fn judge_all(changes: &mut [&mut Change]) {
-    let mut order: Vec<usize> = (0..changes.len()).filter(|&i| changes[i].p_value.is_some()).collect();
-    let p = |i: usize| changes[i].p_value.unwrap_or(1.0);
-    order.sort_by(|&x, &y| p(x).total_cmp(&p(y)).then(x.cmp(&y)));
-    let m = order.len();
-    let passing = order.iter().enumerate().rev().find(|(rank, &i)| p(i) <= (rank + 1) as f64 / m as f64 * ALPHA);
-    let mut significant = vec![false; changes.len()];
-    if let Some((k, _)) = passing {
-        for &i in &order[..=k] {
-            significant[i] = true;
-        }
-    }
-    for (c, sig) in changes.iter_mut().zip(significant) {
+    let p_values: Vec<Option<f64>> = changes.iter().map(|c| c.p_value).collect();
+    for (c, sig) in changes.iter_mut().zip(benjamini_hochberg(&p_values, ALPHA)) {
         c.verdict = verdict_of(c, sig);
     }
 }

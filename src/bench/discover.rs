@@ -43,7 +43,7 @@ fn raw_metric_value(text: &str, name: &str) -> Option<f64> {
         let value = rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
         if let Some(v) = value {
             // One bad sample spoils the sum: NaN and infinities stay so.
-            let v = if crate::format::load::reading(v).is_some() { v } else { f64::NAN };
+            let v = if crate::format::validate::reading(v).is_some() { v } else { f64::NAN };
             *total.get_or_insert(0.0) += v;
         }
     }

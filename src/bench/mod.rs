@@ -47,7 +47,7 @@ pub(crate) fn warn_once(kind: &'static str, detail: &str) {
 /// A server's or a tool's reading as a data file may hold it, or `None` with a warning (a
 /// gauge of -3, NaN, +Inf, 1e308 watts): dropped, never written.
 pub(crate) fn checked_reading(kind: &'static str, v: f64) -> Option<f64> {
-    let r = crate::format::load::reading(v);
+    let r = crate::format::validate::reading(v);
     if r.is_none() {
         warn_dropped(kind, v);
     }

@@ -75,7 +75,7 @@ impl Recorder {
 
     pub fn write_manifest(&self, m: &RunManifest) -> Result<()> {
         let path = self.dir.join(RUN_MANIFEST);
-        format::load::validate_manifest(m)
+        format::validate::validate_manifest(m)
             .with_context(|| format!("refusing to write {}: site check would refuse it", path.display()))?;
         write_atomic(&path, to_pretty(m).as_bytes())
     }
@@ -86,7 +86,7 @@ impl Recorder {
 
     pub fn write_cell(&mut self, cell: &Cell) -> Result<()> {
         let path = cell_path(&self.dir, cell);
-        format::load::validate_cell(cell)
+        format::validate::validate_cell(cell)
             .with_context(|| format!("refusing to write {}: site check would refuse it", path.display()))?;
         let json = self.scrubber.scrub(&to_pretty(cell));
         write_atomic(&path, json.as_bytes())?;

@@ -42,10 +42,10 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
         (None, None) => bail!("the server lists no model; pass --model"),
     };
     let chars = model.chars().count();
-    if chars > crate::format::load::MAX_NAME_CHARS {
+    if chars > crate::format::validate::MAX_NAME_CHARS {
         bail!(
             "the model id is {chars} characters long (at most {} can be published); pass --model with the name to use",
-            crate::format::load::MAX_NAME_CHARS
+            crate::format::validate::MAX_NAME_CHARS
         );
     }
     let cap = capacity(&info, &cfg);

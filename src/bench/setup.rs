@@ -226,7 +226,7 @@ fn run_manifest(
     });
     // Before any folder is made: a manifest site check would refuse (a 300-character
     // --gpu name) is an error now, not an empty run folder left behind.
-    crate::format::load::validate_manifest(&m).context("the run's facts")?;
+    crate::format::validate::validate_manifest(&m).context("the run's facts")?;
     Ok(m)
 }
 

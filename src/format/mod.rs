@@ -1,5 +1,6 @@
-//! The data folder: its on-disk format (`model`), how it is read and validated (`load`),
-//! and the rules for names that become paths (`ids`). Only this module knows file names
+//! The data folder: its on-disk format (`model`), its rules (`validate`, pure, used by the
+//! loader and every writer), how it is read (`load`), and the rules for names that become
+//! paths (`ids`). Only this module knows file names
 //! under `data/`.
 
 pub mod facts;
@@ -8,12 +9,14 @@ pub mod json;
 pub mod load;
 pub mod model;
 pub mod settings;
+pub mod validate;
 pub mod writer;
 
 pub use load::{
     check_comparison_runs, load_data_dir, load_data_dir_with, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun,
-    PageSource, Skipped, MAX_REPETITIONS,
+    PageSource, Skipped,
 };
+pub use validate::MAX_REPETITIONS;
 pub use model::*;
 pub use settings::SiteSettings;
 

@@ -540,7 +540,9 @@ fn draw_scatter<DB: DrawingBackend>(
                     "<line class=\"whisker\" x1=\"{cx}\" y1=\"{top}\" x2=\"{cx}\" y2=\"{bottom}\" stroke=\"{css}\" stroke-width=\"1.5\"/>"
                 ));
             }
-            let shape = marker(marker_shape(i), cx, cy, if on_frontier { 5 } else { 3 }, &css);
+            // Data marks carry class "point", as every chart's do.
+            let shape = marker(marker_shape(i), cx, cy, if on_frontier { 5 } else { 3 }, &css)
+                .replacen(' ', " class=\"point\" ", 1);
             if on_frontier || linked < spec.max_linked {
                 linked += 1;
                 push_linked(marks, &shape, &(spec.label)(i, j));
