@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::fixed_count;
-use super::serving::Converted;
+use super::converted::Converted;
 use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 use crate::fsutil;
 
@@ -254,5 +254,5 @@ pub fn convert(group: Vec<Profile>) -> Result<(Converted, String)> {
     let started_at = group.iter().filter_map(|p| p.started_at.clone()).min();
     let osl = first.osl.unwrap_or(0.0);
     let settings = fixed_count::settings(first.cell.context, &cells, duration, osl.round().max(0.0) as u64);
-    Ok((Converted { settings, cells, model: first.model, started_at }, first.version))
+    Ok((Converted { settings, cells, model: first.model, started_at, engine: None }, first.version))
 }

@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use serde_json::Value;
 
 use super::fixed_count;
-use super::serving::Converted;
+use super::converted::Converted;
 use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 
 pub const TOOL: &str = "guidellm";
@@ -121,5 +121,5 @@ pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
         .map(|t| t.to_string());
     let settings = fixed_count::settings(context, &cells, duration, max_output);
     let model = v.pointer("/config/spec/backend/model").and_then(Value::as_str).map(str::to_string);
-    Ok((Converted { settings, cells, model, started_at }, version))
+    Ok((Converted { settings, cells, model, started_at, engine: None }, version))
 }

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::fixed_count;
-use super::serving::Converted;
+use super::converted::Converted;
 use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 
 pub const TOOL: &str = "inference-perf";
@@ -176,5 +176,5 @@ pub fn convert(stages: &[(String, Value)], records: &[ReportedSample]) -> Result
     let duration =
         stages.iter().filter_map(|(_, v)| v.get("benchmark_time_seconds").and_then(Value::as_f64)).fold(0.0, f64::max);
     let settings = fixed_count::settings(context.unwrap_or(0), &cells, duration, max_output.round().max(0.0) as u64);
-    Ok(Converted { settings, cells, model: None, started_at: None })
+    Ok(Converted { settings, cells, model: None, started_at: None, engine: None })
 }

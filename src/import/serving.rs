@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use serde_json::Value;
 
+use super::converted::Converted;
 use super::fixed_count;
 use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 
@@ -207,15 +208,6 @@ pub fn group(tool: ServingTool, results: Vec<(String, Value)>) -> Vec<Vec<(Strin
     out.into_iter().map(|(_, g)| g).collect()
 }
 
-/// One setting's results as a run: its settings and cells, the model the file names, and
-/// when it started.
-pub struct Converted {
-    pub settings: crate::format::RunSettings,
-    pub cells: Vec<Cell>,
-    pub model: Option<String>,
-    pub started_at: Option<String>,
-}
-
 /// A group of results (one setting) as a run's manifest settings and cells.
 pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Converted> {
     let mut cells: Vec<Cell> = Vec::new();
@@ -247,7 +239,7 @@ pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Con
     };
     // The run started with its earliest result.
     let date = group.iter().filter_map(|(_, v)| v.get("date").and_then(Value::as_str).and_then(vllm_date)).min();
-    Ok(Converted { settings, cells, model, started_at: date })
+    Ok(Converted { settings, cells, model, started_at: date, engine: None })
 }
 
 /// vLLM's `20261202-172552` as `2026-12-02T17:25:52` (the file gives no time zone).

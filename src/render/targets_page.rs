@@ -87,7 +87,7 @@ pub fn miss_text(m: Option<&Miss>) -> String {
 /// One context × SLO of a run page's table.
 #[derive(Debug, Serialize)]
 struct TargetCell {
-    /// The board's folder under `targets/` (`board_slug`).
+    /// The board's folder under `targets/` (`target_slug`).
     board: String,
     concurrency: Option<u32>,
     total_tps: Option<f64>,
@@ -119,7 +119,7 @@ pub fn run_targets(capacity: &RunCapacity, settings: &SiteSettings, shown: &[u32
                 .iter()
                 .map(|s| match &s.point {
                     Some(p) => TargetCell {
-                        board: board_slug(&s.slo, c.context),
+                        board: target_slug(&s.slo, c.context),
                         concurrency: Some(p.concurrency),
                         total_tps: Some(p.total_tps),
                         tps_per_device: Some(p.tps_per_device),
@@ -128,7 +128,7 @@ pub fn run_targets(capacity: &RunCapacity, settings: &SiteSettings, shown: &[u32
                         why: None,
                     },
                     None => TargetCell {
-                        board: board_slug(&s.slo, c.context),
+                        board: target_slug(&s.slo, c.context),
                         concurrency: None,
                         total_tps: None,
                         tps_per_device: None,
@@ -149,8 +149,8 @@ pub fn run_targets(capacity: &RunCapacity, settings: &SiteSettings, shown: &[u32
     }))
 }
 
-/// `targets/<slo>-<ctx>`.
-pub fn board_slug(slo: &str, context: u32) -> String {
+/// A target board's folder under `targets/`: `<slo>-<ctx>` (a leaderboard's is `leaderboard_page::board_slug`).
+pub fn target_slug(slo: &str, context: u32) -> String {
     format!("{slo}-{}", context_slug(context))
 }
 
@@ -198,7 +198,7 @@ pub fn render_all(
         .targets
         .par_iter()
         .map(|b| {
-            let dir = format!("targets/{}", board_slug(&b.slo, b.context));
+            let dir = format!("targets/{}", target_slug(&b.slo, b.context));
             let files = vec![format!("{dir}/index.html")];
             Unit::listed(
                 dir,
@@ -216,7 +216,7 @@ pub fn render_all(
     let links: Vec<(String, String, u32, usize)> = site
         .targets
         .iter()
-        .map(|b| (board_slug(&b.slo, b.context), b.slo.clone(), b.context, b.entries.len()))
+        .map(|b| (target_slug(&b.slo, b.context), b.slo.clone(), b.context, b.entries.len()))
         .collect();
     let html = cx.env.get_template("targets.html")?.render(context! {
         root => root("../"),
@@ -269,7 +269,7 @@ fn render_board(
         unmet => ser(&unmet),
         priced => settings.price_known(),
     })?;
-    put_page(sink, &format!("targets/{}/index.html", board_slug(&b.slo, b.context)), &html, stats)
+    put_page(sink, &format!("targets/{}/index.html", target_slug(&b.slo, b.context)), &html, stats)
 }
 
 /// One SLO's best configuration on the front page.

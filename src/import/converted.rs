@@ -1,0 +1,15 @@
+//! What every format's converter makes of its sources: one run's settings and cells, and the
+//! facts the sources tell (model, engine, date). `import` turns it into a run folder.
+
+use crate::format::{Cell, RunSettings};
+
+#[derive(Debug)]
+pub struct Converted {
+    pub settings: RunSettings,
+    pub cells: Vec<Cell>,
+    /// The model the sources name (used only when no `--model-id` is given).
+    pub model: Option<String>,
+    pub started_at: Option<String>,
+    /// The engine the sources name, where they do.
+    pub engine: Option<String>,
+}
