@@ -16,6 +16,11 @@ use crate::render::{templates, RenderStats, SitePages};
 use crate::units::InputHash;
 use crate::write::{assets, InPlace, OutputIndex, Siblings, Sink, Staging};
 
+/// What the site's commands read of a comparison's verdicts, and the staging clean-up an
+/// up-to-date build still does: the commands reach the pipeline only through `site`.
+pub use crate::analysis::compare::CellVerdict;
+pub use crate::write::clean_stale_staging;
+
 /// Where a site's inputs and output live.
 #[derive(Debug, Clone)]
 pub struct SiteConfig {
@@ -156,6 +161,60 @@ impl Site {
             ),
         };
         Site::analyzed(config, settings, data, runs, load)
+    }
+
+    /// A site of two runs and their comparison (`site diff A B`): each run named by its id
+    /// under the data folder or by its folder's path, loaded, prepared and analyzed as `load`
+    /// does for every run, then compared at `threshold` (default: `site.toml`'s).
+    pub fn load_pair(config: SiteConfig, a: &str, b: &str, threshold: Option<f64>) -> Result<Site> {
+        let t = Instant::now();
+        let settings = match &config.settings_file {
+            Some(path) => SiteSettings::load(path)?,
+            None => SiteSettings::default(),
+        };
+        let (ra, rb) = (format::find_run(&config.data_dir, a)?, format::find_run(&config.data_dir, b)?);
+        if ra.dir.canonicalize().ok() == rb.dir.canonicalize().ok() || ra.id == rb.id {
+            return Err(analysis::compare::Incomparable::SameRun(ra.id.clone()).into());
+        }
+        let (a_id, b_id) = (ra.id.clone(), rb.id.clone());
+        let mut runs = vec![analysis::prepare(&ra), analysis::prepare(&rb)];
+        let cells: usize = runs.iter().map(PreparedRun::cells).sum();
+        drop((ra, rb));
+        // The analysis takes runs sorted by id.
+        runs.sort_by(|x, y| x.id().cmp(y.id()));
+        let data = DataSet::of_runs(&config.data_dir, runs.iter().map(|r| r.id().to_string()).collect());
+        let load = Step { name: "load", took: t.elapsed(), detail: format!("2 runs, {cells} cells") };
+        let t = Instant::now();
+        let model = analysis::analyze(runs, &settings);
+        let analyze = Step { name: "analyze", took: t.elapsed(), detail: analyzed_detail(&model) };
+        let t = Instant::now();
+        let run = |id: &str| model.run(id).expect("both runs were analyzed");
+        let cmp = analysis::compare(run(&a_id), run(&b_id), threshold.unwrap_or(settings.change_threshold_pct))?;
+        let compare = Step { name: "compare", took: t.elapsed(), detail: "1 comparison".into() };
+        let steps = vec![load, analyze, compare];
+        Ok(Site { config, settings, data, model, comparisons: vec![cmp], steps, fingerprint: None })
+    }
+
+    /// Writes the site's first comparison as a standalone folder at the output (`site
+    /// diff`): its page and CSV through the comparison writer `build` uses, and the assets.
+    pub fn write_comparison(&self) -> Result<BuildReport> {
+        let t = Instant::now();
+        let cmp = self.comparisons.first().context("no comparison to write")?;
+        let run = |id: &str| self.model.run(id).context("the comparison's runs are the site's");
+        let env = templates::environment(self.config.templates_dir.as_deref(), &self.settings)?;
+        let cx = crate::render::PageContext::new(&env, &[], &[], &[], &self.settings);
+        let staging = Staging::new(&self.config.out_dir, BTreeMap::new())?;
+        let mut stats = RenderStats::default();
+        let place = crate::render::compare_page::ComparisonPlace::Standalone;
+        crate::render::compare_page::write_comparison(&cx, cmp, (run(&cmp.a_id)?, run(&cmp.b_id)?), place, &staging, &mut stats)?;
+        assets::write_assets(self.config.static_dir.as_deref(), &staging)?;
+        let mut steps = self.steps.clone();
+        steps.push(Step { name: "render", took: t.elapsed(), detail: format!("{} page", stats.pages) });
+        let t = Instant::now();
+        let (files, bytes) = staging.written();
+        staging.commit().with_context(|| format!("writing {}", self.config.out_dir.display()))?;
+        steps.push(Step { name: "write", took: t.elapsed(), detail: format!("{files} files into {}", self.config.out_dir.display()) });
+        Ok(BuildReport { steps, stats, files, bytes })
     }
 
     /// Analyze and compare: what follows loading, whole or in part.

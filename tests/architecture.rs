@@ -219,3 +219,25 @@ fn modules_inside_a_layer_do_not_use_each_other_in_a_circle() {
         }
     }
 }
+
+/// The site's commands (`build`, `check`, `diff`, `serve`) go through the pipeline: they reach
+/// the library only through `site` (and `serve`, which runs it), the data format and the
+/// leaves, never analysis, rendering or writing on their own.
+#[test]
+fn the_site_commands_reach_the_library_only_through_the_pipeline() {
+    let cmd = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cmd");
+    let allowed = ["site", "serve", "format", "units", "fsutil"];
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for name in ["build.rs", "check.rs", "diff.rs", "serve.rs", "mod.rs"] {
+        let text = fs::read_to_string(cmd.join(name)).unwrap();
+        for (used, _) in paths_after(&text, "speed_matrix::") {
+            seen += 1;
+            if !allowed.contains(&used.as_str()) {
+                wrong.push(format!("src/cmd/{name} uses speed_matrix::{used}"));
+            }
+        }
+    }
+    assert!(seen >= 8, "only {seen} library paths found in the site commands");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -91,6 +91,10 @@ impl PreparedRun {
     pub fn cells(&self) -> usize {
         self.0.prefill.len() + self.0.decode.len()
     }
+
+    pub fn id(&self) -> &str {
+        &self.0.id
+    }
 }
 
 pub fn prepare(run: &LoadedRun) -> PreparedRun {

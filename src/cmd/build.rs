@@ -10,7 +10,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
     let config = args.site.config_writing(&args.out)?;
     let fingerprint = input_fingerprint(&config);
     if !args.force && up_to_date(&config, fingerprint) {
-        speed_matrix::write::clean_stale_staging(&config.out_dir);
+        speed_matrix::site::clean_stale_staging(&config.out_dir);
         say!(
             "{} is up to date: no input changed since it was built ({:.1} ms; --force builds anyway)",
             args.out.display(),

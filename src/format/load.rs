@@ -36,6 +36,22 @@ pub struct DataSet<R = LoadedRun> {
     pub redactions: Vec<Redaction>,
 }
 
+impl DataSet<()> {
+    /// A data set of runs chosen one by one (`site diff`'s two): no pages, comparisons or
+    /// skipped entries.
+    pub fn of_runs(root: &Path, run_ids: Vec<String>) -> DataSet<()> {
+        DataSet {
+            root: root.to_path_buf(),
+            runs: vec![(); run_ids.len()],
+            run_ids,
+            pages: Vec::new(),
+            comparisons: Vec::new(),
+            skipped: Vec::new(),
+            redactions: Vec::new(),
+        }
+    }
+}
+
 impl<R> DataSet<R> {
     /// The runs, and the rest of the data set without them.
     pub fn take_runs(self) -> (Vec<R>, DataSet<()>) {
@@ -325,6 +341,34 @@ fn load_page(path: &Path) -> Result<PageSource> {
     let markdown = fsutil::read_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?;
     let (markdown, redaction) = redacted_markdown(path, markdown);
     Ok(PageSource { slug, file: path.to_path_buf(), markdown, redaction })
+}
+
+/// A run named by its id under `data_dir`, or by the path of its folder (`site diff`'s
+/// arguments): loaded, or an error that says which runs there are.
+pub fn find_run(data_dir: &Path, name: &str) -> Result<LoadedRun> {
+    let as_path = Path::new(name);
+    if as_path.join(RUN_MANIFEST).is_file() {
+        return load_run_dir(as_path);
+    }
+    let dir = data_dir.join(RUNS_DIR).join(name);
+    if check_id("run id", name).is_ok() && dir.join(RUN_MANIFEST).is_file() {
+        return load_run_dir(&dir);
+    }
+    if as_path.is_dir() && (name.contains('/') || !dir.is_dir()) {
+        bail!(
+            "{name}: this folder is not a run folder (it has no {RUN_MANIFEST}); name a run id or a folder under {}",
+            data_dir.join(RUNS_DIR).display()
+        );
+    }
+    let mut known: Vec<String> = fs::read_dir(data_dir.join(RUNS_DIR))
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    known.sort();
+    bail!(
+        "unknown run {name:?}: it is neither a run id under {} nor a run folder with {RUN_MANIFEST} (known runs: {})",
+        data_dir.join(RUNS_DIR).display(),
+        if known.is_empty() { "none".to_string() } else { known.join(", ") }
+    )
 }
 
 /// Loads one run folder (`run.json`, `cells/*.json`, optional `notes.md`).

@@ -13,7 +13,8 @@ pub mod validate;
 pub mod writer;
 
 pub use load::{
-    check_comparison_runs, load_data_dir, load_data_dir_with, load_run, load_run_dir, DataSet, LoadedCell, LoadedRun,
+    check_comparison_runs, find_run, load_data_dir, load_data_dir_with, load_run, load_run_dir, DataSet, LoadedCell,
+    LoadedRun,
     PageSource, Skipped,
 };
 pub use validate::MAX_REPETITIONS;

@@ -6,7 +6,7 @@ use minijinja::context;
 use serde::Serialize;
 
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
-use super::common::{root, run_label, run_title, ser, PageContext};
+use super::common::{put_file, put_page, root, run_label, run_title, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::compare::Change;
 use crate::analysis::{Comparison, RunView};
@@ -83,6 +83,34 @@ fn prefill_overlay(a: &RunView, b: &RunView) -> String {
         legend: true,
         x_names: None,
     })
+}
+
+/// Where a comparison's page and CSV go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComparisonPlace {
+    /// `compare/<slug>/` of the site, linked with the other pages.
+    InSite,
+    /// The root of its own folder (`site diff`), linking to no other page.
+    Standalone,
+}
+
+/// Writes a comparison's page and its CSV: the one writer of `site build`'s comparisons and
+/// `site diff`'s folder.
+pub fn write_comparison(
+    cx: &PageContext,
+    cmp: &Comparison,
+    (a, b): (&RunView, &RunView),
+    place: ComparisonPlace,
+    sink: &dyn crate::write::Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
+    let (dir, site_root, standalone) = match place {
+        ComparisonPlace::InSite => (format!("compare/{}/", cmp.slug), "../../", false),
+        ComparisonPlace::Standalone => (String::new(), "", true),
+    };
+    let html = comparison_html(cx, cmp, a, b, site_root, standalone)?;
+    put_page(sink, &format!("{dir}index.html"), &html, stats)?;
+    put_file(sink, &format!("{dir}comparison.csv"), &comparison_csv(cmp), stats)
 }
 
 /// Renders `index.html` of a comparison; `root` is the site root relative to the page, and

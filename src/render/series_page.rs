@@ -10,7 +10,7 @@ use minijinja::context;
 use serde::Serialize;
 
 use super::charts::{line_chart, sparkline, ChartSpec, Series, XAxis};
-use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
+use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::compare_page;
 use super::pareto_page::config_name;
 use crate::analysis::series::{KeyFigure, Trend};
@@ -102,9 +102,8 @@ pub fn render_comparison(
     stats: &mut RenderStats,
 ) -> Result<()> {
     let run = |id: &str| site.run(id).expect("comparisons are of the site's runs");
-    let html = compare_page::comparison_html(cx, cmp, run(&cmp.a_id), run(&cmp.b_id), "../../", false)?;
-    put_page(sink, &format!("compare/{}/index.html", cmp.slug), &html, stats)?;
-    put_file(sink, &format!("compare/{}/comparison.csv", cmp.slug), &compare_page::comparison_csv(cmp), stats)
+    let runs = (run(&cmp.a_id), run(&cmp.b_id));
+    compare_page::write_comparison(cx, cmp, runs, compare_page::ComparisonPlace::InSite, sink, stats)
 }
 
 pub fn render(
