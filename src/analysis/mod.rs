@@ -109,28 +109,29 @@ pub fn prepare(run: &LoadedRun) -> PreparedRun {
 /// across versions. `runs` are sorted by id.
 pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
     let Grouped { runs, models, hardware, engines } = grouped(runs);
+    // Capacity once: the series read it, the target boards and the best are made from it.
+    let capacity = capacity::all(&runs, settings);
     // Independent views of the same runs, on every core.
     let ((leaderboards, tools), (paretos, series)) = rayon::join(
         || (leaderboard::leaderboards(&runs), tools::tools(&runs)),
-        || rayon::join(|| paretos(&runs, &models, settings), || series::series(&runs, settings)),
+        || rayon::join(|| paretos(&runs, &models, settings), || series::series(&runs, &capacity, settings)),
     );
-    let (capacity, targets, best) = capacity_views(&runs, &models, settings);
+    let (targets, best) = capacity_views(&capacity, &models, settings);
     SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best }
 }
 
 /// Capacity under the SLOs, its boards and each model's best: cheap (a few figures per
 /// cell), so made whole on every analysis.
 fn capacity_views(
-    runs: &[RunView],
+    capacity: &[capacity::RunCapacity],
     models: &[GroupView],
     settings: &SiteSettings,
-) -> (Vec<capacity::RunCapacity>, Vec<capacity::TargetBoard>, Vec<capacity::ModelBest>) {
-    let capacity = capacity::all(runs, settings);
+) -> (Vec<capacity::TargetBoard>, Vec<capacity::ModelBest>) {
     let slos: Vec<&str> = settings.slos().into_iter().map(|(n, _)| n).collect();
     let members: Vec<&[usize]> = models.iter().map(|g| g.runs.as_slice()).collect();
-    let boards = capacity::boards(&capacity, &slos);
-    let best = capacity::best_per_model(&members, &capacity, &slos);
-    (capacity, boards, best)
+    let boards = capacity::boards(capacity, &slos);
+    let best = capacity::best_per_model(&members, capacity, &slos);
+    (boards, best)
 }
 
 /// What `analyze` gives for `previous`'s runs with those of `changed` (index, run) put in
@@ -185,18 +186,19 @@ pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settin
             .map(|(i, (view, g))| if touched(&g.runs) { pareto::pareto(i, &runs, &g.runs, settings) } else { view })
             .collect()
     };
+    let capacity = capacity::all(&runs, settings);
     let mended_series = || {
         if in_place {
-            series::mend(old_series, &runs, &touched, settings)
+            series::mend(old_series, &runs, &capacity, &touched, settings)
         } else {
-            series::series(&runs, settings)
+            series::series(&runs, &capacity, settings)
         }
     };
     let ((leaderboards, tools), (paretos, series)) = rayon::join(
         || (leaderboard::mend(leaderboards, &runs, &indices), tools::tools(&runs)),
         || rayon::join(mended_paretos, mended_series),
     );
-    let (capacity, targets, best) = capacity_views(&runs, &models, settings);
+    let (targets, best) = capacity_views(&capacity, &models, settings);
     SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best }
 }
 

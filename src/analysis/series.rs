@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::capacity::{self, RunCapacity};
+use super::capacity::RunCapacity;
 use super::compare::{comparable, comparison_slug};
 use super::group::unique_slug;
 use super::interval::{mean_estimate, Basis};
@@ -103,7 +103,7 @@ pub struct SeriesView {
 }
 
 /// Every series of two or more runs (one run is no trend), by model then configuration.
-pub fn series(runs: &[RunView], settings: &SiteSettings) -> Vec<SeriesView> {
+pub fn series(runs: &[RunView], capacity: &[RunCapacity], settings: &SiteSettings) -> Vec<SeriesView> {
     // Keyed by borrowed (model id, configuration, tool): the series come out in the order of
     // their owned keys without cloning five strings per run.
     let mut by_key: BTreeMap<(&str, ConfigKeyRef, &str, String), Vec<usize>> = BTreeMap::new();
@@ -122,7 +122,7 @@ pub fn series(runs: &[RunView], settings: &SiteSettings) -> Vec<SeriesView> {
                 let (ra, rb) = (&runs[a], &runs[b]);
                 releases[a].cmp(&releases[b]).then_with(|| ra.started.cmp(&rb.started)).then_with(|| ra.id.cmp(&rb.id))
             });
-            let mut s = one_series(runs, model_id.to_string(), ConfigKey::owned(key), members, settings);
+            let mut s = one_series((runs, capacity), model_id.to_string(), ConfigKey::owned(key), members, settings);
             s.bench_tool = bench_tool.to_string();
             s
         })
@@ -139,6 +139,7 @@ pub fn series(runs: &[RunView], settings: &SiteSettings) -> Vec<SeriesView> {
 pub fn mend(
     previous: Vec<SeriesView>,
     runs: &[RunView],
+    capacity: &[RunCapacity],
     touched: &(dyn Fn(&[usize]) -> bool + Sync),
     settings: &SiteSettings,
 ) -> Vec<SeriesView> {
@@ -149,7 +150,7 @@ pub fn mend(
                 return s;
             }
             let SeriesView { slug, model_id, key, bench_tool, runs: members, .. } = s;
-            let mut fresh = one_series(runs, model_id, key, members, settings);
+            let mut fresh = one_series((runs, capacity), model_id, key, members, settings);
             fresh.slug = slug;
             fresh.bench_tool = bench_tool;
             fresh
@@ -214,8 +215,9 @@ pub fn siblings(runs: &[RunView]) -> Vec<Vec<usize>> {
     out
 }
 
+/// `site`: the runs and their capacity (computed once per analysis), by run index.
 fn one_series(
-    runs: &[RunView],
+    (runs, capacity): (&[RunView], &[RunCapacity]),
     model_id: String,
     key: ConfigKey,
     members: Vec<usize>,
@@ -230,10 +232,9 @@ fn one_series(
         .min();
     // Capacity under the first SLO at the shortest decode context the runs share.
     let first_slo = settings.slos().first().map(|(name, _)| name.to_string());
-    let capacities: Vec<RunCapacity> = members.iter().map(|&i| capacity::run_capacity(&runs[i], settings)).collect();
-    let decode_context = capacities.iter().flat_map(|c| c.contexts.iter().map(|x| x.context)).min();
+    let decode_context = members.iter().flat_map(|&i| capacity[i].contexts.iter().map(|x| x.context)).min();
     let capacity_of = |n: usize| {
-        let at = capacities[n].at(decode_context?, first_slo.as_deref()?)?;
+        let at = capacity[members[n]].at(decode_context?, first_slo.as_deref()?)?;
         at.point.as_ref().map(|p| p.tps_per_device)
     };
     let values: Vec<Vec<Option<f64>>> = KeyFigure::ALL
