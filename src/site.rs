@@ -188,8 +188,8 @@ impl Site {
         let model = analysis::analyze(runs, &settings);
         let analyze = Step { name: "analyze", took: t.elapsed(), detail: analyzed_detail(&model) };
         let t = Instant::now();
-        let run = |id: &str| model.run(id).expect("both runs were analyzed");
-        let cmp = analysis::compare(run(&a_id), run(&b_id), threshold.unwrap_or(settings.change_threshold_pct))?;
+        let index = |id: &str| model.run_index(id).expect("both runs were analyzed");
+        let cmp = analysis::compare_runs(&model, (index(&a_id), index(&b_id)), threshold.unwrap_or(settings.change_threshold_pct), &settings)?;
         let compare = Step { name: "compare", took: t.elapsed(), detail: "1 comparison".into() };
         let steps = vec![load, analyze, compare];
         Ok(Site { config, settings, data, model, comparisons: vec![cmp], steps, fingerprint: None })
@@ -240,7 +240,7 @@ impl Site {
         mut steps: Vec<Step>,
     ) -> Result<Site> {
         let t = Instant::now();
-        let comparisons = compare_listed(&data, &model, settings.change_threshold_pct)
+        let comparisons = compare_listed(&data, &model, &settings)
             .with_context(|| format!("{}", config.data_dir.join(crate::format::COMPARE_FILE).display()))?;
         steps.push(Step { name: "compare", took: t.elapsed(), detail: format!("{} comparisons", comparisons.len()) });
         Ok(Site { config, settings, data, model, comparisons, steps, fingerprint: None })
@@ -397,16 +397,18 @@ impl Site {
 
 /// The comparisons of `compare.json`; loading checked that their runs exist, so what can
 /// still fail is a pair with nothing in common.
-fn compare_listed(data: &DataSet<()>, model: &SiteModel, default_threshold: f64) -> Result<Vec<Comparison>> {
+fn compare_listed(data: &DataSet<()>, model: &SiteModel, settings: &SiteSettings) -> Result<Vec<Comparison>> {
     data.comparisons
         .iter()
         .map(|spec| {
-            let run = |id: &str| model.run(id).expect("loading checked the comparison's run ids");
-            let threshold = spec.threshold_pct.unwrap_or(default_threshold);
-            Ok(analysis::compare(run(&spec.a), run(&spec.b), threshold)?)
+            let index = |id: &str| model.run_index(id).expect("loading checked the comparison's run ids");
+            let threshold = spec.threshold_pct.unwrap_or(settings.change_threshold_pct);
+            Ok(analysis::compare_runs(model, (index(&spec.a), index(&spec.b)), threshold, settings)?)
         })
         .collect()
 }
+
+
 
 /// A hash of every input's name, size and modification time (data folder, templates,
 /// static files, site.toml) and of this program: equal fingerprints mean a build would

@@ -248,6 +248,35 @@ fn read_level(pieces: &[Vec<(f64, f64)>], level: f64) -> LevelPoint {
     LevelPoint { level, tps_per_device: best.map(|b| b.0), interpolated: best.is_some_and(|b| b.1) }
 }
 
+/// One context and SLO of two runs compared: each run's capacity (concurrency, tok/s per
+/// device) and the change, shown and not judged (a capacity is a concurrency the matrix
+/// measured, not an estimate with an interval).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityPair {
+    pub context: u32,
+    pub slo: String,
+    pub a: Option<(u32, f64)>,
+    pub b: Option<(u32, f64)>,
+    /// (b - a) / a x 100, where both have a capacity.
+    pub pct: Option<f64>,
+}
+
+/// Both runs' capacity at every context they share, SLO by SLO in the site's order.
+pub fn pairs(a: &RunCapacity, b: &RunCapacity, slos: &[&str]) -> Vec<CapacityPair> {
+    let point = |c: &RunCapacity, ctx: u32, slo: &str| {
+        c.at(ctx, slo).and_then(|s| s.point.as_ref()).map(|p| (p.concurrency, p.tps_per_device))
+    };
+    let mut rows = Vec::new();
+    for ctx in a.contexts.iter().map(|c| c.context).filter(|x| b.contexts.iter().any(|c| c.context == *x)) {
+        for slo in slos {
+            let (pa, pb) = (point(a, ctx, slo), point(b, ctx, slo));
+            let pct = pa.zip(pb).filter(|(x, _)| x.1 > 0.0).map(|(x, y)| (y.1 - x.1) / x.1 * 100.0);
+            rows.push(CapacityPair { context: ctx, slo: slo.to_string(), a: pa, b: pb, pct });
+        }
+    }
+    rows
+}
+
 /// A run's capacity at one SLO and context, as a board lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TargetEntry {

@@ -127,6 +127,16 @@ pub struct Comparison {
     /// Cells valid in A that B measured and that failed there (error, looped, over capacity):
     /// the worst regression, with no figure to judge.
     pub stopped: Vec<StoppedCell>,
+    /// Both runs' capacity under the site's SLOs (`with_capacity`; empty until then).
+    pub capacity: Vec<super::capacity::CapacityPair>,
+}
+
+impl Comparison {
+    /// The comparison with both runs' capacity under `slos`, from the analysis's capacity.
+    pub fn with_capacity(mut self, a: &super::capacity::RunCapacity, b: &super::capacity::RunCapacity, slos: &[&str]) -> Comparison {
+        self.capacity = super::capacity::pairs(a, b, slos);
+        self
+    }
 }
 
 /// A cell that worked in A and failed in B.
@@ -321,6 +331,7 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         method_differs: !same_method(a, b),
         tally,
         stopped,
+        capacity: Vec::new(),
     })
 }
 

@@ -120,6 +120,18 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
     SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best }
 }
 
+/// Runs `a` and `b` of the model compared, with their capacity under the site's SLOs.
+pub fn compare_runs(
+    model: &SiteModel,
+    (a, b): (usize, usize),
+    threshold: f64,
+    settings: &SiteSettings,
+) -> Result<Comparison, compare::Incomparable> {
+    let slos: Vec<&str> = settings.slos().into_iter().map(|(n, _)| n).collect();
+    let cmp = compare::compare(&model.runs[a], &model.runs[b], threshold)?;
+    Ok(cmp.with_capacity(&model.capacity[a], &model.capacity[b], &slos))
+}
+
 /// Capacity under the SLOs, its boards and each model's best: cheap (a few figures per
 /// cell), so made whole on every analysis.
 fn capacity_views(

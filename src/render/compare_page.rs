@@ -134,7 +134,7 @@ pub fn comparison_html(
         a_label => run_label(a),
         b_label => run_label(b),
         prefill_chart => prefill_overlay(a, b),
-        capacity => capacity_rows(a, b, &cx.settings),
+        capacity => ser(&cmp.capacity),
         device => shared_device_noun(a, b),
     })?)
 }
@@ -156,35 +156,6 @@ fn shared_device_noun(a: &RunView, b: &RunView) -> &'static str {
         (x, y) if x == y => x,
         _ => "device",
     }
-}
-
-/// One context × SLO of both runs: their capacity per device and the change, shown and not
-/// judged (a capacity is a concurrency the matrix measured, not an estimate with an
-/// interval).
-#[derive(Debug, Serialize)]
-struct CapacityPair {
-    context: u32,
-    slo: String,
-    a: Option<(u32, f64)>,
-    b: Option<(u32, f64)>,
-    pct: Option<f64>,
-}
-
-fn capacity_rows(a: &RunView, b: &RunView, settings: &crate::format::SiteSettings) -> minijinja::Value {
-    use crate::analysis::capacity::run_capacity;
-    let (ca, cb) = (run_capacity(a, settings), run_capacity(b, settings));
-    let point = |c: &crate::analysis::capacity::RunCapacity, ctx: u32, slo: &str| {
-        c.at(ctx, slo).and_then(|s| s.point.as_ref()).map(|p| (p.concurrency, p.tps_per_device))
-    };
-    let mut rows = Vec::new();
-    for ctx in ca.contexts.iter().map(|c| c.context).filter(|x| cb.contexts.iter().any(|c| c.context == *x)) {
-        for (slo, _) in settings.slos() {
-            let (pa, pb) = (point(&ca, ctx, slo), point(&cb, ctx, slo));
-            let pct = pa.zip(pb).filter(|(x, _)| x.1 > 0.0).map(|(x, y)| (y.1 - x.1) / x.1 * 100.0);
-            rows.push(CapacityPair { context: ctx, slo: slo.to_string(), a: pa, b: pb, pct });
-        }
-    }
-    ser(rows)
 }
 
 /// A change's columns: both figures, the change with its 95% interval, and the verdict.

@@ -298,7 +298,7 @@ impl SitePages<'_> {
             let cmp = match listed {
                 Some(c) => c,
                 None => {
-                    made = crate::analysis::compare(&site.runs[a], &site.runs[b], threshold)?;
+                    made = crate::analysis::compare_runs(site, (a, b), threshold, self.settings)?;
                     &made
                 }
             };
