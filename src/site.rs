@@ -202,7 +202,7 @@ impl Site {
         let cmp = self.comparisons.first().context("no comparison to write")?;
         let run = |id: &str| self.model.run(id).context("the comparison's runs are the site's");
         let env = templates::environment(self.config.templates_dir.as_deref(), &self.settings)?;
-        let cx = crate::render::PageContext::new(&env, &[], &[], &[], &self.settings);
+        let cx = crate::render::PageContext::new(&env, &[], &self.model, &self.comparisons, &self.settings);
         let staging = Staging::new(&self.config.out_dir, BTreeMap::new())?;
         let mut stats = RenderStats::default();
         let place = crate::render::compare_page::ComparisonPlace::Standalone;

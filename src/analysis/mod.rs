@@ -53,6 +53,9 @@ pub struct SiteModel {
     pub targets: Vec<capacity::TargetBoard>,
     /// Per model, the best configuration at each SLO (the front page).
     pub best: Vec<capacity::ModelBest>,
+    /// The other runs of each run's exact configuration, by run index
+    /// (`series::siblings`).
+    pub siblings: Vec<Vec<usize>>,
 }
 
 impl SiteModel {
@@ -117,7 +120,8 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
         || rayon::join(|| paretos(&runs, &models, settings), || series::series(&runs, &capacity, settings)),
     );
     let (targets, best) = capacity_views(&capacity, &models, settings);
-    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best }
+    let siblings = series::siblings(&runs);
+    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best, siblings }
 }
 
 /// Runs `a` and `b` of the model compared, with their capacity under the site's SLOs.
@@ -211,7 +215,8 @@ pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settin
         || rayon::join(mended_paretos, mended_series),
     );
     let (targets, best) = capacity_views(&capacity, &models, settings);
-    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best }
+    let siblings = series::siblings(&runs);
+    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best, siblings }
 }
 
 /// Runs with their page slugs, and the groups they make.

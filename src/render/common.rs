@@ -71,21 +71,22 @@ pub struct PageContext<'a> {
     /// The other runs (index, id) of each run's exact configuration, by run index
     /// (`analysis::series::siblings`).
     pub siblings: Vec<Vec<(usize, String)>>,
-    /// Each run's capacity as listings show it, by run index (empty where the site's
-    /// capacity is not known, e.g. `site diff`).
+    /// Each run's capacity as listings show it, by run index.
     pub capacity: Vec<CapacitySummary>,
     /// The site's settings (SLOs, levels, prices), for pages that compute at the targets.
     pub settings: crate::format::SiteSettings,
 }
 
 impl PageContext<'_> {
+    /// The context of every page of `site`: made once, from the analysed model alone.
     pub fn new<'a>(
         env: &'a Environment<'static>,
         pages: &[PageSource],
-        runs: &[RunView],
+        site: &crate::analysis::SiteModel,
         comparisons: &[Comparison],
         settings: &crate::format::SiteSettings,
     ) -> PageContext<'a> {
+        let runs = &site.runs;
         let nav = pages
             .iter()
             .map(|p| NavLink {
@@ -108,10 +109,8 @@ impl PageContext<'_> {
             .collect();
         let nav_hash = crate::units::InputHash::default().json(&nav).finish();
         let nav_value = ser(&nav);
-        let siblings = crate::analysis::series::siblings(runs)
-            .into_iter()
-            .map(|others| others.into_iter().map(|j| (j, runs[j].id.clone())).collect())
-            .collect();
+        let siblings =
+            site.siblings.iter().map(|others| others.iter().map(|&j| (j, runs[j].id.clone())).collect()).collect();
         PageContext {
             env,
             nav,
@@ -121,7 +120,7 @@ impl PageContext<'_> {
             titles,
             newest_first,
             siblings,
-            capacity: Vec::new(),
+            capacity: site.capacity.iter().map(capacity_summary).collect(),
             settings: settings.clone(),
         }
     }

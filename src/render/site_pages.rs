@@ -65,8 +65,7 @@ impl SitePages<'_> {
     /// folder (see `cached`).
     pub fn render_all(&self, sink: &dyn Sink) -> Result<(RenderStats, BTreeMap<String, u64>)> {
         let mut stats = RenderStats::default();
-        let mut cx = PageContext::new(self.env, self.pages, &self.site.runs, self.comparisons, self.settings);
-        cx.capacity = self.site.capacity.iter().map(super::common::capacity_summary).collect();
+        let cx = PageContext::new(self.env, self.pages, self.site, self.comparisons, self.settings);
         let rec = PageRecorder { inner: sink, on: self.settings.base_url.is_some(), pages: Default::default() };
         let runs = self.render_runs(&cx, &rec, &mut stats)?;
         let mut hashes = runs.by_folder;
