@@ -63,6 +63,8 @@ pub struct Site {
     pub model: SiteModel,
     /// The comparisons `compare.json` lists, in its order.
     pub comparisons: Vec<Comparison>,
+    /// The comparisons the series' flagged steps link to beyond those.
+    pub step_comparisons: Vec<Comparison>,
     pub steps: Vec<Step>,
     /// `input_fingerprint` of the inputs, stored in the output so the next build can see
     /// that nothing changed.
@@ -192,7 +194,16 @@ impl Site {
         let cmp = analysis::compare_runs(&model, (index(&a_id), index(&b_id)), threshold.unwrap_or(settings.change_threshold_pct), &settings)?;
         let compare = Step { name: "compare", took: t.elapsed(), detail: "1 comparison".into() };
         let steps = vec![load, analyze, compare];
-        Ok(Site { config, settings, data, model, comparisons: vec![cmp], steps, fingerprint: None })
+        Ok(Site {
+            config,
+            settings,
+            data,
+            model,
+            comparisons: vec![cmp],
+            step_comparisons: Vec::new(),
+            steps,
+            fingerprint: None,
+        })
     }
 
     /// Writes the site's first comparison as a standalone folder at the output (`site
@@ -242,8 +253,10 @@ impl Site {
         let t = Instant::now();
         let comparisons = compare_listed(&data, &model, &settings)
             .with_context(|| format!("{}", config.data_dir.join(crate::format::COMPARE_FILE).display()))?;
+        let step_comparisons =
+            analysis::step_comparisons(&model, &comparisons, &settings).context("comparing the steps of a trend")?;
         steps.push(Step { name: "compare", took: t.elapsed(), detail: format!("{} comparisons", comparisons.len()) });
-        Ok(Site { config, settings, data, model, comparisons, steps, fingerprint: None })
+        Ok(Site { config, settings, data, model, comparisons, step_comparisons, steps, fingerprint: None })
     }
 
     /// The same site with the run folders `ids` read again (a run whose folder is gone is
@@ -372,6 +385,7 @@ impl Site {
             previous,
             settings: &self.settings,
             comparisons: &self.comparisons,
+            step_comparisons: &self.step_comparisons,
             pages: &self.data.pages,
             env: &env,
         };

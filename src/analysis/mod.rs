@@ -136,6 +136,23 @@ pub fn compare_runs(
     Ok(cmp.with_capacity(&model.capacity[a], &model.capacity[b], &slos))
 }
 
+/// The comparisons the series' flagged steps link to beyond `listed`, each made as a listed
+/// one is (with capacity) at the site's threshold, under the step's slug.
+pub fn step_comparisons(
+    model: &SiteModel,
+    listed: &[Comparison],
+    settings: &SiteSettings,
+) -> Result<Vec<Comparison>, compare::Incomparable> {
+    series::step_pairs(&model.series, listed)
+        .into_iter()
+        .map(|(a, b, slug)| {
+            let mut cmp = compare_runs(model, (a, b), settings.change_threshold_pct, settings)?;
+            cmp.slug = slug.to_string();
+            Ok(cmp)
+        })
+        .collect()
+}
+
 /// Capacity under the SLOs, its boards and each model's best: cheap (a few figures per
 /// cell), so made whole on every analysis.
 fn capacity_views(

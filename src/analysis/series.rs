@@ -215,6 +215,23 @@ pub fn siblings(runs: &[RunView]) -> Vec<Vec<usize>> {
     out
 }
 
+/// The comparisons the flagged steps of `series` link to and `listed` does not hold: (run
+/// a, run b, the comparison's slug), once each.
+pub fn step_pairs<'a>(series: &'a [SeriesView], listed: &[super::Comparison]) -> Vec<(usize, usize, &'a str)> {
+    let mut seen: std::collections::HashSet<&str> = listed.iter().map(|l| l.slug.as_str()).collect();
+    let mut out = Vec::new();
+    for s in series {
+        for step in s.steps.iter().filter(|s| s.trend.flagged()) {
+            if let Some(slug) = &step.comparison {
+                if seen.insert(slug) {
+                    out.push((step.from, step.to, slug.as_str()));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// `site`: the runs and their capacity (computed once per analysis), by run index.
 fn one_series(
     (runs, capacity): (&[RunView], &[RunCapacity]),

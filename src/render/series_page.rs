@@ -3,7 +3,6 @@
 //! a flagged step linked to its comparison page (built here when `compare.json` lacks it),
 //! and every decode cell across versions.
 
-use std::collections::HashSet;
 
 use anyhow::Result;
 use minijinja::context;
@@ -67,30 +66,6 @@ struct CellRow {
 /// Whether a step gets a link to a comparison page.
 fn flagged(trend: Trend) -> bool {
     trend.flagged()
-}
-
-/// A comparison page a series step links to that `compare.json` does not list: runs `a`
-/// and `b` (indexes into `SiteModel::runs`), compared when the page is rendered.
-pub struct StepPair<'a> {
-    pub a: usize,
-    pub b: usize,
-    pub slug: &'a str,
-}
-
-/// The comparison pages the series need beyond `listed` (deduplicated by slug).
-pub fn step_comparisons<'a>(site: &'a SiteModel, listed: &'a [Comparison]) -> Vec<StepPair<'a>> {
-    let mut seen: HashSet<&str> = listed.iter().map(|l| l.slug.as_str()).collect();
-    let mut out = Vec::new();
-    for s in &site.series {
-        for step in s.steps.iter().filter(|s| flagged(s.trend)) {
-            if let Some(slug) = &step.comparison {
-                if seen.insert(slug) {
-                    out.push(StepPair { a: step.from, b: step.to, slug });
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Writes a comparison page and its CSV.

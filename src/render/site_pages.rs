@@ -39,6 +39,8 @@ pub struct SitePages<'a> {
     pub previous: &'a BTreeMap<String, u64>,
     pub settings: &'a SiteSettings,
     pub comparisons: &'a [Comparison],
+    /// The comparisons the series' flagged steps link to beyond `comparisons`.
+    pub step_comparisons: &'a [Comparison],
     pub pages: &'a [PageSource],
     pub env: &'a minijinja::Environment<'static>,
 }
@@ -268,41 +270,25 @@ impl SitePages<'_> {
         stats: &mut RenderStats,
     ) -> Result<BTreeMap<String, u64>> {
         let site = self.site;
-        let threshold = self.settings.change_threshold_pct;
         let index = |id: &str| site.run_index(id).expect("comparisons are of the site's runs");
-        // (slug, run a, run b, threshold, the listed comparison if it is one)
-        let listed = self
-            .comparisons
-            .iter()
-            .map(|c| (c.slug.as_str(), index(&c.a_id), index(&c.b_id), c.threshold_pct, Some(c)));
-        let steps = series_page::step_comparisons(site, self.comparisons);
-        let steps = steps.into_iter().map(|p| (p.slug, p.a, p.b, threshold, None));
-        let all: Vec<_> = listed.chain(steps).collect();
+        let all: Vec<&Comparison> = self.comparisons.iter().chain(self.step_comparisons).collect();
         let units: Vec<Unit> = all
             .iter()
-            .map(|&(slug, a, b, threshold, _)| {
+            .map(|c| {
                 let mut h = InputHash::default();
                 // A comparison is made from its two runs and its threshold.
-                h.piece(slug.as_bytes()).u64(threshold.to_bits());
-                h.u64(run_hashes[a]).u64(run_hashes[b]);
+                h.piece(c.slug.as_bytes()).u64(c.threshold_pct.to_bits());
+                h.u64(run_hashes[index(&c.a_id)]).u64(run_hashes[index(&c.b_id)]);
                 h.u64(self.template_hash);
-                let dir = format!("compare/{slug}");
+                let dir = format!("compare/{}", c.slug);
                 let files = vec![format!("{dir}/index.html"), format!("{dir}/comparison.csv")];
                 Unit::listed(dir, h.finish(), RenderStats { pages: 1, files: 2, ..Default::default() }, files)
             })
             .collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-            let (slug, a, b, threshold, listed) = all[i];
-            let made;
-            let cmp = match listed {
-                Some(c) => c,
-                None => {
-                    made = crate::analysis::compare_runs(site, (a, b), threshold, self.settings)?;
-                    &made
-                }
-            };
+            let cmp = all[i];
             series_page::render_comparison(cx, site, cmp, sink, st)
-                .with_context(|| format!("rendering comparison {slug}"))
+                .with_context(|| format!("rendering comparison {}", cmp.slug))
         };
         render_cached(&units, self.previous, render, sink, stats)
     }
