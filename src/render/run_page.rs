@@ -12,7 +12,7 @@ use super::{downloads, markdown};
 use crate::analysis::capacity::RunCapacity;
 use crate::analysis::figures::CrossCheckBasis;
 use crate::analysis::{BoardKey, CellView, RunView, SiteModel};
-use crate::format::{SiteSettings, Status};
+use crate::format::Status;
 use crate::units::{numbers, InputHash};
 use crate::write::Sink;
 
@@ -212,15 +212,17 @@ pub fn places_hash(ranks: &Ranks, index: usize) -> u64 {
 pub const MAX_PAGE_LEVELS: usize = 48;
 
 /// `index` is the run's place in the site (none for a run shown alone, e.g. in tests).
-pub fn render(
-    cx: &PageContext,
-    run: &RunView,
-    index: Option<usize>,
-    ranks: &Ranks,
-    (capacity, settings): (&RunCapacity, &SiteSettings),
-    sink: &dyn Sink,
-    stats: &mut RenderStats,
-) -> Result<()> {
+/// A run as its page shows it: its view, its index among the site's runs, its capacity.
+pub struct RunInSite<'a> {
+    pub view: &'a RunView,
+    pub index: usize,
+    pub capacity: &'a RunCapacity,
+}
+
+pub fn render(cx: &PageContext, site_run: RunInSite<'_>, ranks: &Ranks, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+    let RunInSite { view: run, index, capacity } = site_run;
+    let index = Some(index);
+    let settings = &cx.settings;
     // A sweep of thousands of levels: the page shows an even selection of them, so its size
     // stays bounded; each cell keeps its own page and its line in the downloads.
     let folded = run.folded(MAX_PAGE_LEVELS);

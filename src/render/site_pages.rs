@@ -202,7 +202,8 @@ impl SitePages<'_> {
             .collect();
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
-            run_page::render(cx, run, Some(i), ranks, (&site.capacity[i], self.settings), sink, st)
+            let site_run = run_page::RunInSite { view: run, index: i, capacity: &site.capacity[i] };
+            run_page::render(cx, site_run, ranks, sink, st)
                 .with_context(|| format!("rendering run {}", run.id))
         };
         let mut by_folder = render_cached(&units, self.previous, render, sink, stats)?;
