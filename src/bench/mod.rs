@@ -6,7 +6,7 @@
 //! about itself; `plan` decides the cells; `prompt` sizes prompts; `cell/` measures one
 //! cell; `session` runs the matrix; `recorder` writes the run folder. The bench depends
 //! only on the data format and the leaves: figures for the terminal come from the caller
-//! (`BenchConfig::describe_cell`).
+//! (a `CellReporter`).
 
 pub mod cell;
 pub mod client;
@@ -92,8 +92,14 @@ pub struct BenchConfig {
     pub loop_settings: LoopSettings,
     pub detect_loops: bool,
     pub facts: ManifestFacts,
-    /// A finished cell's figures in words for the progress line.
-    pub describe_cell: fn(&Cell) -> String,
+    /// Says a finished cell's figures in words for the progress line.
+    pub reporter: std::sync::Arc<dyn CellReporter>,
+}
+
+/// What the progress line says of a finished cell: the caller's (the site computes the
+/// figures; the bench knows only the data format).
+pub trait CellReporter: Send + Sync + std::fmt::Debug {
+    fn describe(&self, cell: &Cell) -> String;
 }
 
 #[derive(Debug, Default, Clone)]

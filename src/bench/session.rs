@@ -348,7 +348,7 @@ impl<'a> Session<'a> {
     fn keep(&mut self, p: &PlannedCell, mut cell: Cell, rep: u32) -> Result<()> {
         cell.repetition = rep;
         self.recorder.write_cell(&cell)?;
-        self.progress.cell_done(&format!("{}: {}", self.label(p, rep), (self.cfg.describe_cell)(&cell)));
+        self.progress.cell_done(&format!("{}: {}", self.label(p, rep), self.cfg.reporter.describe(&cell)));
         let s = &mut self.summary;
         s.written += 1;
         match cell.status {

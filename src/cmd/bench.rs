@@ -47,7 +47,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         },
         detect_loops: !a.no_loop_detection,
         facts: a.facts.to_manifest_facts()?,
-        describe_cell,
+        reporter: std::sync::Arc::new(FiguresReporter),
     };
     let dry = cfg.dry_run;
     let s = bench::run_blocking(cfg)?;
@@ -113,6 +113,15 @@ impl FactsArgs {
 }
 
 /// A finished cell's figures for its progress line, computed as the site computes them.
+#[derive(Debug)]
+struct FiguresReporter;
+
+impl bench::CellReporter for FiguresReporter {
+    fn describe(&self, cell: &Cell) -> String {
+        describe_cell(cell)
+    }
+}
+
 fn describe_cell(cell: &Cell) -> String {
     let v = normalize_cell(cell, Origin::Measured);
     let f = &v.figures;
