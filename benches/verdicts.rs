@@ -127,7 +127,10 @@ fn main() {
     // The targets, checked: a bench that only printed them would pass below them.
     let aa_called = aa.iter().filter(|(c, _)| *c).count();
     let misses = [
-        (aa_called as f64 > 0.05 * aa.len() as f64, format!("A/A false alarms {} (target at most 5%)", rate(aa_called, aa.len()))),
+        (
+            aa_called as f64 > 0.05 * aa.len() as f64,
+            format!("A/A false alarms {} (target at most 5%)", rate(aa_called, aa.len())),
+        ),
         (
             (gate(&ab10) as f64) < 0.9 * ab10.len() as f64,
             format!("10% slowdowns detected {} (target at least 90%)", rate(gate(&ab10), ab10.len())),

@@ -210,7 +210,10 @@ impl Drop for Lock {
 pub fn output_folder(out: &Path, data: &Path) -> Result<PathBuf> {
     let resolved = match fs::symlink_metadata(out) {
         Ok(m) if m.file_type().is_symlink() => fs::canonicalize(out).with_context(|| {
-            format!("--out {} is a link to a folder that does not exist; create it or choose another --out", out.display())
+            format!(
+                "--out {} is a link to a folder that does not exist; create it or choose another --out",
+                out.display()
+            )
         })?,
         _ => out.to_path_buf(),
     };
@@ -234,11 +237,8 @@ pub fn output_folder(out: &Path, data: &Path) -> Result<PathBuf> {
 
 /// `path` made absolute with every link of its existing part resolved (the rest as written).
 fn absolute(path: &Path) -> PathBuf {
-    let mut existing = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
+    let mut existing =
+        if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(path) };
     let mut rest = Vec::new();
     loop {
         if let Ok(c) = fs::canonicalize(&existing) {

@@ -191,7 +191,12 @@ impl Site {
         let analyze = Step { name: "analyze", took: t.elapsed(), detail: analyzed_detail(&model) };
         let t = Instant::now();
         let index = |id: &str| model.run_index(id).expect("both runs were analyzed");
-        let cmp = analysis::compare_runs(&model, (index(&a_id), index(&b_id)), threshold.unwrap_or(settings.change_threshold_pct), &settings)?;
+        let cmp = analysis::compare_runs(
+            &model,
+            (index(&a_id), index(&b_id)),
+            threshold.unwrap_or(settings.change_threshold_pct),
+            &settings,
+        )?;
         let compare = Step { name: "compare", took: t.elapsed(), detail: "1 comparison".into() };
         let steps = vec![load, analyze, compare];
         Ok(Site {
@@ -217,14 +222,25 @@ impl Site {
         let staging = Staging::new(&self.config.out_dir, BTreeMap::new())?;
         let mut stats = RenderStats::default();
         let place = crate::render::compare_page::ComparisonPlace::Standalone;
-        crate::render::compare_page::write_comparison(&cx, cmp, (run(&cmp.a_id)?, run(&cmp.b_id)?), place, &staging, &mut stats)?;
+        crate::render::compare_page::write_comparison(
+            &cx,
+            cmp,
+            (run(&cmp.a_id)?, run(&cmp.b_id)?),
+            place,
+            &staging,
+            &mut stats,
+        )?;
         assets::write_assets(self.config.static_dir.as_deref(), &staging)?;
         let mut steps = self.steps.clone();
         steps.push(Step { name: "render", took: t.elapsed(), detail: format!("{} page", stats.pages) });
         let t = Instant::now();
         let (files, bytes) = staging.written();
         staging.commit().with_context(|| format!("writing {}", self.config.out_dir.display()))?;
-        steps.push(Step { name: "write", took: t.elapsed(), detail: format!("{files} files into {}", self.config.out_dir.display()) });
+        steps.push(Step {
+            name: "write",
+            took: t.elapsed(),
+            detail: format!("{files} files into {}", self.config.out_dir.display()),
+        });
         Ok(BuildReport { steps, stats, files, bytes })
     }
 
@@ -421,8 +437,6 @@ fn compare_listed(data: &DataSet<()>, model: &SiteModel, settings: &SiteSettings
         })
         .collect()
 }
-
-
 
 /// A hash of every input's name, size and modification time (data folder, templates,
 /// static files, site.toml) and of this program: equal fingerprints mean a build would

@@ -366,7 +366,10 @@ fn a_cell_that_stopped_working_is_named_and_fails_the_gate() {
     assert!(so.contains("stopped working in B (valid in A): 8K x 1 (error), 8K x 2 (looped)"), "{so}");
     assert!(se.contains("--fail-on-regression: 0 cell(s) judged slower, 2 cell(s) stopped working"), "{se}");
     let page = ws.read("cmp/index.html");
-    assert!(page.contains("2 cells stopped working in B</strong> (valid in A): 8K × 1 (Error), 8K × 2 (Looped)."), "page");
+    assert!(
+        page.contains("2 cells stopped working in B</strong> (valid in A): 8K × 1 (Error), 8K × 2 (Looped)."),
+        "page"
+    );
     // Without the gate the comparison is written and the command succeeds.
     assert_ok(&ws.site(&["diff", "base", "broken", "--out", "cmp2"]));
 }

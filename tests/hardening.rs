@@ -259,7 +259,8 @@ fn concurrent_imports_of_one_run_id_leave_one_winner_and_a_clean_folder() {
     let mode = fs::metadata(ws.path().join("data/runs/same/run.json")).unwrap().permissions().mode() & 0o777;
     // The process's umask, read without changing it (tests run in parallel).
     let status = fs::read_to_string("/proc/self/status").unwrap();
-    let umask = status.lines().find_map(|l| l.strip_prefix("Umask:")).map(|v| u32::from_str_radix(v.trim(), 8).unwrap());
+    let umask =
+        status.lines().find_map(|l| l.strip_prefix("Umask:")).map(|v| u32::from_str_radix(v.trim(), 8).unwrap());
     assert_eq!(mode, 0o666 & !umask.expect("Linux names the umask in /proc/self/status"));
 }
 

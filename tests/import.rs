@@ -548,7 +548,11 @@ fn one_result_given_twice_is_refused_not_imported_as_repetitions() {
     let copy = ws.path().join("copy");
     copy_dir(&profile, &copy);
     let vllm = fixture("peer/vllm-0.33.0");
-    let vllm_file = fs::read_dir(&vllm).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "json")).unwrap();
+    let vllm_file = fs::read_dir(&vllm)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
     let vllm_copy = ws.path().join("again.json");
     fs::copy(&vllm_file, &vllm_copy).unwrap();
     let cases: [(Vec<&str>, &str); 3] = [
@@ -576,6 +580,9 @@ fn imported_repetitions_are_not_said_to_be_interleaved() {
     let ws = Workspace::from_fixture("valid/compare");
     assert_ok(&ws.site(&["build"]));
     let page = text_of(&ws.read("public/runs/base/index.html"));
-    assert!(page.contains("Each cell was measured 3 times (separate runs of the tool the results were imported from)"), "{page}");
+    assert!(
+        page.contains("Each cell was measured 3 times (separate runs of the tool the results were imported from)"),
+        "{page}"
+    );
     assert!(!page.contains("interleaved across the matrix"));
 }

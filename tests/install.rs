@@ -48,14 +48,22 @@ fn accepted_by(program: &str, args: &[&str], text: &[u8]) -> std::process::Outpu
 #[test]
 fn completions_parse_in_their_shell() {
     let visible = ["bench", "build", "check", "diff", "init", "import", "serve", "completions", "man"];
-    let parsers: [(&str, &str, &[&str]); 3] = [("bash", "bash", &["-n"]), ("zsh", "zsh", &["-n"]), ("fish", "fish", &["--no-execute"])];
+    let parsers: [(&str, &str, &[&str]); 3] =
+        [("bash", "bash", &["-n"]), ("zsh", "zsh", &["-n"]), ("fish", "fish", &["--no-execute"])];
     for (shell, program, args) in parsers {
         let out = site(&["completions", shell]);
         assert_ok(&out);
         let check = accepted_by(program, args, &out.stdout);
-        assert!(check.status.success() && check.stderr.is_empty(), "{program}: {}", String::from_utf8_lossy(&check.stderr));
+        assert!(
+            check.status.success() && check.stderr.is_empty(),
+            "{program}: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
     }
-    assert!(stdout(&site(&["completions", "bash"])).contains("complete -F _site"), "a bash completion function for site");
+    assert!(
+        stdout(&site(&["completions", "bash"])).contains("complete -F _site"),
+        "a bash completion function for site"
+    );
     for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
         let script = stdout(&site(&["completions", shell]));
         for sub in visible {
@@ -107,7 +115,8 @@ fn flags_in(text: &str) -> std::collections::BTreeSet<String> {
         if i > 0 && text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '-') {
             continue;
         }
-        let name: String = text[i + 2..].chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-').collect();
+        let name: String =
+            text[i + 2..].chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-').collect();
         if name.starts_with(|c: char| c.is_ascii_lowercase()) {
             out.insert(format!("--{}", name.trim_end_matches('-')));
         }
@@ -127,9 +136,9 @@ fn every_flag_is_documented_and_every_documented_flag_exists() {
         let help = stdout(&site(&[sub, "--help"]));
         let flags: std::collections::BTreeSet<String> = flags_in(&help).into_iter().filter(|f| f != "--help").collect();
         for f in &flags {
-            let documented = readme.match_indices(f.as_str()).any(|(i, _)| {
-                !readme[i + f.len()..].starts_with(|c: char| c.is_ascii_lowercase() || c == '-')
-            });
+            let documented = readme
+                .match_indices(f.as_str())
+                .any(|(i, _)| !readme[i + f.len()..].starts_with(|c: char| c.is_ascii_lowercase() || c == '-'));
             assert!(documented, "site {sub} {f} is not in the README");
         }
         all.extend(flags.iter().cloned());
@@ -154,7 +163,8 @@ fn every_flag_is_documented_and_every_documented_flag_exists() {
             }
             let command = rest.split(['`', ';', '|', '&', ')']).next().unwrap_or("");
             // The command's own words: a quoted launch command's flags are the server's.
-            let words = shlex::split(command).unwrap_or_else(|| command.split_whitespace().map(str::to_string).collect());
+            let words =
+                shlex::split(command).unwrap_or_else(|| command.split_whitespace().map(str::to_string).collect());
             let used: Vec<String> = words
                 .iter()
                 .filter(|w| w.starts_with("--") && w.len() > 2)

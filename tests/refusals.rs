@@ -110,7 +110,16 @@ fn a_failed_write_to_standard_output_is_an_error_not_a_panic() {
         vec!["build".into(), "--force".into()],
         vec!["check".into()],
         vec!["diff".into(), "base".into(), "faster".into(), "--out".into(), "cmp".into()],
-        vec!["import".into(), aiperf.display().to_string(), "--cpu".into(), "C".into(), "--engine".into(), "e".into(), "--engine-version".into(), "1".into()],
+        vec![
+            "import".into(),
+            aiperf.display().to_string(),
+            "--cpu".into(),
+            "C".into(),
+            "--engine".into(),
+            "e".into(),
+            "--engine-version".into(),
+            "1".into(),
+        ],
         vec!["init".into(), "fresh".into()],
         vec!["completions".into(), "bash".into()],
         vec!["man".into()],
@@ -124,7 +133,12 @@ fn a_failed_write_to_standard_output_is_an_error_not_a_panic() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
     for cmd in ["completions bash", "man"] {
-        let out = std::process::Command::new("sh").arg("-c").arg(format!("exec \"$0\" {cmd} >&-")).arg(site).output().unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec \"$0\" {cmd} >&-"))
+            .arg(site)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1), "{cmd}");
         assert!(stderr(&out).contains("standard output is closed"), "{cmd}: {}", stderr(&out));
     }

@@ -143,7 +143,12 @@ fn a_report_of_several_problems_prints_one_a_line() {
     // The data folder's two problems: the run's own list nested under it, then the comparison.
     assert_eq!(lines[0], "error: 2 problems in data:", "{err}");
     assert_eq!(lines[1], "  4 problems in data/runs/base:", "{err}");
-    assert!(lines[2..6].iter().all(|l| l.starts_with("    data/runs/base/cells/") && l.ends_with("has no repetition 1 beside it")), "{err}");
+    assert!(
+        lines[2..6]
+            .iter()
+            .all(|l| l.starts_with("    data/runs/base/cells/") && l.ends_with("has no repetition 1 beside it")),
+        "{err}"
+    );
     assert!(lines[6].starts_with("  data/compare.json: comparisons[0] names run \"base\""), "{err}");
     assert!(!err.contains("\\n"), "{err}");
 }

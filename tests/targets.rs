@@ -156,10 +156,14 @@ fn init_makes_a_site_that_builds_and_refuses_a_non_empty_folder() {
     let install = format!("pip install speed-matrix=={}", env!("CARGO_PKG_VERSION"));
     assert!(runs.iter().any(|r| r.trim() == install), "{runs:?}");
     // `--install` puts the user's own command there, as YAML that still parses.
-    assert_ok(&site_in(ws.path(), &["init", "own", "--install", "pip install 'speed-matrix==0.2.0' --require-hashes -r req.txt"]));
+    assert_ok(&site_in(
+        ws.path(),
+        &["init", "own", "--install", "pip install 'speed-matrix==0.2.0' --require-hashes -r req.txt"],
+    ));
     let own = fs::read_to_string(ws.path().join("own/.github/workflows/site.yml")).unwrap();
     let own = yaml_rust2::YamlLoader::load_from_str(&own).expect("the workflow parses as YAML");
-    let own_runs: Vec<&str> = own[0]["jobs"]["build"]["steps"].as_vec().unwrap().iter().filter_map(|s| s["run"].as_str()).collect();
+    let own_runs: Vec<&str> =
+        own[0]["jobs"]["build"]["steps"].as_vec().unwrap().iter().filter_map(|s| s["run"].as_str()).collect();
     assert_eq!(own_runs[0].trim(), "pip install 'speed-matrix==0.2.0' --require-hashes -r req.txt");
     // A folder with anything in it is refused, and nothing is written there.
     let out = site_in(ws.path(), &["init", "lab"]);

@@ -133,7 +133,12 @@ pub struct Comparison {
 
 impl Comparison {
     /// The comparison with both runs' capacity under `slos`, from the analysis's capacity.
-    pub fn with_capacity(mut self, a: &super::capacity::RunCapacity, b: &super::capacity::RunCapacity, slos: &[&str]) -> Comparison {
+    pub fn with_capacity(
+        mut self,
+        a: &super::capacity::RunCapacity,
+        b: &super::capacity::RunCapacity,
+        slos: &[&str],
+    ) -> Comparison {
         self.capacity = super::capacity::pairs(a, b, slos);
         self
     }

@@ -6,8 +6,8 @@
 use serde::Serialize;
 
 use super::figures::{time_between_tokens_s, ttft_s};
-use crate::stats::{percentile, percentile_supported};
 use crate::format::{Cell, GaugeSample, RequestRecord, TokenSource};
+use crate::stats::{percentile, percentile_supported};
 
 /// Timeline lanes drawn at most; beyond, neighbouring requests (by send time) share a lane.
 pub const MAX_LANES: usize = 300;
@@ -300,7 +300,10 @@ mod tests {
         let d = distribution(&v).unwrap();
         assert_eq!((d.count, d.p50, d.max), (100, 50.5, 100.0));
         // Linear rank: 0.9 x 99 = 89.1 between 90 and 91; 0.99 x 99 = 98.01 between 99 and 100.
-        assert_eq!((format!("{:.6}", d.p90.unwrap()), format!("{:.6}", d.p99.unwrap())), ("90.100000".into(), "99.010000".into()));
+        assert_eq!(
+            (format!("{:.6}", d.p90.unwrap()), format!("{:.6}", d.p99.unwrap())),
+            ("90.100000".into(), "99.010000".into())
+        );
         // Four requests support a median, not a p90 or p99.
         let few = distribution(&[10.0, 12.0, 13.0, 13.9]).unwrap();
         assert_eq!((few.p90, few.p99), (None, None));

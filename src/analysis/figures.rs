@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::stats::{mean, median, percentile};
 use crate::format::{Measurement, Phase, ReportedFigures, RequestRecord, TelemetrySample, Window};
+use crate::stats::{mean, median, percentile};
 
 /// What the site prints for a cell. `None` prints as a dash.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

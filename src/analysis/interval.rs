@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-pub use crate::stats::{min_requests_for_percentile, percentile_supported};
 use crate::stats::{mean_sd, t_quantile};
+pub use crate::stats::{min_requests_for_percentile, percentile_supported};
 
 /// The confidence of every interval the site prints.
 pub const CONFIDENCE: f64 = 0.95;

@@ -121,7 +121,20 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
     );
     let (targets, best) = capacity_views(&capacity, &models, settings);
     let siblings = series::siblings(&runs);
-    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best, siblings }
+    SiteModel {
+        runs,
+        models,
+        hardware,
+        engines,
+        leaderboards,
+        paretos,
+        series,
+        tools,
+        capacity,
+        targets,
+        best,
+        siblings,
+    }
 }
 
 /// Runs `a` and `b` of the model compared, with their capacity under the site's SLOs.
@@ -233,7 +246,20 @@ pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settin
     );
     let (targets, best) = capacity_views(&capacity, &models, settings);
     let siblings = series::siblings(&runs);
-    SiteModel { runs, models, hardware, engines, leaderboards, paretos, series, tools, capacity, targets, best, siblings }
+    SiteModel {
+        runs,
+        models,
+        hardware,
+        engines,
+        leaderboards,
+        paretos,
+        series,
+        tools,
+        capacity,
+        targets,
+        best,
+        siblings,
+    }
 }
 
 /// Runs with their page slugs, and the groups they make.

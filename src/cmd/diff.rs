@@ -28,8 +28,11 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     if !slower.is_empty() {
         say!("slower figures in: {}", terminal_safe(&slower.join(", ")));
     }
-    let stopped: Vec<String> =
-        cmp.stopped.iter().map(|s| format!("{} ({})", cell_name(s.phase, s.context, s.concurrency), s.b_status.as_str())).collect();
+    let stopped: Vec<String> = cmp
+        .stopped
+        .iter()
+        .map(|s| format!("{} ({})", cell_name(s.phase, s.context, s.concurrency), s.b_status.as_str()))
+        .collect();
     if !stopped.is_empty() {
         say!("stopped working in B (valid in A): {}", terminal_safe(&stopped.join(", ")));
     }

@@ -65,7 +65,9 @@ fn refuse_non_empty(dir: &Path, force: bool) -> Result<()> {
 fn install_command(given: Option<&str>) -> Result<String> {
     match given.map(str::trim) {
         None => Ok(format!("pip install speed-matrix=={}", env!("CARGO_PKG_VERSION"))),
-        Some("") => bail!("--install: give the command that installs site (for example: pip install speed-matrix==1.0.0)"),
+        Some("") => {
+            bail!("--install: give the command that installs site (for example: pip install speed-matrix==1.0.0)")
+        }
         Some(c) if c.chars().any(|ch| ch.is_control() && ch != '\n') => {
             bail!("--install: the command holds a control character")
         }

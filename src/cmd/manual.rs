@@ -42,7 +42,8 @@ pub fn man(args: &ManArgs) -> Result<()> {
 /// engine) left out, which the generators would otherwise offer.
 fn without_hidden_commands(cmd: clap::Command) -> clap::Command {
     let visible: Vec<clap::Command> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned().collect();
-    let hidden: Vec<String> = cmd.get_subcommands().filter(|s| s.is_hide_set()).map(|s| s.get_name().to_string()).collect();
+    let hidden: Vec<String> =
+        cmd.get_subcommands().filter(|s| s.is_hide_set()).map(|s| s.get_name().to_string()).collect();
     if hidden.is_empty() {
         return cmd;
     }

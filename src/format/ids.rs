@@ -13,7 +13,10 @@ pub fn check_id(kind: &str, id: &str) -> Result<()> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
     let first_ok = id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
     if id.len() > MAX_ID_BYTES {
-        bail!("invalid {kind}: {} bytes long, at most {MAX_ID_BYTES} (it becomes a folder name under the output)", id.len());
+        bail!(
+            "invalid {kind}: {} bytes long, at most {MAX_ID_BYTES} (it becomes a folder name under the output)",
+            id.len()
+        );
     }
     if id.is_empty() || !first_ok || !id.chars().all(ok_char) || id.contains("..") {
         bail!(

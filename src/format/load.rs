@@ -11,9 +11,9 @@ use serde::Deserialize;
 use walkdir::WalkDir;
 
 use super::ids::check_id;
-use super::validate::{check_cell_in_matrix, validate_cell, validate_manifest};
 use super::json;
 use super::model::*;
+use super::validate::{check_cell_in_matrix, validate_cell, validate_manifest};
 use super::{CELLS_DIR, COMPARE_FILE, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil;
 
@@ -504,7 +504,12 @@ fn load_cells(cells_dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipp
 /// One cell per key and repetition (two files for the same measurement would make the
 /// page ambiguous), a later repetition only beside its first, and every cell inside the
 /// run's matrix.
-fn check_cells(cells: &[LoadedCell], manifest: Option<&RunManifest>, completeness: Completeness, problems: &mut Problems) {
+fn check_cells(
+    cells: &[LoadedCell],
+    manifest: Option<&RunManifest>,
+    completeness: Completeness,
+    problems: &mut Problems,
+) {
     let mut seen: BTreeMap<(Phase, u32, u32, u32), &Path> = BTreeMap::new();
     for c in cells {
         let key = (c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition);

@@ -14,12 +14,11 @@ pub mod writer;
 
 pub use load::{
     check_comparison_runs, find_run, load_data_dir, load_data_dir_with, load_run, load_run_dir, DataSet, LoadedCell,
-    LoadedRun,
-    PageSource, Skipped,
+    LoadedRun, PageSource, Skipped,
 };
-pub use validate::MAX_REPETITIONS;
 pub use model::*;
 pub use settings::SiteSettings;
+pub use validate::MAX_REPETITIONS;
 
 /// File and folder names inside a data folder.
 pub const RUNS_DIR: &str = "runs";

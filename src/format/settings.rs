@@ -207,7 +207,10 @@ fn optional_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>
     let v = f64::deserialize(d)?;
     // From a millisecond to a day.
     if !(v.is_finite() && (1.0..=86_400_000.0).contains(&v)) {
-        return Err(serde::de::Error::custom(format!("expected milliseconds from 1 to 86,400,000, found {}", brief(v))));
+        return Err(serde::de::Error::custom(format!(
+            "expected milliseconds from 1 to 86,400,000, found {}",
+            brief(v)
+        )));
     }
     Ok(Some(v))
 }
@@ -350,12 +353,21 @@ mod tests {
         let e = SiteSettings::parse("title = \"x\"\n\ntheme = \"dark\"\n").unwrap_err().to_string();
         assert!(e.starts_with("line 3, column 1: unknown field `theme`"), "{e}");
         let e = SiteSettings::parse("[prices]\nH200 = -1\n").unwrap_err().to_string();
-        assert!(e.starts_with("line 2, column 8: expected dollars per device-hour above 0 and below 1,000,000, found -1"), "{e}");
+        assert!(
+            e.starts_with("line 2, column 8: expected dollars per device-hour above 0 and below 1,000,000, found -1"),
+            "{e}"
+        );
         // Every bad value says where it stands, and a number is never hundreds of digits long.
         for (text, want) in [
             ("change_threshold_pct = -5\n", "line 1, column 24: expected a percentage from 0 to 100, found -5"),
-            ("title = \"t\"\nchange_threshold_pct = 1e308\n", "line 2, column 24: expected a percentage from 0 to 100, found 1e308"),
-            ("[prices]\nH200 = 1e300\n", "line 2, column 8: expected dollars per device-hour above 0 and below 1,000,000, found 1e300"),
+            (
+                "title = \"t\"\nchange_threshold_pct = 1e308\n",
+                "line 2, column 24: expected a percentage from 0 to 100, found 1e308",
+            ),
+            (
+                "[prices]\nH200 = 1e300\n",
+                "line 2, column 8: expected dollars per device-hour above 0 and below 1,000,000, found 1e300",
+            ),
         ] {
             let e = SiteSettings::parse(text).unwrap_err().to_string();
             assert!(e.starts_with(want), "{text:?}: {e}");
@@ -397,8 +409,14 @@ mod tests {
         assert!(e.starts_with("line 2, column 20: expected tok/s per user from 0.1 to 100000, found -2"), "{e}");
         // Degenerate bounds no page can show.
         for (text, want) in [
-            ("[slo.chat]\nmin_tps_per_user = 1e-300\n", "line 2, column 20: expected tok/s per user from 0.1 to 100000, found 1e-300"),
-            ("[slo.chat]\nmin_tps_per_user = 5\nmax_ttft_ms = 1e-300\n", "line 3, column 15: expected milliseconds from 1 to 86,400,000, found 1e-300"),
+            (
+                "[slo.chat]\nmin_tps_per_user = 1e-300\n",
+                "line 2, column 20: expected tok/s per user from 0.1 to 100000, found 1e-300",
+            ),
+            (
+                "[slo.chat]\nmin_tps_per_user = 5\nmax_ttft_ms = 1e-300\n",
+                "line 3, column 15: expected milliseconds from 1 to 86,400,000, found 1e-300",
+            ),
             ("interactivity = [0.01]\n", "line 1, column 17: expected tok/s per user from 0.1 to 100000, found 0.01"),
         ] {
             let e = SiteSettings::parse(text).unwrap_err().to_string();

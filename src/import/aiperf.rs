@@ -13,8 +13,8 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::fixed_count;
 use super::converted::Converted;
+use super::fixed_count;
 use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 use crate::fsutil;
 

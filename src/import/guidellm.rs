@@ -4,8 +4,8 @@
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use super::fixed_count;
 use super::converted::Converted;
+use super::fixed_count;
 use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 
 pub const TOOL: &str = "guidellm";

@@ -119,7 +119,12 @@ fn convert_found(found: &[Source]) -> Result<Vec<Imported>> {
                 .map(|g| {
                     let converted = serving::convert_group(tool, g)?;
                     let bench_tool = BenchTool { name: tool.name().into(), version: "unknown".into() };
-                    Ok(Imported { converted, tool: bench_tool, method_notes: tool.method_notes(), source: source.clone() })
+                    Ok(Imported {
+                        converted,
+                        tool: bench_tool,
+                        method_notes: tool.method_notes(),
+                        source: source.clone(),
+                    })
                 })
                 .collect()
         }
@@ -183,7 +188,13 @@ fn aiperf_runs(found: &[Source]) -> Result<Vec<Imported>> {
 /// cells, the user's notes and the tool's method notes after them. Staged, validated, then
 /// moved into place, so a failed import writes nothing and an existing run is replaced only
 /// with `force`.
-fn write_imported(run: Imported, data_dir: &Path, id: &str, force: bool, facts: &ManifestFacts) -> Result<ImportSummary> {
+fn write_imported(
+    run: Imported,
+    data_dir: &Path,
+    id: &str,
+    force: bool,
+    facts: &ManifestFacts,
+) -> Result<ImportSummary> {
     format::ids::check_id("run id", id)?;
     let Imported { converted, tool, method_notes, source } = run;
     let Converted { settings, cells, model, started_at, engine } = converted;

@@ -122,7 +122,9 @@ impl Simple {
 
     /// Notes a word that is not a flag's value.
     fn see(&mut self, w: &str) {
-        if self.words == 0 || (self.program == "sudo" || self.program == "env") && !w.starts_with('-') && !w.contains('=') {
+        if self.words == 0
+            || (self.program == "sudo" || self.program == "env") && !w.starts_with('-') && !w.contains('=')
+        {
             self.program = w.rsplit('/').next().unwrap_or(w).to_string();
         }
         if self.words > 0 {
@@ -219,7 +221,11 @@ fn redact_in_context(w: &str, simple: &Simple, next: &mut Next) -> Option<Option
             return Some(None);
         }
     }
-    if simple.config && !w.starts_with('-') && !w.contains(['=', ' ']) && secret_name(w.rsplit([':', '/']).next().unwrap_or(w)) {
+    if simple.config
+        && !w.starts_with('-')
+        && !w.contains(['=', ' '])
+        && secret_name(w.rsplit([':', '/']).next().unwrap_or(w))
+    {
         next.secret = true;
         return Some(None);
     }

@@ -88,7 +88,9 @@ fn word_len(rest: &str) -> usize {
             // continuation ends the word.
             let continued = ["\\\n", "\\\r\n"].iter().find(|c| r.starts_with(**c)).map(|c| c.len());
             match continued {
-                Some(len) if r[len..].chars().next().is_some_and(|c| !c.is_whitespace()) && operator(&r[len..]).is_none() => {
+                Some(len)
+                    if r[len..].chars().next().is_some_and(|c| !c.is_whitespace()) && operator(&r[len..]).is_none() =>
+                {
                     i += len;
                     continue;
                 }

@@ -15,10 +15,46 @@ use super::{redact_command, scrub_text};
 /// Programs whose command lines users paste into notes. A prose line starting with one of
 /// them reads as a command.
 const PROGRAMS: &[&str] = &[
-    "aws", "az", "bash", "curl", "docker", "env", "export", "gcloud", "git", "guidellm", "helm", "hf",
-    "huggingface-cli", "inference-perf", "kubectl", "llama-server", "lmdeploy", "mysql", "nerdctl", "ollama",
-    "pip", "podman", "psql", "python", "python3", "sglang", "sh", "site", "ssh", "sudo", "text-generation-launcher",
-    "trtllm-serve", "uv", "vllm", "wget", "aiperf", "genai-perf", "echo", "set", "setx",
+    "aws",
+    "az",
+    "bash",
+    "curl",
+    "docker",
+    "env",
+    "export",
+    "gcloud",
+    "git",
+    "guidellm",
+    "helm",
+    "hf",
+    "huggingface-cli",
+    "inference-perf",
+    "kubectl",
+    "llama-server",
+    "lmdeploy",
+    "mysql",
+    "nerdctl",
+    "ollama",
+    "pip",
+    "podman",
+    "psql",
+    "python",
+    "python3",
+    "sglang",
+    "sh",
+    "site",
+    "ssh",
+    "sudo",
+    "text-generation-launcher",
+    "trtllm-serve",
+    "uv",
+    "vllm",
+    "wget",
+    "aiperf",
+    "genai-perf",
+    "echo",
+    "set",
+    "setx",
 ];
 
 /// The Markdown as it may be published (`None` when nothing was redacted) and the 1-based
@@ -55,7 +91,8 @@ pub fn scrub_markdown(markdown: &str) -> (Option<String>, Vec<usize>) {
         }
         i = end;
     }
-    let changed: Vec<usize> = lines.iter().zip(&out).enumerate().filter(|(_, (a, b))| **a != b.as_ref()).map(|(i, _)| i + 1).collect();
+    let changed: Vec<usize> =
+        lines.iter().zip(&out).enumerate().filter(|(_, (a, b))| **a != b.as_ref()).map(|(i, _)| i + 1).collect();
     if changed.is_empty() {
         (None, changed)
     } else {
@@ -112,9 +149,9 @@ fn reads_as_command(line: &str) -> bool {
     }
     let first = t.split_whitespace().next().unwrap_or("");
     let program = first.rsplit('/').next().unwrap_or(first);
-    let assignment = first
-        .split_once('=')
-        .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
+    let assignment = first.split_once('=').is_some_and(|(n, _)| {
+        !n.is_empty() && n.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    });
     PROGRAMS.contains(&program) || assignment || t.trim_end().ends_with(" \\")
 }
 

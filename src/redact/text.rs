@@ -57,7 +57,8 @@ pub fn secret_name(name: &str) -> bool {
 }
 
 /// Last name parts that say the value is where a secret is, or about it, not the secret.
-const NOT_A_VALUE: &[&str] = &["file", "path", "stdin", "dir", "env", "name", "id", "ids", "length", "len", "type", "size"];
+const NOT_A_VALUE: &[&str] =
+    &["file", "path", "stdin", "dir", "env", "name", "id", "ids", "length", "len", "type", "size"];
 
 /// Tokenizer special tokens (`bos_token`), which are words of a vocabulary, not credentials.
 const SPECIAL_TOKENS: &[&str] = &["bos", "eos", "pad", "unk", "sep", "cls", "mask", "special", "start", "end", "image"];

@@ -296,7 +296,12 @@ fn evidence_view(
 fn percentile_or_max(value: Option<f64>, p: f64, d: &Distribution) -> String {
     match value {
         Some(v) => numbers::millis1(v),
-        None => format!("needs {} requests (max of {}: {})", min_requests_for_percentile(p), d.count, numbers::millis1(d.max)),
+        None => format!(
+            "needs {} requests (max of {}: {})",
+            min_requests_for_percentile(p),
+            d.count,
+            numbers::millis1(d.max)
+        ),
     }
 }
 

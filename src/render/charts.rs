@@ -541,8 +541,11 @@ fn draw_scatter<DB: DrawingBackend>(
                 ));
             }
             // Data marks carry class "point", as every chart's do.
-            let shape = marker(marker_shape(i), cx, cy, if on_frontier { 5 } else { 3 }, &css)
-                .replacen(' ', " class=\"point\" ", 1);
+            let shape = marker(marker_shape(i), cx, cy, if on_frontier { 5 } else { 3 }, &css).replacen(
+                ' ',
+                " class=\"point\" ",
+                1,
+            );
             if on_frontier || linked < spec.max_linked {
                 linked += 1;
                 push_linked(marks, &shape, &(spec.label)(i, j));

@@ -219,7 +219,13 @@ pub struct RunInSite<'a> {
     pub capacity: &'a RunCapacity,
 }
 
-pub fn render(cx: &PageContext, site_run: RunInSite<'_>, ranks: &Ranks, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+pub fn render(
+    cx: &PageContext,
+    site_run: RunInSite<'_>,
+    ranks: &Ranks,
+    sink: &dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<()> {
     let RunInSite { view: run, index, capacity } = site_run;
     let index = Some(index);
     let settings = &cx.settings;

@@ -3,7 +3,6 @@
 //! a flagged step linked to its comparison page (built here when `compare.json` lacks it),
 //! and every decode cell across versions.
 
-
 use anyhow::Result;
 use minijinja::context;
 use serde::Serialize;

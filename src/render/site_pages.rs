@@ -203,8 +203,7 @@ impl SitePages<'_> {
         let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
             let run = &site.runs[i];
             let site_run = run_page::RunInSite { view: run, index: i, capacity: &site.capacity[i] };
-            run_page::render(cx, site_run, ranks, sink, st)
-                .with_context(|| format!("rendering run {}", run.id))
+            run_page::render(cx, site_run, ranks, sink, st).with_context(|| format!("rendering run {}", run.id))
         };
         let mut by_folder = render_cached(&units, self.previous, render, sink, stats)?;
         // Fewer runs' cells to render than cores (a change while serving): their cells in

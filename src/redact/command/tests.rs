@@ -231,21 +231,45 @@ fn credential_forms_of_other_programs() {
     let cases = [
         ("docker login -p s3cr3t registry.io", "docker login -p <redacted> registry.io"),
         ("sudo podman login -u me -p s3cr3t quay.io", "sudo podman login -u me -p <redacted> quay.io"),
-        ("echo s3cr3t | docker login --password-stdin registry.io", "echo <redacted> | docker login --password-stdin registry.io"),
-        ("printf '%s' \"s3cr3t\" | helm registry login --password-stdin r.io", "printf <redacted> <redacted> | helm registry login --password-stdin r.io"),
+        (
+            "echo s3cr3t | docker login --password-stdin registry.io",
+            "echo <redacted> | docker login --password-stdin registry.io",
+        ),
+        (
+            "printf '%s' \"s3cr3t\" | helm registry login --password-stdin r.io",
+            "printf <redacted> <redacted> | helm registry login --password-stdin r.io",
+        ),
         ("aws configure set aws_secret_access_key s3cr3t", "aws configure set aws_secret_access_key <redacted>"),
         ("npm config set //r.io/:_authToken s3cr3t", "npm config set //r.io/:_authToken <redacted>"),
         ("mysql -uroot -ps3cr3t db", "mysql -uroot -p<redacted> db"),
-        ("curl 'https://a.blob.core.windows.net/c?sv=2022&sig=s3cr3t%3D&se=1'", "curl 'https://a.blob.core.windows.net/c?sv=2022&sig=<redacted>&se=1'"),
+        (
+            "curl 'https://a.blob.core.windows.net/c?sv=2022&sig=s3cr3t%3D&se=1'",
+            "curl 'https://a.blob.core.windows.net/c?sv=2022&sig=<redacted>&se=1'",
+        ),
         ("curl 'http://h/v1?api%5Fkey=s3cr3t&x=1'", "curl 'http://h/v1?api%5Fkey=<redacted>&x=1'"),
-        ("python -c 'import os; os.environ[\"HF_TOKEN\"]=\"s3cr3t\"'", "python -c 'import os; os.environ[\"HF_TOKEN\"]=\"<redacted>\"'"),
-        ("curl https://api.telegram.org/bot123456:s3cr3t/sendMessage", "curl https://api.telegram.org/bot<redacted>/sendMessage"),
-        ("curl -X POST https://hooks.slack.com/services/T0/B1/s3cr3t", "curl -X POST https://hooks.slack.com/services/<redacted>"),
+        (
+            "python -c 'import os; os.environ[\"HF_TOKEN\"]=\"s3cr3t\"'",
+            "python -c 'import os; os.environ[\"HF_TOKEN\"]=\"<redacted>\"'",
+        ),
+        (
+            "curl https://api.telegram.org/bot123456:s3cr3t/sendMessage",
+            "curl https://api.telegram.org/bot<redacted>/sendMessage",
+        ),
+        (
+            "curl -X POST https://hooks.slack.com/services/T0/B1/s3cr3t",
+            "curl -X POST https://hooks.slack.com/services/<redacted>",
+        ),
         ("curl https://discord.com/api/webhooks/123/s3cr3t-x", "curl https://discord.com/api/webhooks/123/<redacted>"),
         ("vllm serve m --api-key $(echo s3cr3t) --port 8000", "vllm serve m --api-key <redacted> --port 8000"),
         ("vllm serve m --api-key `echo s3cr3t` --port 8000", "vllm serve m --api-key <redacted> --port 8000"),
-        ("cat <<EOF >c.yaml\napi_key: s3cr3t\nport: 8000\nEOF", "cat <<EOF >c.yaml\napi_key: <redacted>\nport: 8000\nEOF"),
-        ("cat <<EOF >c.json\n{\n  \"token\": \"s3cr3t\",\n  \"n\": 1\n}\nEOF", "cat <<EOF >c.json\n{\n  \"token\": <redacted>\n  \"n\": 1\n}\nEOF"),
+        (
+            "cat <<EOF >c.yaml\napi_key: s3cr3t\nport: 8000\nEOF",
+            "cat <<EOF >c.yaml\napi_key: <redacted>\nport: 8000\nEOF",
+        ),
+        (
+            "cat <<EOF >c.json\n{\n  \"token\": \"s3cr3t\",\n  \"n\": 1\n}\nEOF",
+            "cat <<EOF >c.json\n{\n  \"token\": <redacted>\n  \"n\": 1\n}\nEOF",
+        ),
         ("vllm serve m --hf-token hf_abcdefgh\\\nijklmnop1234 --port 1", "vllm serve m --hf-token <redacted> --port 1"),
         ("run hf_abcdefgh\\\nijklmnop1234", "run <redacted>"),
         (
