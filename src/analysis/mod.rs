@@ -119,22 +119,8 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
         || (leaderboard::leaderboards(&runs), tools::tools(&runs)),
         || rayon::join(|| paretos(&runs, &models, settings), || series::series(&runs, &capacity, settings)),
     );
-    let (targets, best) = capacity_views(&capacity, &models, settings);
-    let siblings = series::siblings(&runs);
-    SiteModel {
-        runs,
-        models,
-        hardware,
-        engines,
-        leaderboards,
-        paretos,
-        series,
-        tools,
-        capacity,
-        targets,
-        best,
-        siblings,
-    }
+    let grouped = Grouped { runs, models, hardware, engines };
+    assembled(grouped, AcrossRuns { leaderboards, tools, paretos, series }, capacity, settings)
 }
 
 /// Runs `a` and `b` of the model compared, with their capacity under the site's SLOs.
@@ -244,6 +230,29 @@ pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settin
         || (leaderboard::mend(leaderboards, &runs, &indices), tools::tools(&runs)),
         || rayon::join(mended_paretos, mended_series),
     );
+    let grouped = Grouped { runs, models, hardware, engines };
+    assembled(grouped, AcrossRuns { leaderboards, tools, paretos, series }, capacity, settings)
+}
+
+/// The views across runs that `analyze` makes whole and `reanalyze` mends.
+struct AcrossRuns {
+    leaderboards: Vec<Leaderboard>,
+    tools: Vec<tools::ToolsView>,
+    paretos: Vec<ParetoView>,
+    series: Vec<SeriesView>,
+}
+
+/// The model from the grouped runs, their views and capacity: what `analyze` and
+/// `reanalyze` both end with (the target boards, each model's best and the siblings are
+/// cheap, so made whole every time).
+fn assembled(
+    grouped: Grouped,
+    views: AcrossRuns,
+    capacity: Vec<capacity::RunCapacity>,
+    settings: &SiteSettings,
+) -> SiteModel {
+    let Grouped { runs, models, hardware, engines } = grouped;
+    let AcrossRuns { leaderboards, tools, paretos, series } = views;
     let (targets, best) = capacity_views(&capacity, &models, settings);
     let siblings = series::siblings(&runs);
     SiteModel {
