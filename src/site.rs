@@ -393,10 +393,13 @@ impl Site {
         frame.piece(&program_identity());
         let template_hash = frame.finish();
         let runs_dir = config.data_dir.join(format::RUNS_DIR);
-        let raw_run = |run: &RunView| format::load_run_dir(&runs_dir.join(&run.id));
+        // A run's records are read again only for its cell pages, one run at a time, so
+        // that no more than a few runs' records are held at once.
+        let cell_details =
+            |run: &RunView| format::load_run_dir(&runs_dir.join(&run.id)).map(analysis::evidence::run_detail);
         let pages = SitePages {
             site: &self.model,
-            raw_run: &raw_run,
+            cell_details: &cell_details,
             template_hash,
             previous,
             settings: &self.settings,

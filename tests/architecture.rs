@@ -241,3 +241,58 @@ fn the_site_commands_reach_the_library_only_through_the_pipeline() {
     assert!(seen >= 8, "only {seen} library paths found in the site commands");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The free functions a module declares at its top level (`pub fn name`, not indented:
+/// methods and nested items are left out).
+fn top_level_functions(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("pub fn "))
+        .map(|rest| rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
+        .collect()
+}
+
+/// Whether `code` calls `name` as a free function: `name(` or `path::name(`, not a method
+/// (`.name(`) nor a longer name that ends in it, nor a definition.
+fn calls(code: &str, name: &str) -> bool {
+    let pattern = format!("{name}(");
+    code.match_indices(&pattern).any(|(at, _)| {
+        let before = &code[..at];
+        let prev = before.chars().next_back();
+        let defines = before.trim_end().ends_with("fn");
+        !defines && !prev.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    })
+}
+
+/// Rendering is a pure function of the analysed model: no file under `src/render/` calls a
+/// function of `analysis` (figures, evidence, comparisons, capacity are computed before).
+#[test]
+fn rendering_calls_no_computing_function_of_the_analysis() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut analysis = Vec::new();
+    source_files(&src.join("analysis"), &mut analysis);
+    let functions: BTreeSet<String> =
+        analysis.iter().flat_map(|f| top_level_functions(&fs::read_to_string(f).unwrap())).collect();
+    assert!(functions.len() >= 30, "only {} analysis functions found", functions.len());
+    assert!(functions.contains("evidence") && functions.contains("compare"), "{functions:?}");
+    let mut render = Vec::new();
+    source_files(&src.join("render"), &mut render);
+    let mut wrong = Vec::new();
+    for file in &render {
+        let code = code_text(&fs::read_to_string(file).unwrap());
+        let trimmed: Vec<&str> = code.lines().map(str::trim_start).collect();
+        let own = top_level_functions(&trimmed.join("\n"));
+        for f in functions.iter().filter(|f| !own.contains(*f) && calls(&code, f)) {
+            wrong.push(format!("{} calls analysis function {f}", file.display()));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_call_is_told_from_a_method_a_longer_name_and_a_definition() {
+    assert!(calls("let e = evidence::evidence(cell);", "evidence"));
+    assert!(calls("x = distribution(&v)", "distribution"));
+    assert!(!calls("cell.evidence()", "evidence"));
+    assert!(!calls("cell_evidence(x)", "evidence"));
+    assert!(!calls("fn evidence(cell: &Cell)", "evidence"));
+}

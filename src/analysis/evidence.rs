@@ -359,3 +359,30 @@ mod tests {
         assert_eq!(e.gauge_every_s(), None);
     }
 }
+
+/// What a cell's page shows beyond its view: the cell as recorded, the evidence from its
+/// requests, and for an imported cell the distributions of the samples its source kept.
+#[derive(Debug, Clone)]
+pub struct CellDetail {
+    pub cell: Cell,
+    pub evidence: Option<Evidence>,
+    /// From an imported cell's per-request samples (milliseconds).
+    pub reported_ttft_ms: Option<Distribution>,
+    pub reported_tbt_ms: Option<Distribution>,
+}
+
+impl CellDetail {
+    pub fn of(cell: Cell) -> CellDetail {
+        let evidence = evidence(&cell);
+        let samples = cell.reported.as_ref().map_or(&[][..], |r| &r.samples[..]);
+        let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
+        let ttfts: Vec<f64> = samples.iter().filter_map(|s| ms(s.ttft_s)).collect();
+        let tbts: Vec<f64> = samples.iter().filter_map(|s| ms(s.tbt_s)).collect();
+        CellDetail { evidence, reported_ttft_ms: distribution(&ttfts), reported_tbt_ms: distribution(&tbts), cell }
+    }
+}
+
+/// Every cell of a run as loaded, with its detail: what the run's cell pages are made from.
+pub fn run_detail(run: crate::format::LoadedRun) -> Vec<CellDetail> {
+    run.cells.into_iter().map(|c| CellDetail::of(c.cell)).collect()
+}

@@ -49,6 +49,12 @@ impl<'a> Unit<'a> {
         Unit { key, files: Box::new(move || files.clone()), hash, kept, patch: None }
     }
 
+    /// A unit of one page and the files beside it (a board's CSV).
+    pub fn page(key: String, hash: u64, files: Vec<String>) -> Unit<'a> {
+        let kept = RenderStats { pages: 1, files: files.len(), ..Default::default() };
+        Unit::listed(key, hash, kept, files)
+    }
+
     /// Whether the unit's patchable part is as the previous build recorded it (a unit
     /// without one has nothing apart).
     fn patch_unchanged(&self, previous: &BTreeMap<String, u64>) -> bool {
@@ -131,9 +137,42 @@ impl Sink for Recording<'_> {
     }
 }
 
+/// A kind of page rendered in cached units (boards, list pages, views, comparisons): what
+/// each unit is made from and holds, and how to render one.
+pub trait CachedPages: Sync {
+    fn units(&self) -> Vec<Unit<'_>>;
+    /// Renders unit `i` of `units()`.
+    fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()>;
+}
+
+/// Renders every unit of `pages` unless kept; returns every unit's hash by key.
+pub fn render_pages(
+    pages: &impl CachedPages,
+    previous: &BTreeMap<String, u64>,
+    sink: &dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<BTreeMap<String, u64>> {
+    let units = pages.units();
+    render_cached(&units, previous, |i, sink, st| pages.render_one(i, sink, st), sink, stats)
+}
+
+/// Renders one unit unless kept (a group's own page, `index.json`); returns its hash by key.
+pub fn render_unit<F>(
+    unit: Unit,
+    previous: &BTreeMap<String, u64>,
+    render: F,
+    sink: &dyn Sink,
+    stats: &mut RenderStats,
+) -> Result<BTreeMap<String, u64>>
+where
+    F: Fn(&dyn Sink, &mut RenderStats) -> Result<()> + Sync,
+{
+    render_cached(&[unit], previous, |_, sink, st| render(sink, st), sink, stats)
+}
+
 /// Renders `units` (unit `i` by `render(i, ...)`) unless kept, on every core; returns every
 /// unit's hash by key.
-pub fn render_cached<F>(
+fn render_cached<F>(
     units: &[Unit],
     previous: &BTreeMap<String, u64>,
     render: F,

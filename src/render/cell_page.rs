@@ -11,10 +11,10 @@ use super::cell_charts;
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::downloads::cell_detail;
 use super::leaderboard_page::{board_name, board_slug};
-use crate::analysis::evidence::{self, distribution, Distribution, Evidence};
+use crate::analysis::evidence::{self, CellDetail, Distribution, Evidence};
 use crate::analysis::interval::{min_requests_for_percentile, Basis, Estimate, IntervalKind};
 use crate::analysis::{BoardKey, CellView, FigureSource, Figures, RunView};
-use crate::format::{Cell, LoadedRun, Phase, RequestRecord, Status, TokenSource};
+use crate::format::{Cell, Phase, RequestRecord, Status, TokenSource};
 use crate::units::numbers::{self, context_slug};
 use crate::write::Sink;
 
@@ -174,7 +174,7 @@ struct EvidenceView {
 pub fn render_all(
     cx: &PageContext,
     (run, index): (&RunView, usize),
-    raw: Option<&LoadedRun>,
+    detail: Option<&[CellDetail]>,
     in_parallel: bool,
     sink: &dyn Sink,
     stats: &mut RenderStats,
@@ -182,12 +182,11 @@ pub fn render_all(
     let frame = RunFrame::of(run, cx.titles.get(index).map(String::as_str));
     let views: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
     let one = |&view: &&CellView, sink: &dyn Sink, st: &mut RenderStats| {
-        let cell = raw
-            .into_iter()
-            .flat_map(|r| &r.cells)
-            .map(|c| &c.cell)
-            .find(|c| c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency);
-        render(cx, &frame, run, view, cell, sink, st)
+        let detail = detail.into_iter().flatten().find(|d| {
+            let c = &d.cell;
+            c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency
+        });
+        render(cx, &frame, run, view, detail, sink, st)
     };
     if in_parallel {
         return super::cached::render_parallel(&views, one, sink, stats);
@@ -226,14 +225,19 @@ fn render(
     frame: &RunFrame,
     run: &RunView,
     view: &CellView,
-    cell: Option<&Cell>,
+    detail: Option<&CellDetail>,
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
-    let evidence = cell.and_then(evidence::evidence);
-    let (charts, ttft, tbt) = match &evidence {
+    let cell = detail.map(|d| &d.cell);
+    let evidence = detail.and_then(|d| d.evidence.as_ref());
+    let (charts, ttft, tbt) = match evidence {
         Some(e) => evidence_view(e, view.concurrency, cell.and_then(|c| c.measurement.as_ref()?.gauge_source.clone())),
-        None => (None, reported_stats(cell, true), reported_stats(cell, false)),
+        None => (
+            None,
+            detail.and_then(|d| d.reported_ttft_ms.as_ref()).map(|d| stats_of(TTFT, d)),
+            detail.and_then(|d| d.reported_tbt_ms.as_ref()).map(|d| stats_of(TBT, d)),
+        ),
     };
     stats.charts +=
         charts.as_ref().map_or(0, |c| [&c.timeline, &c.gauge, &c.throughput].iter().filter(|s| !s.is_empty()).count());
@@ -248,7 +252,7 @@ fn render(
         measured => view.source == FigureSource::Measured,
         bench_tool => frame.bench_tool.clone(),
         detail => cell_detail(view),
-        formulas => ser(formulas(view, cell, evidence.as_ref())),
+        formulas => ser(formulas(view, cell, evidence)),
         uncertainty => ser(uncertainty_rows(view)),
         evidence => ser(charts),
         ttft => ser(ttft),
@@ -286,8 +290,8 @@ fn evidence_view(
         outcomes,
         token_sources: e.token_sources.iter().map(|(s, n)| (token_source_label(*s), *n)).collect(),
     };
-    let ttft = e.ttft_ms.as_ref().map(|d| stats_of("Time to first token", d));
-    let tbt = e.tbt_ms.as_ref().map(|d| stats_of("Time between tokens", d));
+    let ttft = e.ttft_ms.as_ref().map(|d| stats_of(TTFT, d));
+    let tbt = e.tbt_ms.as_ref().map(|d| stats_of(TBT, d));
     (Some(view), ttft, tbt)
 }
 
@@ -304,6 +308,9 @@ fn percentile_or_max(value: Option<f64>, p: f64, d: &Distribution) -> String {
         ),
     }
 }
+
+const TTFT: &str = "Time to first token";
+const TBT: &str = "Time between tokens";
 
 fn stats_of(name: &'static str, d: &Distribution) -> Stats {
     Stats {
@@ -331,15 +338,6 @@ fn tool_figures(cell: Option<&Cell>) -> Vec<ToolFigureRow> {
         .iter()
         .map(|t| ToolFigureRow { name: t.name.clone(), value: numbers::general(t.value), unit: t.unit.clone() })
         .collect()
-}
-
-/// Distributions from an imported cell's per-request samples, where the source kept them.
-fn reported_stats(cell: Option<&Cell>, ttft: bool) -> Option<Stats> {
-    let samples = &cell?.reported.as_ref()?.samples;
-    let values: Vec<f64> =
-        samples.iter().filter_map(|s| if ttft { s.ttft_s } else { s.tbt_s }).map(|v| v * 1000.0).collect();
-    let d = distribution(&values)?;
-    Some(stats_of(if ttft { "Time to first token" } else { "Time between tokens" }, &d))
 }
 
 fn formulas(view: &CellView, cell: Option<&Cell>, e: Option<&Evidence>) -> Vec<Formula> {

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use minijinja::value::Value;
 
-use super::cached::{render_cached, Unit};
+use super::cached::{render_unit, Unit};
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::common::{colour_css, put_page, root, ser, PageContext, RenderStats};
 use super::listing::{render_listing, Listing, ListingCache, Preset};
@@ -66,12 +66,10 @@ pub fn render(
         let run = &site.runs[i];
         h.u64(run.view_hash).piece(run.id.as_bytes()).piece(cx.titles[i].as_bytes());
     }
-    let kept = RenderStats { pages: 1, files: 1, ..Default::default() };
-    let page = [Unit::listed(key, h.finish(), kept, vec![format!("{dir}index.html")])];
+    let page = Unit::page(key, h.finish(), vec![format!("{dir}index.html")]);
     let listing = rendered.first;
-    let render =
-        |_: usize, sink: &dyn Sink, st: &mut RenderStats| main_page(cx, site, kind, g, &charted, &listing, sink, st);
-    hashes.extend(render_cached(&page, cache.previous, render, sink, stats)?);
+    let render = |sink: &dyn Sink, st: &mut RenderStats| main_page(cx, site, kind, g, &charted, &listing, sink, st);
+    hashes.extend(render_unit(page, cache.previous, render, sink, stats)?);
     Ok(hashes)
 }
 

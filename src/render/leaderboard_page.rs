@@ -9,7 +9,7 @@ use minijinja::context;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::cached::{render_cached, Unit};
+use super::cached::{render_pages, CachedPages, Unit};
 use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
@@ -88,21 +88,8 @@ pub fn render_all(
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<BTreeMap<String, u64>> {
-    let listed: Vec<u64> =
-        (0..site.runs.len()).into_par_iter().map(|i| listed_run_hash(cx, &site.runs[i], i)).collect();
-    let units: Vec<Unit> = site
-        .leaderboards
-        .par_iter()
-        .map(|b| {
-            let dir = format!("leaderboards/{}", board_slug(b.key));
-            let files = vec![format!("{dir}/board.csv"), format!("{dir}/index.html")];
-            let hash = board_hash(b, &listed, frame);
-            Unit::listed(dir, hash, RenderStats { pages: 1, files: 2, ..Default::default() }, files)
-        })
-        .collect();
-    let render =
-        |i: usize, sink: &dyn Sink, st: &mut RenderStats| render_board(cx, site, &site.leaderboards[i], sink, st);
-    let hashes = render_cached(&units, previous, render, sink, stats)?;
+    let listed = (0..site.runs.len()).into_par_iter().map(|i| listed_run_hash(cx, &site.runs[i], i)).collect();
+    let hashes = render_pages(&Boards { cx, site, listed, frame }, previous, sink, stats)?;
     let links: Vec<BoardLink> = site
         .leaderboards
         .iter()
@@ -129,6 +116,30 @@ pub fn render_all(
     })?;
     put_page(sink, "leaderboards/index.html", &html, stats)?;
     Ok(hashes)
+}
+
+/// The boards' pages, a unit each.
+struct Boards<'a> {
+    cx: &'a PageContext<'a>,
+    site: &'a SiteModel,
+    /// Each run's `listed_run_hash`.
+    listed: Vec<u64>,
+    frame: u64,
+}
+
+impl CachedPages for Boards<'_> {
+    fn units(&self) -> Vec<Unit<'_>> {
+        let unit = |b: &Leaderboard| {
+            let dir = format!("leaderboards/{}", board_slug(b.key));
+            let files = vec![format!("{dir}/board.csv"), format!("{dir}/index.html")];
+            Unit::page(dir, board_hash(b, &self.listed, self.frame), files)
+        };
+        self.site.leaderboards.par_iter().map(unit).collect()
+    }
+
+    fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        render_board(self.cx, self.site, &self.site.leaderboards[i], sink, stats)
+    }
 }
 
 /// What a board row shows of a run besides its figures.

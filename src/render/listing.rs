@@ -12,7 +12,7 @@ use minijinja::context;
 use minijinja::value::Value;
 use serde::Serialize;
 
-use super::cached::{render_cached, Unit};
+use super::cached::{render_pages, render_unit, CachedPages, Unit};
 use super::common::{put_file, put_page, root, ser, summary, PageContext, RenderStats, RunSummary};
 use crate::analysis::RunView;
 use crate::units::InputHash;
@@ -115,49 +115,74 @@ pub fn render_listing(
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<RenderedListing> {
-    let Listing { members, dir, heading, preset } = *listing;
-    let order = newest_first(cx, members);
-    let pages = order.len().div_ceil(PAGE_SIZE).max(1);
-    let page = |n: usize, from_list_page: bool| {
-        let rows: Vec<RunSummary> = order
+    let order = newest_first(cx, listing.members);
+    let pages = ListPages { cx, runs, listing, cache, pages: order.len().div_ceil(PAGE_SIZE).max(1), order };
+    let hashes = render_pages(&pages, cache.previous, sink, stats)?;
+    Ok(RenderedListing { first: ser(pages.page(1, false)), first_hash: pages.hash(1), hashes })
+}
+
+/// A listing's pages in the order shown; each of pages 2.. a unit (`list/N/`).
+struct ListPages<'a> {
+    cx: &'a PageContext<'a>,
+    runs: &'a [RunView],
+    listing: &'a Listing<'a>,
+    cache: &'a ListingCache<'a>,
+    /// Member indexes newest first.
+    order: Vec<usize>,
+    pages: usize,
+}
+
+impl ListPages<'_> {
+    /// Page `n` (from 1) as the `runs_table` macro takes it.
+    fn page(&self, n: usize, on_list_page: bool) -> ListingPage<'_> {
+        let cx = self.cx;
+        let rows: Vec<RunSummary> = self
+            .order
             .iter()
             .skip((n - 1) * PAGE_SIZE)
             .take(PAGE_SIZE)
-            .map(|&i| summary(&runs[i], &cx.titles[i], cx.capacity_of(i)))
+            .map(|&i| summary(&self.runs[i], &cx.titles[i], cx.capacity_of(i)))
             .collect();
-        let first = ((n - 1) * PAGE_SIZE + 1).min(order.len());
-        let pager = (1..=pages).filter(|_| pages > 1).collect();
+        let total = self.order.len();
+        let first = ((n - 1) * PAGE_SIZE + 1).min(total);
+        let pager = (1..=self.pages).filter(|_| self.pages > 1).collect();
         let last = first + rows.len().saturating_sub(1);
-        ListingPage { last, rows, total: order.len(), first, pager, number: n, on_list_page: from_list_page, preset }
-    };
-    let depth = dir.matches('/').count();
-    let preset_value = preset.map(|p| format!("{}={}", p.field, p.value)).unwrap_or_default();
-    let page_hash = |n: usize| {
+        ListingPage { last, rows, total, first, pager, number: n, on_list_page, preset: self.listing.preset }
+    }
+
+    /// What page `n` shows: its rows, where it is and how many pages there are.
+    fn hash(&self, n: usize) -> u64 {
+        let (order, listing) = (&self.order, self.listing);
         let rows = &order[((n - 1) * PAGE_SIZE).min(order.len())..(n * PAGE_SIZE).min(order.len())];
-        let shape = [n, pages, order.len()].map(|v| v as u64);
+        let shape = [n, self.pages, order.len()].map(|v| v as u64);
         let shape: Vec<u8> = shape.iter().flat_map(|v| v.to_le_bytes()).collect();
-        cache.hash(rows, &[dir.as_bytes(), heading.as_bytes(), preset_value.as_bytes(), &shape])
-    };
-    let units: Vec<Unit> = (2..=pages)
-        .map(|n| {
-            let key = format!("{dir}list/{n}");
+        let preset = listing.preset.map(|p| format!("{}={}", p.field, p.value)).unwrap_or_default();
+        self.cache.hash(rows, &[listing.dir.as_bytes(), listing.heading.as_bytes(), preset.as_bytes(), &shape])
+    }
+}
+
+impl CachedPages for ListPages<'_> {
+    fn units(&self) -> Vec<Unit<'_>> {
+        let unit = |n: usize| {
+            let key = format!("{}list/{n}", self.listing.dir);
             let files = vec![format!("{key}/index.html")];
-            Unit::listed(key, page_hash(n), RenderStats { pages: 1, files: 1, ..Default::default() }, files)
-        })
-        .collect();
-    let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-        let n = i + 2;
-        let html = cx.env.get_template("list.html")?.render(context! {
+            Unit::page(key, self.hash(n), files)
+        };
+        (2..=self.pages).map(unit).collect()
+    }
+
+    fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        let (n, dir) = (i + 2, self.listing.dir);
+        let depth = dir.matches('/').count();
+        let html = self.cx.env.get_template("list.html")?.render(context! {
             root => root(&"../".repeat(depth + 2)),
-            nav_pages => cx.nav_pages(),
-            heading => heading,
+            nav_pages => self.cx.nav_pages(),
+            heading => self.listing.heading,
             number => n,
-            listing => ser(page(n, true)),
+            listing => ser(self.page(n, true)),
         })?;
-        put_page(sink, &format!("{dir}list/{n}/index.html"), &html, st)
-    };
-    let hashes = render_cached(&units, cache.previous, render, sink, stats)?;
-    Ok(RenderedListing { first: ser(page(1, false)), first_hash: page_hash(1), hashes })
+        put_page(sink, &format!("{dir}list/{n}/index.html"), &html, stats)
+    }
 }
 
 /// `index.json` (every run, newest first) and `index.js`, the same data as a script the
@@ -183,7 +208,7 @@ pub fn render_index_data(
     let files = vec!["index.js".to_string(), "index.json".to_string()];
     let hash = crate::units::InputHash::default().u64(cache.hash(&order, &[b"index.json"])).json(capacity).finish();
     let unit = Unit::listed("index.json".into(), hash, RenderStats { files: 2, ..Default::default() }, files);
-    let render = |_: usize, sink: &dyn Sink, st: &mut RenderStats| {
+    let render = |sink: &dyn Sink, st: &mut RenderStats| {
         let rows: Vec<IndexRow> = order
             .iter()
             .map(|&i| IndexRow { run: summary(&runs[i], &cx.titles[i], cx.capacity_of(i)), capacity: &capacity[i] })
@@ -192,5 +217,5 @@ pub fn render_index_data(
         put_file(sink, "index.js", &format!("window.speedMatrixIndex = {json};\n"), st)?;
         put_file(sink, "index.json", &json, st)
     };
-    render_cached(&[unit], cache.previous, render, sink, stats)
+    render_unit(unit, cache.previous, render, sink, stats)
 }

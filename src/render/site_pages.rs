@@ -11,7 +11,7 @@ use minijinja::context;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::cached::{render_cached, render_parallel, Patch, Unit};
+use super::cached::{render_pages, render_parallel, CachedPages, Patch, Unit};
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use super::feeds::PageRecorder;
 use super::series_page::series_title;
@@ -19,12 +19,13 @@ use super::{
     cell_page, feeds, group_page, leaderboard_page, listing, markdown, pareto_page, run_page, series_page,
     targets_page, tools_page,
 };
+use crate::analysis::evidence::CellDetail;
 use crate::analysis::series::Trend;
 use crate::analysis::{
     Comparison, GroupKind, GroupView, RunView, SiteModel, ACTIVE_MISMATCH_TOLERANCE, CLIENT_CPU_LIMIT_CORES,
     SERVER_DISAGREEMENT_TOLERANCE,
 };
-use crate::format::{LoadedRun, PageSource, SiteSettings};
+use crate::format::{PageSource, SiteSettings};
 use crate::units::InputHash;
 use crate::write::Sink;
 
@@ -34,7 +35,7 @@ pub struct SitePages<'a> {
     pub template_hash: u64,
     /// The run as loaded, records and all, for its cell pages (read again when its pages are
     /// rendered: the site does not keep every record in memory).
-    pub raw_run: &'a (dyn Fn(&RunView) -> Result<LoadedRun> + Sync),
+    pub cell_details: &'a (dyn Fn(&RunView) -> Result<Vec<CellDetail>> + Sync),
     /// Folder -> input hash of the cached folders the previous build wrote (see `cached`).
     pub previous: &'a BTreeMap<String, u64>,
     pub settings: &'a SiteSettings,
@@ -162,62 +163,21 @@ impl SitePages<'_> {
                 (content, run_page::places_hash(&ranks, i))
             })
             .collect();
-        let kept = RenderStats { pages: 1, run_pages: 1, files: 3, reused_run_pages: 1, ..Default::default() };
-        let patched = RenderStats { pages: 1, run_pages: 1, files: 3, patched_run_pages: 1, ..Default::default() };
-        let ranks = &ranks;
-        let units: Vec<Unit> = site
-            .runs
-            .par_iter()
-            .enumerate()
-            .zip(&page_hashes)
-            .map(|((i, r), &(hash, places))| {
-                let files = move || run_page::files(r).to_vec();
-                let patch = Patch {
-                    key: format!("runs/{}#places", r.id),
-                    hash: places,
-                    file: format!("runs/{}/index.html", r.id),
-                    apply: Box::new(move |old| run_page::patch_places(old, ranks.of_run(i))),
-                    patched,
-                };
-                Unit { key: format!("runs/{}", r.id), files: Box::new(files), hash, kept, patch: Some(patch) }
-            })
+        let runs = RunPages { cx, site, ranks: &ranks, page_hashes: &page_hashes };
+        let mut by_folder = render_pages(&runs, self.previous, sink, stats)?;
+        let cell_hashes: Vec<u64> = (0..site.runs.len())
+            .into_par_iter()
+            .map(|i| cell_page::input_hash(cx, &site.runs[i], i, self.template_hash))
             .collect();
-        // What the views and comparisons are made from: a run's page but its places, which
-        // none of them shows.
-        let hashes: Vec<u64> = page_hashes.iter().map(|h| h.0).collect();
-        let cell_units: Vec<Unit> = site
-            .runs
-            .par_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let cells = r.prefill.len() + r.decode.len();
-                Unit {
-                    patch: None,
-                    key: format!("runs/{}/cells", r.id),
-                    files: Box::new(move || cell_page::files(r)),
-                    hash: cell_page::input_hash(cx, r, i, self.template_hash),
-                    kept: RenderStats { pages: cells, files: cells, ..Default::default() },
-                }
-            })
-            .collect();
-        let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-            let run = &site.runs[i];
-            let site_run = run_page::RunInSite { view: run, index: i, capacity: &site.capacity[i] };
-            run_page::render(cx, site_run, ranks, sink, st).with_context(|| format!("rendering run {}", run.id))
-        };
-        let mut by_folder = render_cached(&units, self.previous, render, sink, stats)?;
         // Fewer runs' cells to render than cores (a change while serving): their cells in
         // parallel.
-        let stale = cell_units.iter().filter(|u| !u.unchanged(self.previous)).count();
-        let cells_in_parallel = stale < rayon::current_num_threads();
-        let render_cells = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-            let run = &site.runs[i];
-            let raw = run.detail_hash.map(|_| (self.raw_run)(run)).transpose()?;
-            cell_page::render_all(cx, (run, i), raw.as_ref(), cells_in_parallel, sink, st)
-                .with_context(|| format!("rendering the cells of run {}", run.id))
-        };
-        by_folder.extend(render_cached(&cell_units, self.previous, render_cells, sink, stats)?);
-        Ok(Rendered { hashes, by_folder })
+        let stale = site.runs.iter().zip(&cell_hashes).filter(|(r, &h)| self.previous.get(&cells_key(r)) != Some(&h));
+        let in_parallel = stale.count() < rayon::current_num_threads();
+        let cells = CellPages { cx, site, hashes: cell_hashes, in_parallel, details: self.cell_details };
+        by_folder.extend(render_pages(&cells, self.previous, sink, stats)?);
+        // What the views and comparisons are made from: a run's page but its places, which
+        // none of them shows.
+        Ok(Rendered { hashes: page_hashes.iter().map(|h| h.0).collect(), by_folder })
     }
 
     /// neither the view nor its runs' pages changed.
@@ -228,35 +188,10 @@ impl SitePages<'_> {
         sink: &dyn Sink,
         stats: &mut RenderStats,
     ) -> Result<BTreeMap<String, u64>> {
-        let site = self.site;
-        // A view is made from its runs (their pages' hashes cover each run's figures, title
-        // and links) and the settings (in `template_hash`).
-        let unit = |dir: String, runs: &[usize]| {
-            let mut h = InputHash::default();
-            h.piece(dir.as_bytes());
-            for &i in runs {
-                h.u64(run_hashes[i]);
-            }
-            h.u64(self.template_hash);
-            let files = vec![format!("{dir}/index.html")];
-            Unit::listed(dir, h.finish(), RenderStats { pages: 1, files: 1, ..Default::default() }, files)
-        };
-        let paretos: Vec<Unit> = site
-            .paretos
-            .iter()
-            .map(|v| unit(format!("pareto/{}", site.models[v.model].slug), &site.models[v.model].runs))
-            .collect();
-        let guides = pareto_page::Guides::of(self.settings);
-        let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-            pareto_page::render(cx, site, &site.paretos[i], &guides, sink, st).context("rendering a throughput view")
-        };
-        let mut hashes = render_cached(&paretos, self.previous, render, sink, stats)?;
-        let series: Vec<Unit> = site.series.iter().map(|s| unit(format!("series/{}", s.slug), &s.runs)).collect();
-        let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-            let s = &site.series[i];
-            series_page::render(cx, site, s, sink, st).with_context(|| format!("rendering series {}", s.slug))
-        };
-        hashes.extend(render_cached(&series, self.previous, render, sink, stats)?);
+        let views =
+            Views { cx, site: self.site, run_hashes, template_hash: self.template_hash, settings: self.settings };
+        let mut hashes = render_pages(&views, self.previous, sink, stats)?;
+        hashes.extend(render_pages(&SeriesPages(views), self.previous, sink, stats)?);
         Ok(hashes)
     }
 
@@ -269,28 +204,9 @@ impl SitePages<'_> {
         sink: &dyn Sink,
         stats: &mut RenderStats,
     ) -> Result<BTreeMap<String, u64>> {
-        let site = self.site;
-        let index = |id: &str| site.run_index(id).expect("comparisons are of the site's runs");
         let all: Vec<&Comparison> = self.comparisons.iter().chain(self.step_comparisons).collect();
-        let units: Vec<Unit> = all
-            .iter()
-            .map(|c| {
-                let mut h = InputHash::default();
-                // A comparison is made from its two runs and its threshold.
-                h.piece(c.slug.as_bytes()).u64(c.threshold_pct.to_bits());
-                h.u64(run_hashes[index(&c.a_id)]).u64(run_hashes[index(&c.b_id)]);
-                h.u64(self.template_hash);
-                let dir = format!("compare/{}", c.slug);
-                let files = vec![format!("{dir}/index.html"), format!("{dir}/comparison.csv")];
-                Unit::listed(dir, h.finish(), RenderStats { pages: 1, files: 2, ..Default::default() }, files)
-            })
-            .collect();
-        let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-            let cmp = all[i];
-            series_page::render_comparison(cx, site, cmp, sink, st)
-                .with_context(|| format!("rendering comparison {}", cmp.slug))
-        };
-        render_cached(&units, self.previous, render, sink, stats)
+        let pages = ComparisonPages { cx, site: self.site, all, run_hashes, template_hash: self.template_hash };
+        render_pages(&pages, self.previous, sink, stats)
     }
 
     /// The index page, its list pages and `index.json`; returns the hashes of those kept.
@@ -389,4 +305,168 @@ fn import_mappings() -> String {
     markdown::to_html(&markdown)
         .replace("<table>", "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Field mapping\"><table>")
         .replace("</table>", "</table></div>")
+}
+
+/// The throughput views (`pareto/<model>/`), a unit each.
+struct Views<'a> {
+    cx: &'a PageContext<'a>,
+    site: &'a SiteModel,
+    /// Each run page's input hash without its places.
+    run_hashes: &'a [u64],
+    template_hash: u64,
+    settings: &'a SiteSettings,
+}
+
+impl Views<'_> {
+    /// A view is made from its runs (their pages' hashes cover each run's figures, title and
+    /// links) and the settings (in `template_hash`).
+    fn unit(&self, dir: String, runs: &[usize]) -> Unit<'static> {
+        let mut h = InputHash::default();
+        h.piece(dir.as_bytes());
+        for &i in runs {
+            h.u64(self.run_hashes[i]);
+        }
+        h.u64(self.template_hash);
+        let files = vec![format!("{dir}/index.html")];
+        Unit::page(dir, h.finish(), files)
+    }
+}
+
+impl CachedPages for Views<'_> {
+    fn units(&self) -> Vec<Unit<'_>> {
+        let models = &self.site.models;
+        self.site
+            .paretos
+            .iter()
+            .map(|v| self.unit(format!("pareto/{}", models[v.model].slug), &models[v.model].runs))
+            .collect()
+    }
+
+    fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        let guides = pareto_page::Guides::of(self.settings);
+        pareto_page::render(self.cx, self.site, &self.site.paretos[i], &guides, sink, stats)
+            .context("rendering a throughput view")
+    }
+}
+
+/// The series pages (`series/<slug>/`), a unit each, kept as the views are.
+struct SeriesPages<'a>(Views<'a>);
+
+impl CachedPages for SeriesPages<'_> {
+    fn units(&self) -> Vec<Unit<'_>> {
+        self.0.site.series.iter().map(|s| self.0.unit(format!("series/{}", s.slug), &s.runs)).collect()
+    }
+
+    fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        let s = &self.0.site.series[i];
+        series_page::render(self.0.cx, self.0.site, s, sink, stats)
+            .with_context(|| format!("rendering series {}", s.slug))
+    }
+}
+
+/// The comparison pages (`compare/<slug>/`), a unit each.
+struct ComparisonPages<'a> {
+    cx: &'a PageContext<'a>,
+    site: &'a SiteModel,
+    all: Vec<&'a Comparison>,
+    run_hashes: &'a [u64],
+    template_hash: u64,
+}
+
+impl CachedPages for ComparisonPages<'_> {
+    fn units(&self) -> Vec<Unit<'_>> {
+        let index = |id: &str| self.site.run_index(id).expect("comparisons are of the site's runs");
+        let unit = |c: &&Comparison| {
+            let mut h = InputHash::default();
+            // A comparison is made from its two runs and its threshold.
+            h.piece(c.slug.as_bytes()).u64(c.threshold_pct.to_bits());
+            h.u64(self.run_hashes[index(&c.a_id)]).u64(self.run_hashes[index(&c.b_id)]);
+            h.u64(self.template_hash);
+            let dir = format!("compare/{}", c.slug);
+            let files = vec![format!("{dir}/index.html"), format!("{dir}/comparison.csv")];
+            Unit::page(dir, h.finish(), files)
+        };
+        self.all.iter().map(unit).collect()
+    }
+
+    fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        let cmp = self.all[i];
+        series_page::render_comparison(self.cx, self.site, cmp, sink, stats)
+            .with_context(|| format!("rendering comparison {}", cmp.slug))
+    }
+}
+
+/// The run pages (with their downloads), a unit each, with their places apart.
+struct RunPages<'a> {
+    cx: &'a PageContext<'a>,
+    site: &'a SiteModel,
+    ranks: &'a run_page::Ranks,
+    /// By run: the hash of its page without its places, and of its places.
+    page_hashes: &'a [(u64, u64)],
+}
+
+impl CachedPages for RunPages<'_> {
+    fn units(&self) -> Vec<Unit<'_>> {
+        let kept = RenderStats { pages: 1, run_pages: 1, files: 3, reused_run_pages: 1, ..Default::default() };
+        let patched = RenderStats { pages: 1, run_pages: 1, files: 3, patched_run_pages: 1, ..Default::default() };
+        let ranks = self.ranks;
+        let runs = self.site.runs.par_iter().enumerate().zip(self.page_hashes);
+        runs.map(|((i, r), &(hash, places))| {
+            let patch = Patch {
+                key: format!("runs/{}#places", r.id),
+                hash: places,
+                file: format!("runs/{}/index.html", r.id),
+                apply: Box::new(move |old| run_page::patch_places(old, ranks.of_run(i))),
+                patched,
+            };
+            let files = Box::new(move || run_page::files(r).to_vec());
+            Unit { key: format!("runs/{}", r.id), files, hash, kept, patch: Some(patch) }
+        })
+        .collect()
+    }
+
+    fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        let run = &self.site.runs[i];
+        let site_run = run_page::RunInSite { view: run, index: i, capacity: &self.site.capacity[i] };
+        run_page::render(self.cx, site_run, self.ranks, sink, stats)
+            .with_context(|| format!("rendering run {}", run.id))
+    }
+}
+
+fn cells_key(run: &RunView) -> String {
+    format!("runs/{}/cells", run.id)
+}
+
+/// Each run's cell pages as a unit of their own: they do not show the run's places, which
+/// one run's change can move on thousands of runs.
+struct CellPages<'a> {
+    cx: &'a PageContext<'a>,
+    site: &'a SiteModel,
+    /// By run: `cell_page::input_hash`.
+    hashes: Vec<u64>,
+    /// Whether a run's cells are rendered on every core (see `cell_page::render_all`).
+    in_parallel: bool,
+    details: &'a (dyn Fn(&RunView) -> Result<Vec<CellDetail>> + Sync),
+}
+
+impl CachedPages for CellPages<'_> {
+    fn units(&self) -> Vec<Unit<'_>> {
+        self.site
+            .runs
+            .par_iter()
+            .zip(&self.hashes)
+            .map(|(r, &hash)| {
+                let cells = r.prefill.len() + r.decode.len();
+                let kept = RenderStats { pages: cells, files: cells, ..Default::default() };
+                Unit { patch: None, key: cells_key(r), files: Box::new(move || cell_page::files(r)), hash, kept }
+            })
+            .collect()
+    }
+
+    fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        let run = &self.site.runs[i];
+        let details = run.detail_hash.map(|_| (self.details)(run)).transpose()?;
+        cell_page::render_all(self.cx, (run, i), details.as_deref(), self.in_parallel, sink, stats)
+            .with_context(|| format!("rendering the cells of run {}", run.id))
+    }
 }

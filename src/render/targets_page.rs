@@ -10,7 +10,7 @@ use minijinja::context;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::cached::{render_cached, Unit};
+use super::cached::{render_pages, CachedPages, Unit};
 use super::common::{put_page, root, ser, PageContext, RenderStats};
 use crate::analysis::capacity::{Miss, RunCapacity, TargetBoard};
 use crate::analysis::SiteModel;
@@ -182,6 +182,32 @@ fn board_hash(cx: &PageContext, site: &SiteModel, b: &TargetBoard, frame: u64) -
     h.finish()
 }
 
+/// The capacity boards' pages, a unit each.
+struct TargetBoards<'a> {
+    cx: &'a PageContext<'a>,
+    site: &'a SiteModel,
+    settings: &'a SiteSettings,
+    slos: &'a [SloView],
+    frame: u64,
+}
+
+impl CachedPages for TargetBoards<'_> {
+    fn units(&self) -> Vec<Unit<'_>> {
+        let unit = |b: &TargetBoard| {
+            let dir = format!("targets/{}", target_slug(&b.slo, b.context));
+            let files = vec![format!("{dir}/index.html")];
+            Unit::page(dir, board_hash(self.cx, self.site, b, self.frame), files)
+        };
+        self.site.targets.par_iter().map(unit).collect()
+    }
+
+    fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        let b = &self.site.targets[i];
+        let slo = self.slos.iter().find(|s| s.name == b.slo);
+        render_board(self.cx, self.site, b, slo, self.settings, sink, stats)
+    }
+}
+
 /// Every board (kept where its rows did not change) and their index; returns the boards'
 /// input hashes by folder.
 pub fn render_all(
@@ -194,25 +220,8 @@ pub fn render_all(
     stats: &mut RenderStats,
 ) -> Result<BTreeMap<String, u64>> {
     let slos = slo_views(settings);
-    let units: Vec<Unit> = site
-        .targets
-        .par_iter()
-        .map(|b| {
-            let dir = format!("targets/{}", target_slug(&b.slo, b.context));
-            let files = vec![format!("{dir}/index.html")];
-            Unit::listed(
-                dir,
-                board_hash(cx, site, b, frame),
-                RenderStats { pages: 1, files: 1, ..Default::default() },
-                files,
-            )
-        })
-        .collect();
-    let render = |i: usize, sink: &dyn Sink, st: &mut RenderStats| {
-        let b = &site.targets[i];
-        render_board(cx, site, b, slos.iter().find(|s| s.name == b.slo), settings, sink, st)
-    };
-    let hashes = render_cached(&units, previous, render, sink, stats)?;
+    let boards = TargetBoards { cx, site, settings, slos: &slos, frame };
+    let hashes = render_pages(&boards, previous, sink, stats)?;
     let links: Vec<(String, String, u32, usize)> = site
         .targets
         .iter()
