@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use common::sim::{bench, cell, SimEngine, FAST};
+use common::sim::{bench, cell, SimArgs, FAST};
 use common::*;
 use serde_json::Value;
 
@@ -55,18 +55,7 @@ fn step(base: f64, per: f64, running: f64) -> f64 {
 #[test]
 fn figures_match_the_simulators_ground_truth() {
     let _cpu = alone();
-    let sim = SimEngine::start(&[
-        "--step-ms-base",
-        "8",
-        "--step-ms-per-seq",
-        "1",
-        "--kv-tokens",
-        "20000",
-        "--max-model-len",
-        "16000",
-        "--prefill-tps",
-        "20000",
-    ]);
+    let sim = SimArgs::new().steps(8, 1).kv_tokens(20000).max_model_len(16000).prefill_tps(20000).start();
     let ws = tempfile::tempdir().unwrap();
     let out = bench(
         ws.path(),
@@ -144,7 +133,7 @@ fn figures_match_the_simulators_ground_truth() {
 #[test]
 fn multi_token_chunks_are_counted_from_usage() {
     let _cpu = alone();
-    let sim = SimEngine::start(&["--tokens-per-chunk", "3", "--step-ms-base", "10", "--step-ms-per-seq", "0"]);
+    let sim = SimArgs::new().steps(10, 0).flag("--tokens-per-chunk", 3).start();
     let ws = tempfile::tempdir().unwrap();
     assert_ok(&bench(
         ws.path(),
@@ -177,22 +166,14 @@ fn multi_token_chunks_are_counted_from_usage() {
 fn usage_only_at_the_end_is_not_credited_to_the_window_it_ends_in() {
     let _cpu = alone();
     // llama.cpp shapes: usage only in the final chunk, slots limit concurrency.
-    let sim = SimEngine::start(&[
-        "--flavor",
-        "llamacpp",
-        "--prefill-tps",
-        "5000",
-        "--slots",
-        "2",
-        "--max-model-len",
-        "4096",
-        "--step-ms-base",
-        "8",
-        "--step-ms-per-seq",
-        "2",
-        "--tokens-per-chunk",
-        "2",
-    ]);
+    let sim = SimArgs::new()
+        .steps(8, 2)
+        .flavor("llamacpp")
+        .prefill_tps(5000)
+        .slots(2)
+        .max_model_len(4096)
+        .flag("--tokens-per-chunk", 2)
+        .start();
     let ws = tempfile::tempdir().unwrap();
     // Max output 100: requests finish inside the window again and again.
     let out = bench(
@@ -237,18 +218,8 @@ fn usage_only_at_the_end_is_not_credited_to_the_window_it_ends_in() {
 #[test]
 fn no_usage_falls_back_to_chunks_and_says_so_and_reasoning_counts() {
     let _cpu = alone();
-    let sim = SimEngine::start(&[
-        "--usage",
-        "none",
-        "--reasoning-tokens",
-        "100000",
-        "--flavor",
-        "sglang",
-        "--step-ms-base",
-        "10",
-        "--step-ms-per-seq",
-        "0",
-    ]);
+    let sim =
+        SimArgs::new().steps(10, 0).flag("--usage", "none").flag("--reasoning-tokens", 100000).flavor("sglang").start();
     let ws = tempfile::tempdir().unwrap();
     assert_ok(&bench(
         ws.path(),
@@ -264,18 +235,12 @@ fn no_usage_falls_back_to_chunks_and_says_so_and_reasoning_counts() {
 #[test]
 fn a_looping_output_makes_a_looped_cell() {
     let _cpu = shared();
-    let sim = SimEngine::start(&[
-        "--loop-after",
-        "20",
-        "--loop-context",
-        "2048",
-        "--loop-min-running",
-        "2",
-        "--step-ms-base",
-        "2",
-        "--step-ms-per-seq",
-        "0",
-    ]);
+    let sim = SimArgs::new()
+        .steps(2, 0)
+        .flag("--loop-after", 20)
+        .flag("--loop-context", 2048)
+        .flag("--loop-min-running", 2)
+        .start();
     let ws = tempfile::tempdir().unwrap();
     let out = bench(
         ws.path(),
@@ -303,7 +268,7 @@ fn cells_drain_before_the_next_starts() {
     let _cpu = shared();
     // The server keeps a cancelled request running for 800 ms; without the drain the next
     // cell's streams would overlap the last cell's and more than 2 would run at once.
-    let sim = SimEngine::start(&["--cancel-delay-ms", "800", "--step-ms-base", "5", "--step-ms-per-seq", "0"]);
+    let sim = SimArgs::new().steps(5, 0).flag("--cancel-delay-ms", 800).start();
     let ws = tempfile::tempdir().unwrap();
     assert_ok(&bench(
         ws.path(),
@@ -328,10 +293,8 @@ fn cells_drain_before_the_next_starts() {
     assert_eq!(c1["status"], "valid");
 }
 
-fn faulted(fault: &str, extra: &[&str]) -> (tempfile::TempDir, Value, Value) {
-    let mut args = vec!["--fault", fault, "--fault-context", "2048", "--step-ms-base", "5", "--step-ms-per-seq", "0"];
-    args.extend_from_slice(extra);
-    let sim = SimEngine::start(&args);
+fn faulted(fault: &str, sim: SimArgs) -> (tempfile::TempDir, Value, Value) {
+    let sim = sim.flag("--fault", fault).flag("--fault-context", 2048).steps(5, 0).start();
     let ws = tempfile::tempdir().unwrap();
     let out = bench(
         ws.path(),
@@ -360,20 +323,20 @@ fn faulted(fault: &str, extra: &[&str]) -> (tempfile::TempDir, Value, Value) {
 #[test]
 fn http_errors_become_error_cells_with_the_servers_message() {
     let _cpu = shared();
-    let (_, e, _) = faulted("http500", &[]);
+    let (_, e, _) = faulted("http500", SimArgs::new());
     assert_eq!(e["http_status"], 500);
     assert!(e["message"].as_str().unwrap().contains("simulated internal error"), "{e}");
-    let (_, e, _) = faulted("http503", &["--flavor", "sglang"]);
+    let (_, e, _) = faulted("http503", SimArgs::new().flavor("sglang"));
     assert_eq!(e["http_status"], 503);
     assert!(e["message"].as_str().unwrap().contains("The request queue is full"), "{e}");
-    let (_, e, _) = faulted("http400", &[]);
+    let (_, e, _) = faulted("http400", SimArgs::new());
     assert_eq!(e["http_status"], 400);
 }
 
 #[test]
 fn stream_faults_become_error_cells() {
     let _cpu = shared();
-    let (_, e, _) = faulted("midstream-error", &[]);
+    let (_, e, _) = faulted("midstream-error", SimArgs::new());
     assert!(
         e["message"]
             .as_str()
@@ -381,14 +344,14 @@ fn stream_faults_become_error_cells() {
             .contains("server error mid-stream: internal_error: simulated failure mid-stream"),
         "{e}"
     );
-    let (_, e, _) = faulted("malformed", &[]);
+    let (_, e, _) = faulted("malformed", SimArgs::new());
     assert!(e["message"].as_str().unwrap().starts_with("malformed stream"), "{e}");
-    let (_, e, _) = faulted("stall", &[]);
+    let (_, e, _) = faulted("stall", SimArgs::new());
     assert!(e["message"].as_str().unwrap().contains("stream stalled"), "{e}");
     // No response head at all: stalled just the same, not a hung run.
-    let (_, e, _) = faulted("silent-head", &[]);
+    let (_, e, _) = faulted("silent-head", SimArgs::new());
     assert!(e["message"].as_str().unwrap().contains("no response within 1 s (--stall-timeout)"), "{e}");
-    let (ws, e, _) = faulted("reset", &[]);
+    let (ws, e, _) = faulted("reset", SimArgs::new());
     assert_eq!(e["message"], "the server closed the stream before it finished", "{e}");
     // Error cells publish as such.
     assert_ok(&site_in(ws.path(), &["build"]));
@@ -402,16 +365,7 @@ fn too_long_prompts_and_a_vanished_server_are_errors_not_crashes() {
     // The model holds 3,000 tokens: 4K + 512 is planned Over capacity. The server exits
     // after 3 s, in the middle of the first decode window (connection reset), and the later
     // 2.5K context then cannot connect at all: both are error cells, and the run finishes.
-    let sim = SimEngine::start(&[
-        "--max-model-len",
-        "3000",
-        "--lifetime-s",
-        "3",
-        "--step-ms-base",
-        "5",
-        "--step-ms-per-seq",
-        "0",
-    ]);
+    let sim = SimArgs::new().steps(5, 0).max_model_len(3000).flag("--lifetime-s", 3).start();
     let ws = tempfile::tempdir().unwrap();
     let out = bench(
         ws.path(),
@@ -442,7 +396,7 @@ fn too_long_prompts_and_a_vanished_server_are_errors_not_crashes() {
     assert!(late["error"]["message"].as_str().unwrap().contains("connecting to"), "{late}");
     // A prompt longer than the model is planned Over capacity, as decode cells are, and
     // never sent (before, it was sent and came back as the server's 400: an error cell).
-    let sim = SimEngine::start(&["--max-model-len", "3000"]);
+    let sim = SimArgs::new().max_model_len(3000).start();
     let out = bench(
         ws.path(),
         &sim.url,
@@ -459,7 +413,7 @@ fn too_long_prompts_and_a_vanished_server_are_errors_not_crashes() {
 #[test]
 fn resume_runs_only_the_missing_cells() {
     let _cpu = shared();
-    let sim = SimEngine::start(&["--step-ms-base", "5", "--step-ms-per-seq", "0"]);
+    let sim = SimArgs::new().steps(5, 0).start();
     let ws = tempfile::tempdir().unwrap();
     let args = ["--contexts", "1k", "--concurrency", "1,2", "--run-id", "r"];
     assert_ok(&bench(ws.path(), &sim.url, &args));
@@ -492,7 +446,7 @@ fn resume_runs_only_the_missing_cells() {
 #[test]
 fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
     let _cpu = shared();
-    let sim = SimEngine::start(&["--step-ms-base", "5", "--step-ms-per-seq", "0"]);
+    let sim = SimArgs::new().steps(5, 0).start();
     let ws = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_site"))
         .current_dir(ws.path())
@@ -546,7 +500,7 @@ fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
 #[test]
 fn dry_run_prints_the_plan_and_writes_nothing() {
     let _cpu = shared();
-    let sim = SimEngine::start(&["--kv-tokens", "20000", "--max-model-len", "32768"]);
+    let sim = SimArgs::new().kv_tokens(20000).max_model_len(32768).start();
     let ws = tempfile::tempdir().unwrap();
     let out = bench(ws.path(), &sim.url, &["--contexts", "4k,16k", "--concurrency", "1,4", "--dry-run"]);
     assert_ok(&out);
@@ -600,7 +554,7 @@ fn bad_endpoints_and_missing_facts_fail_clearly() {
     assert!(stderr(&out).contains("is not on this machine"), "{}", stderr(&out));
     // A server on this machine: its hardware is detected. With no GPU tool on the PATH, the
     // CPU from /proc/cpuinfo; with an nvidia-smi (here one that prints a fixture), the GPUs.
-    let sim = SimEngine::start(&[]);
+    let sim = SimArgs::new().start();
     let tools = tempfile::tempdir().unwrap();
     let detect = |run_id: &str| {
         Command::new(env!("CARGO_BIN_EXE_site"))
@@ -639,7 +593,7 @@ fn bad_endpoints_and_missing_facts_fail_clearly() {
 fn a_server_that_over_reports_is_flagged_and_llama_cpp_timings_are_set_beside_ours() {
     let _cpu = shared();
     // The counter over-reports by 10%: every measured cell says client and server disagree.
-    let skewed = SimEngine::start(&["--counter-skew", "1.1", "--step-ms-base", "8"]);
+    let skewed = SimArgs::new().flag("--counter-skew", "1.1").step_ms(8).start();
     let ws = tempfile::tempdir().unwrap();
     assert_ok(&bench(ws.path(), &skewed.url, &["--contexts", "1k", "--concurrency", "1,4", "--run-id", "skewed"]));
     let cells = figures(ws.path(), "skewed");
@@ -659,7 +613,7 @@ fn a_server_that_over_reports_is_flagged_and_llama_cpp_timings_are_set_beside_ou
     assert!(cell_page.contains("<th scope=\"row\">Server tok&#x2f;s</th>"), "{cell_page}");
 
     // llama.cpp counts tokens only when a request ends: its per-request timings are the check.
-    let llama = SimEngine::start(&["--flavor", "llamacpp", "--slots", "4", "--step-ms-base", "8"]);
+    let llama = SimArgs::new().flavor("llamacpp").slots(4).step_ms(8).start();
     let ws = tempfile::tempdir().unwrap();
     assert_ok(&bench(
         ws.path(),
@@ -700,8 +654,7 @@ fn https_servers_are_checked_trusted_with_their_ca_or_accepted_insecurely_and_he
     let certs = tempfile::tempdir().unwrap();
     let (ca, cert, key) = private_ca(certs.path());
     let (cert, key) = (cert.to_str().unwrap().to_string(), key.to_str().unwrap().to_string());
-    let sim =
-        SimEngine::start(&["--tls-cert", &cert, "--tls-key", &key, "--require-header", "x-tenant: team-secret-77"]);
+    let sim = SimArgs::new().tls(&cert, &key).flag("--require-header", "x-tenant: team-secret-77").start();
     assert!(sim.url.starts_with("https://"), "{}", sim.url);
     let ws = tempfile::tempdir().unwrap();
     let run = |extra: &[&str], header: Option<&str>| {
@@ -780,7 +733,7 @@ fn a_self_signed_server_certificate_listed_in_ca_cert_is_trusted_with_its_name_a
     let dir = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     let bench = |cert: &str, key: &str, run_id: &str| {
-        let sim = SimEngine::start(&["--tls-cert", cert, "--tls-key", key]);
+        let sim = SimArgs::new().tls(cert, key).start();
         Command::new(env!("CARGO_BIN_EXE_site"))
             .current_dir(ws.path())
             .args(["bench", "--endpoint", &sim.url, "--gpu", "Sim GPU", "--gpu-count", "1", "--max-output", "16"])
@@ -808,7 +761,7 @@ fn a_self_signed_server_certificate_listed_in_ca_cert_is_trusted_with_its_name_a
 #[test]
 fn telemetry_is_sampled_per_cell_and_a_machine_without_the_tool_goes_on_without_it() {
     let _cpu = shared();
-    let sim = SimEngine::start(&["--step-ms-base", "8"]);
+    let sim = SimArgs::new().step_ms(8).start();
     let ws = tempfile::tempdir().unwrap();
     let tools = tempfile::tempdir().unwrap();
     let with_path = |run_id: &str| {
@@ -870,7 +823,7 @@ fn telemetry_is_sampled_per_cell_and_a_machine_without_the_tool_goes_on_without_
 #[test]
 fn a_flooding_telemetry_tool_is_kept_to_the_sampling_rate_and_absurd_readings_are_dropped() {
     let _cpu = shared();
-    let sim = SimEngine::start(&["--step-ms-base", "8"]);
+    let sim = SimArgs::new().step_ms(8).start();
     let ws = tempfile::tempdir().unwrap();
     let tools = tempfile::tempdir().unwrap();
     // A 64 MB line without a newline, then lines as fast as `yes` prints them, every other

@@ -9,7 +9,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::sim::{bench, cell, SimEngine};
+use common::sim::{bench, cell, SimArgs, SimEngine};
 use common::*;
 use serde_json::Value;
 
@@ -20,7 +20,7 @@ fn mtime(dir: &Path, run: &str, name: &str) -> std::time::SystemTime {
 #[test]
 fn repetitions_interleave_across_the_matrix_and_resume() {
     // 20,000 prompt tok/s uncached, 1,000,000 cached: a sample served from cache would show.
-    let sim = SimEngine::start(&["--step-ms-base", "5", "--step-ms-per-seq", "0"]);
+    let sim = SimArgs::new().steps(5, 0).start();
     let ws = tempfile::tempdir().unwrap();
     let args = ["--contexts", "256,512", "--concurrency", "1", "--run-id", "r", "--repeat", "2"];
     let out = bench(ws.path(), &sim.url, &args);
@@ -67,28 +67,17 @@ fn repetitions_interleave_across_the_matrix_and_resume() {
 /// Noise like a shared machine's: the server's level for its life, slow drift, per-step
 /// jitter and an occasional stall, each run of the pair at a seed of its own.
 fn noisy_sim(seed: &str, slowdown: &str) -> SimEngine {
-    SimEngine::start(&[
-        "--step-ms-base",
-        "8",
-        "--step-ms-per-seq",
-        "1",
-        "--noise-seed",
-        seed,
-        "--level-pct",
-        "1.5",
-        "--drift-pct",
-        "2",
-        "--drift-period-s",
-        "7",
-        "--jitter-pct",
-        "10",
-        "--stall-every-s",
-        "4",
-        "--stall-ms",
-        "40",
-        "--slowdown-pct",
-        slowdown,
-    ])
+    SimArgs::new()
+        .steps(8, 1)
+        .flag("--noise-seed", seed)
+        .flag("--level-pct", "1.5")
+        .flag("--drift-pct", 2)
+        .flag("--drift-period-s", 7)
+        .flag("--jitter-pct", 10)
+        .flag("--stall-every-s", 4)
+        .flag("--stall-ms", 40)
+        .flag("--slowdown-pct", slowdown)
+        .start()
 }
 
 fn measure(dir: &Path, run: &str, seed: &str, slowdown: &str) {

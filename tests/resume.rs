@@ -8,7 +8,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::sim::{bench, SimEngine};
+use common::sim::{bench, SimArgs};
 use common::*;
 
 const MATRIX: [&str; 6] = ["--contexts", "256", "--concurrency", "1,2", "--run-id", "r"];
@@ -28,7 +28,7 @@ fn cells(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_resume_under_other_facts_is_refused_naming_each_flag_and_nothing_is_rewritten() {
-    let sim = SimEngine::start(&["--step-ms-base", "5"]);
+    let sim = SimArgs::new().step_ms(5).start();
     let ws = tempfile::tempdir().unwrap();
     assert_ok(&bench(ws.path(), &sim.url, &MATRIX));
     let before = tree(&ws.path().join("data"));
@@ -61,7 +61,7 @@ fn a_resume_under_other_facts_is_refused_naming_each_flag_and_nothing_is_rewritt
 
 #[test]
 fn a_lost_first_repetition_is_measured_again_and_the_larger_repeat_is_kept() {
-    let sim = SimEngine::start(&["--step-ms-base", "5"]);
+    let sim = SimArgs::new().step_ms(5).start();
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
     let mut args = MATRIX.to_vec();
@@ -91,7 +91,7 @@ fn a_lost_first_repetition_is_measured_again_and_the_larger_repeat_is_kept() {
 
 #[test]
 fn a_dry_run_plans_every_repetition() {
-    let sim = SimEngine::start(&[]);
+    let sim = SimArgs::new().start();
     let ws = tempfile::tempdir().unwrap();
     let plan = |repeat: &str| {
         let mut args = MATRIX.to_vec();

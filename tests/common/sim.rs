@@ -10,6 +10,67 @@ pub struct SimEngine {
     pub url: String,
 }
 
+/// The simulated engine's flags, named: `SimArgs::new().steps(5, 0).flavor("llamacpp").start()`.
+#[derive(Debug, Clone, Default)]
+pub struct SimArgs {
+    args: Vec<String>,
+}
+
+impl SimArgs {
+    pub fn new() -> SimArgs {
+        SimArgs::default()
+    }
+
+    /// Any flag of `site simulate-engine` and its value.
+    pub fn flag(mut self, name: &str, value: impl ToString) -> SimArgs {
+        self.args.push(name.to_string());
+        self.args.push(value.to_string());
+        self
+    }
+
+    /// A decode step of `base_ms`, plus `per_seq_ms` for each running sequence.
+    pub fn steps(self, base_ms: u32, per_seq_ms: u32) -> SimArgs {
+        self.step_ms(base_ms).flag("--step-ms-per-seq", per_seq_ms)
+    }
+
+    /// A decode step of `base_ms` (the per-sequence part left as the simulator has it).
+    pub fn step_ms(self, base_ms: u32) -> SimArgs {
+        self.flag("--step-ms-base", base_ms)
+    }
+
+    /// Which engine's responses and metrics it imitates: `vllm`, `sglang`, `llamacpp`.
+    pub fn flavor(self, flavor: &str) -> SimArgs {
+        self.flag("--flavor", flavor)
+    }
+
+    pub fn max_model_len(self, tokens: u32) -> SimArgs {
+        self.flag("--max-model-len", tokens)
+    }
+
+    pub fn kv_tokens(self, tokens: u32) -> SimArgs {
+        self.flag("--kv-tokens", tokens)
+    }
+
+    pub fn prefill_tps(self, tps: u32) -> SimArgs {
+        self.flag("--prefill-tps", tps)
+    }
+
+    /// Requests served at once (llama.cpp's slots); the rest wait.
+    pub fn slots(self, slots: u32) -> SimArgs {
+        self.flag("--slots", slots)
+    }
+
+    /// Served over TLS with this certificate and key.
+    pub fn tls(self, cert: &str, key: &str) -> SimArgs {
+        self.flag("--tls-cert", cert).flag("--tls-key", key)
+    }
+
+    pub fn start(self) -> SimEngine {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        SimEngine::start(&args)
+    }
+}
+
 impl SimEngine {
     pub fn start(args: &[&str]) -> SimEngine {
         let mut child = Command::new(env!("CARGO_BIN_EXE_site"))
