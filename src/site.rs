@@ -19,6 +19,7 @@ use crate::write::{assets, InPlace, OutputIndex, Siblings, Sink, Staging};
 /// What the site's commands read of a comparison's verdicts, and the staging clean-up an
 /// up-to-date build still does: the commands reach the pipeline only through `site`.
 pub use crate::analysis::compare::CellVerdict;
+pub use crate::render::compare_page::noise_sentence;
 pub use crate::write::clean_stale_staging;
 
 /// Where a site's inputs and output live.
@@ -168,6 +169,9 @@ impl Site {
     /// A site of two runs and their comparison (`site diff A B`): each run named by its id
     /// under the data folder or by its folder's path, loaded, prepared and analyzed as `load`
     /// does for every run, then compared at `threshold` (default: `site.toml`'s).
+    /// Two runs compared as `site build` compares them: the other runs in the folders they
+    /// sit in are loaded and analysed too, so that the comparison's run-to-run noise comes
+    /// from the same evidence (`analysis::run_noise`).
     pub fn load_pair(config: SiteConfig, a: &str, b: &str, threshold: Option<f64>) -> Result<Site> {
         let t = Instant::now();
         let settings = match &config.settings_file {
@@ -179,13 +183,17 @@ impl Site {
             return Err(analysis::compare::Incomparable::SameRun(ra.id.clone()).into());
         }
         let (a_id, b_id) = (ra.id.clone(), rb.id.clone());
+        let others = runs_beside_pair(&ra, &rb);
         let mut runs = vec![analysis::prepare(&ra), analysis::prepare(&rb)];
         let cells: usize = runs.iter().map(PreparedRun::cells).sum();
         drop((ra, rb));
+        let beside = others.len();
+        runs.extend(others);
         // The analysis takes runs sorted by id.
         runs.sort_by(|x, y| x.id().cmp(y.id()));
         let data = DataSet::of_runs(&config.data_dir, runs.iter().map(|r| r.id().to_string()).collect());
-        let load = Step { name: "load", took: t.elapsed(), detail: format!("2 runs, {cells} cells") };
+        let detail = format!("2 runs, {cells} cells; {beside} other runs beside them (for the run-to-run noise)");
+        let load = Step { name: "load", took: t.elapsed(), detail };
         let t = Instant::now();
         let model = analysis::analyze(runs, &settings);
         let analyze = Step { name: "analyze", took: t.elapsed(), detail: analyzed_detail(&model) };
@@ -567,4 +575,19 @@ pub fn format_steps(steps: &[Step]) -> String {
         .map(|s| format!("  {:<10} {:>9.1} ms  {}", s.name, s.took.as_secs_f64() * 1000.0, s.detail))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The runs in the folders `a` and `b` sit in, but those two, each reduced at once; runs of
+/// an id already taken and folders that do not load are left out (they are not what was
+/// asked about, and a comparison must not fail on them).
+fn runs_beside_pair(a: &format::LoadedRun, b: &format::LoadedRun) -> Vec<PreparedRun> {
+    use rayon::prelude::*;
+    let mut paths = format::runs_beside(&a.dir);
+    paths.extend(format::runs_beside(&b.dir));
+    paths.sort();
+    paths.dedup();
+    let loaded: Vec<PreparedRun> =
+        paths.par_iter().filter_map(|p| format::load_run_dir(p).ok()).map(|r| analysis::prepare(&r)).collect();
+    let mut seen: std::collections::HashSet<String> = [a.id.clone(), b.id.clone()].into();
+    loaded.into_iter().filter(|r| seen.insert(r.id().to_string())).collect()
 }

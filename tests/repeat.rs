@@ -1,7 +1,8 @@
 //! Repeated measurement and honest verdicts, end to end: `site bench --repeat` against the
 //! simulated engine (interleaved repetitions, resume, prefill samples apart from the cache),
 //! then `site diff` of an A/A pair on the noisy simulator (judged neither faster nor
-//! slower) and of a 10% slowdown (judged slower). Fixed noise seeds.
+//! slower) and of a 10% slowdown (judged slower where the site knows its run-to-run noise,
+//! not called at the noise assumed without that). Fixed noise seeds.
 #![cfg(feature = "simulator")]
 
 mod common;
@@ -121,7 +122,17 @@ fn an_aa_pair_is_not_judged_and_a_ten_percent_slowdown_is_slower() {
     assert!(stdout(&out).contains("3 cells with figures on both sides:"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("slower figures in"), "{}", stdout(&out));
     assert_ok(&site_in(d, &["diff", "a", "a2", "--out", "aa2", "--fail-on-regression"]));
-    // A/B: every decode cell's total tok/s 10% slower is judged so, and the gate fails.
+    // A/B with nothing known of the noise between runs: 10% is within what two server
+    // processes may differ by at the assumed 5%, so it is not called.
+    let out = site_in(d, &["diff", "a", "b", "--out", "ab0", "--fail-on-regression"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("Run-to-run noise assumed 5.0%"), "{}", stdout(&out));
+    let ab = verdicts(&fs::read_to_string(d.join("ab0/comparison.csv")).unwrap());
+    assert!(ab.iter().all(|(_, v)| v[0] != "slower"), "{ab:?}");
+    // A site that knows its servers' level moves within 1.5% (the simulator draws each
+    // process's level within that): every decode cell's total tok/s 10% slower is judged so,
+    // and the gate fails.
+    fs::write(d.join("site.toml"), "change_noise_pct = 1.5\n").unwrap();
     let out = site_in(d, &["diff", "a", "b", "--out", "ab", "--fail-on-regression"]);
     assert!(!out.status.success(), "{}", stdout(&out));
     assert!(stderr(&out).contains("judged slower"), "{}", stderr(&out));
@@ -131,4 +142,7 @@ fn an_aa_pair_is_not_judged_and_a_ten_percent_slowdown_is_slower() {
     for (name, v) in decode {
         assert_eq!(v[0], "slower", "A/B {name} total tok/s: {v:?}");
     }
+    // The A/A pair stays uncalled at that noise too.
+    let out = site_in(d, &["diff", "a", "a2", "--out", "aa3", "--fail-on-regression"]);
+    assert_ok(&out);
 }

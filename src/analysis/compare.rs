@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::command::{diff_commands, FlagChange, FlagDiff};
-use super::figures::Figures;
-use super::interval::{Basis, Estimate, Interval};
+use super::interval::{Estimate, Interval};
+use super::metric::{estimate, Metric};
 use super::run::{CellView, RunView};
-use super::spread::Spread;
+use super::run_noise::RunNoise;
 use super::verdict::{change, judge_all};
 use crate::format::Status;
 
@@ -129,6 +129,8 @@ pub struct Comparison {
     pub stopped: Vec<StoppedCell>,
     /// Both runs' capacity under the site's SLOs (`with_capacity`; empty until then).
     pub capacity: Vec<super::capacity::CapacityPair>,
+    /// The run-to-run noise every judged figure allows for, and where it comes from.
+    pub noise: RunNoise,
 }
 
 impl Comparison {
@@ -217,53 +219,6 @@ fn valid_cell(cell: Option<&CellView>) -> Option<&CellView> {
     cell.filter(|v| v.status == Status::Valid)
 }
 
-/// A figure of a cell with its uncertainty: the cell's spread where it has one, else the
-/// figure alone (n = 1).
-fn estimate(view: &CellView, metric: Metric) -> Option<Estimate> {
-    let from_spread = view.spread.as_deref().and_then(|s| metric.of_spread(s).cloned());
-    from_spread.or_else(|| {
-        let value = metric.of_figures(&view.figures)?;
-        Some(Estimate { value, n: 1, basis: Basis::Repetitions, interval: None, cv: None, samples: Vec::new() })
-    })
-}
-
-/// The figures a comparison judges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Metric {
-    PromptTps,
-    TotalTps,
-    PerRequestTps,
-    TtftMs,
-    TbtMs,
-}
-
-impl Metric {
-    fn of_spread(self, s: &Spread) -> Option<&Estimate> {
-        match self {
-            Metric::PromptTps => s.prompt_tps.as_ref(),
-            Metric::TotalTps => s.total_tps.as_ref(),
-            Metric::PerRequestTps => s.per_request_tps.as_ref(),
-            Metric::TtftMs => s.ttft_ms.as_ref(),
-            Metric::TbtMs => s.tbt_ms.as_ref(),
-        }
-    }
-
-    fn of_figures(self, f: &Figures) -> Option<f64> {
-        match self {
-            Metric::PromptTps => f.prompt_tps,
-            Metric::TotalTps => f.total_tps,
-            Metric::PerRequestTps => f.per_request_tps,
-            Metric::TtftMs => f.ttft_ms,
-            Metric::TbtMs => f.tbt_ms,
-        }
-    }
-
-    /// tok/s up is faster; latencies down are.
-    fn higher_is_better(self) -> bool {
-        matches!(self, Metric::PromptTps | Metric::TotalTps | Metric::PerRequestTps)
-    }
-}
-
 /// An estimate divided by a device count (per-GPU figures).
 fn per_device(e: Estimate, devices: f64) -> Estimate {
     Estimate {
@@ -292,7 +247,9 @@ pub fn comparable(a: &RunView, b: &RunView) -> bool {
     a.id != b.id && (decode || a.prefill.iter().any(|x| b.prefill_cell(x.context).is_some()))
 }
 
-pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Comparison, Incomparable> {
+/// `noise`: the run-to-run noise between the two (`run_noise`), added to each judged
+/// figure's repetitions.
+pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64, noise: RunNoise) -> Result<Comparison, Incomparable> {
     if a.id == b.id {
         return Err(Incomparable::SameRun(a.id.clone()));
     }
@@ -303,12 +260,12 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         .iter()
         .map(|&ctx| PairRow {
             context: ctx,
-            cells: columns.iter().map(|&c| cell_pair(a, b, ctx, c, threshold_pct)).collect(),
+            cells: columns.iter().map(|&c| cell_pair(a, b, (ctx, c), threshold_pct, &noise)).collect(),
         })
         .collect();
     let prefill_contexts: Vec<u32> = a.prefill.iter().chain(&b.prefill).map(|p| p.context).collect();
     let prefill: Vec<PrefillPair> =
-        union(&prefill_contexts, &[]).iter().map(|&ctx| prefill_pair(a, b, ctx, threshold_pct)).collect();
+        union(&prefill_contexts, &[]).iter().map(|&ctx| prefill_pair(a, b, ctx, threshold_pct, &noise)).collect();
     let present = |x: CellState, y: CellState| x != CellState::Missing && y != CellState::Missing;
     let common = rows.iter().flat_map(|r| &r.cells).filter(|c| present(c.a_status, c.b_status)).count()
         + prefill.iter().filter(|p| present(p.a_status, p.b_status)).count();
@@ -337,6 +294,7 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64) -> Result<Compariso
         tally,
         stopped,
         capacity: Vec::new(),
+        noise,
     })
 }
 
@@ -410,15 +368,15 @@ fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
 }
 
 /// Decode cell `ctx` x `c` of both runs; changes only where both are valid.
-fn cell_pair(a: &RunView, b: &RunView, ctx: u32, c: u32, t: f64) -> CellPair {
+fn cell_pair(a: &RunView, b: &RunView, (ctx, c): (u32, u32), t: f64, noise: &RunNoise) -> CellPair {
     let (ca, cb) = (a.decode_cell(ctx, c), b.decode_cell(ctx, c));
     let (va, vb) = (valid_cell(ca), valid_cell(cb));
-    let pair = |m: Metric| change(&estimate(va?, m)?, &estimate(vb?, m)?, m.higher_is_better(), t);
+    let pair = |m: Metric| change(&estimate(va?, m)?, &estimate(vb?, m)?, m.higher_is_better(), t, of(noise, m));
     let gpus = |r: &RunView| r.manifest.hardware.count.max(1) as f64;
     let per_gpu = || {
         let ea = per_device(estimate(va?, Metric::TotalTps)?, gpus(a));
         let eb = per_device(estimate(vb?, Metric::TotalTps)?, gpus(b));
-        change(&ea, &eb, true, t)
+        change(&ea, &eb, true, t, of(noise, Metric::TotalTps))
     };
     CellPair {
         context: ctx,
@@ -435,7 +393,12 @@ fn cell_pair(a: &RunView, b: &RunView, ctx: u32, c: u32, t: f64) -> CellPair {
     }
 }
 
-fn prefill_pair(a: &RunView, b: &RunView, ctx: u32, t: f64) -> PrefillPair {
+/// A figure's run-to-run variance and its degrees of freedom, as `change` takes them.
+fn of(noise: &RunNoise, m: Metric) -> Option<(f64, f64)> {
+    noise.of(m).map(|f| (f.var_log, f.df))
+}
+
+fn prefill_pair(a: &RunView, b: &RunView, ctx: u32, t: f64, noise: &RunNoise) -> PrefillPair {
     let (pa, pb) = (a.prefill_cell(ctx), b.prefill_cell(ctx));
     let (va, vb) = (valid_cell(pa), valid_cell(pb));
     let m = Metric::PromptTps;
@@ -445,6 +408,6 @@ fn prefill_pair(a: &RunView, b: &RunView, ctx: u32, t: f64) -> PrefillPair {
         b_status: CellState::of(pb),
         a_tps: va.and_then(|v| v.figures.prompt_tps),
         b_tps: vb.and_then(|v| v.figures.prompt_tps),
-        tps: (|| change(&estimate(va?, m)?, &estimate(vb?, m)?, true, t))(),
+        tps: (|| change(&estimate(va?, m)?, &estimate(vb?, m)?, true, t, of(noise, m)))(),
     }
 }

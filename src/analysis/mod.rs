@@ -10,8 +10,10 @@ pub mod figures;
 pub mod group;
 pub mod interval;
 pub mod leaderboard;
+pub mod metric;
 pub mod pareto;
 pub mod run;
+pub mod run_noise;
 pub mod series;
 pub mod spread;
 pub mod tools;
@@ -56,6 +58,9 @@ pub struct SiteModel {
     /// The other runs of each run's exact configuration, by run index
     /// (`series::siblings`).
     pub siblings: Vec<Vec<usize>>,
+    /// The run-to-run noise of the site's configurations measured more than once.
+    #[serde(skip)]
+    pub noise: run_noise::SiteNoise,
 }
 
 impl SiteModel {
@@ -131,7 +136,8 @@ pub fn compare_runs(
     settings: &SiteSettings,
 ) -> Result<Comparison, compare::Incomparable> {
     let slos: Vec<&str> = settings.slos().into_iter().map(|(n, _)| n).collect();
-    let cmp = compare::compare(&model.runs[a], &model.runs[b], threshold)?;
+    let noise = model.noise.between(&model.runs, (a, b), settings.change_noise_pct);
+    let cmp = compare::compare(&model.runs[a], &model.runs[b], threshold, noise)?;
     Ok(cmp.with_capacity(&model.capacity[a], &model.capacity[b], &slos))
 }
 
@@ -255,6 +261,7 @@ fn assembled(
     let AcrossRuns { leaderboards, tools, paretos, series } = views;
     let (targets, best) = capacity_views(&capacity, &models, settings);
     let siblings = series::siblings(&runs);
+    let noise = run_noise::SiteNoise::new(&runs, &siblings);
     SiteModel {
         runs,
         models,
@@ -268,6 +275,7 @@ fn assembled(
         targets,
         best,
         siblings,
+        noise,
     }
 }
 

@@ -333,7 +333,7 @@ fn changes(
         .iter()
         .zip(values)
         .filter_map(|(&figure, row)| {
-            Some(FigureChange { figure, change: change(&side(row, a)?, &side(row, b)?, true, threshold)? })
+            Some(FigureChange { figure, change: change(&side(row, a)?, &side(row, b)?, true, threshold, None)? })
         })
         .collect();
     judge_all(&mut out.iter_mut().map(|c| &mut c.change).collect::<Vec<_>>());

@@ -75,6 +75,9 @@ struct LogWelch {
     sd: f64,
     /// `None` on the log scale; on the linear scale, A's mean (the base of a percentage).
     base: Option<f64>,
+    /// The run-to-run part of `se`^2 (both runs' levels), which more repetitions do not
+    /// shrink.
+    runs_var: f64,
 }
 
 impl LogWelch {
@@ -96,6 +99,21 @@ impl LogWelch {
     }
 }
 
+/// The statistics with the run-to-run variance `var_log` (each run's own level, log scale,
+/// estimated with `df` degrees of freedom) added for both runs. The degrees of freedom
+/// follow Welch-Satterthwaite over the three parts: Welch's own df is se^4 over the sum of
+/// each side's (variance^2 / df), so that sum is se^4 / df.
+fn with_run_noise(w: LogWelch, noise: Option<(f64, f64)>) -> LogWelch {
+    let Some((var_log, df_noise)) = noise.filter(|(v, _)| *v > 0.0) else { return w };
+    // On the linear scale (a side with 0) the noise is relative to A's mean.
+    let var_runs = 2.0 * var_log * w.base.map_or(1.0, |b| b * b);
+    let within = w.se * w.se;
+    let se2 = within + var_runs;
+    let parts = if w.df.is_finite() && w.df > 0.0 { within * within / w.df } else { 0.0 };
+    let df = se2 * se2 / (parts + var_runs * var_runs / df_noise);
+    LogWelch { se: se2.sqrt(), df, runs_var: var_runs, ..w }
+}
+
 fn log_welch(a: &[f64], b: &[f64]) -> Option<LogWelch> {
     if a.iter().chain(b).any(|v| !v.is_finite()) {
         return None;
@@ -107,17 +125,28 @@ fn log_welch(a: &[f64], b: &[f64]) -> Option<LogWelch> {
     } else {
         welch(a, b).filter(|w| w.mean_a > 0.0)?
     };
-    Some(LogWelch { d: w.d, se: w.se, df: w.df, sd: w.sd, base: (!positive).then_some(w.mean_a) })
+    Some(LogWelch { d: w.d, se: w.se, df: w.df, sd: w.sd, base: (!positive).then_some(w.mean_a), runs_var: 0.0 })
 }
 
 /// The change of one figure, before the comparison-wide correction ([`judge_all`]) sets
-/// its verdict. `higher_is_better` is the metric's good direction.
-pub fn change(a: &Estimate, b: &Estimate, higher_is_better: bool, threshold_pct: f64) -> Option<Change> {
+/// its verdict. `higher_is_better` is the metric's good direction; `run_noise` the
+/// variance of a run's level (log scale) and its degrees of freedom, for two runs of
+/// different sessions (`None`: the repetitions are all the noise there is).
+pub fn change(
+    a: &Estimate,
+    b: &Estimate,
+    higher_is_better: bool,
+    threshold_pct: f64,
+    run_noise: Option<(f64, f64)>,
+) -> Option<Change> {
     if !(a.value.is_finite() && b.value.is_finite()) || a.value == 0.0 {
         return None;
     }
     let repeated = |e: &Estimate| e.basis == Basis::Repetitions && e.samples.len() >= 2;
-    let welch = (repeated(a) && repeated(b)).then(|| log_welch(&a.samples, &b.samples)).flatten();
+    let welch = (repeated(a) && repeated(b))
+        .then(|| log_welch(&a.samples, &b.samples))
+        .flatten()
+        .map(|w| with_run_noise(w, run_noise));
     let t = welch.as_ref().map(|w| t_quantile(w.df, 1.0 - ALPHA / 2.0));
     let bounds = welch.as_ref().zip(t).map(|(w, t)| (w.pct(w.d - t * w.se), w.pct(w.d + t * w.se)));
     let p_value =
@@ -146,6 +175,7 @@ fn pct_of(log_ratio: f64) -> f64 {
 
 /// Repetitions per side at which the interval at the observed noise would settle the
 /// question: exclude no change when the change is past the threshold, else fit inside it.
+/// The run-to-run part stays however many repetitions: past it, none would.
 fn reps_needed(w: &LogWelch, threshold_pct: f64) -> Option<u32> {
     let limit = w.limit(threshold_pct);
     let room = if w.d.abs() >= limit { w.d.abs() } else { limit - w.d.abs() };
@@ -154,7 +184,7 @@ fn reps_needed(w: &LogWelch, threshold_pct: f64) -> Option<u32> {
     }
     (2..=MAX_REPS_ADVISED).find(|&n| {
         let n = n as f64;
-        t_quantile(2.0 * n - 2.0, 1.0 - ALPHA / 2.0) * w.sd * (2.0 / n).sqrt() < room
+        t_quantile(2.0 * n - 2.0, 1.0 - ALPHA / 2.0) * (w.sd * w.sd * 2.0 / n + w.runs_var).sqrt() < room
     })
 }
 
@@ -199,7 +229,7 @@ mod tests {
     }
 
     fn judged(a: &[f64], b: &[f64], up: bool) -> Change {
-        let mut c = change(&reps(a), &reps(b), up, 5.0).unwrap();
+        let mut c = change(&reps(a), &reps(b), up, 5.0, None).unwrap();
         judge_all(&mut [&mut c]);
         c
     }
@@ -234,7 +264,7 @@ mod tests {
 
     #[test]
     fn single_measurements_are_never_judged() {
-        let mut c = change(&reps(&[100.0]), &reps(&[50.0, 51.0, 49.0]), true, 5.0).unwrap();
+        let mut c = change(&reps(&[100.0]), &reps(&[50.0, 51.0, 49.0]), true, 5.0, None).unwrap();
         judge_all(&mut [&mut c]);
         assert_eq!((c.verdict, c.lo_pct, c.p_value), (Verdict::Single, None, None));
         assert_eq!(c.pct, -50.0);
@@ -259,7 +289,7 @@ mod tests {
     #[test]
     fn benjamini_hochberg_controls_calls_across_the_comparison() {
         let mk = |p: f64| {
-            let mut c = change(&reps(&[100.0, 101.0]), &reps(&[120.0, 121.0]), true, 5.0).unwrap();
+            let mut c = change(&reps(&[100.0, 101.0]), &reps(&[120.0, 121.0]), true, 5.0, None).unwrap();
             c.p_value = Some(p);
             c
         };
@@ -277,7 +307,7 @@ mod tests {
 
     #[test]
     fn advice_grows_with_noise() {
-        let w = |sd: f64| LogWelch { d: 0.0, se: 0.0, df: 4.0, sd, base: None };
+        let w = |sd: f64| LogWelch { d: 0.0, se: 0.0, df: 4.0, sd, base: None, runs_var: 0.0 };
         let (quiet, loud) = (reps_needed(&w(0.01), 5.0).unwrap(), reps_needed(&w(0.03), 5.0).unwrap());
         assert!(quiet < loud, "{quiet} {loud}");
     }

@@ -371,6 +371,23 @@ pub fn find_run(data_dir: &Path, name: &str) -> Result<LoadedRun> {
     )
 }
 
+/// The other run folders beside `run_dir` (its siblings in the folder it sits in): plain
+/// folders with a `run.json`, no symlink and no writer's temporary folder, sorted.
+pub fn runs_beside(run_dir: &Path) -> Vec<std::path::PathBuf> {
+    let own = fs::canonicalize(run_dir).ok();
+    let Some(parent) = own.as_deref().and_then(Path::parent) else { return Vec::new() };
+    let Ok(entries) = fs::read_dir(parent) else { return Vec::new() };
+    let mut out: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with(fsutil::TEMP_PREFIX))
+        .map(|e| e.path())
+        .filter(|p| Some(p.as_path()) != own.as_deref() && p.join(RUN_MANIFEST).is_file())
+        .collect();
+    out.sort();
+    out
+}
+
 /// Loads one run folder (`run.json`, `cells/*.json`, optional `notes.md`).
 pub fn load_run_dir(dir: &Path) -> Result<LoadedRun> {
     load_run(dir, &run_folder_name(dir)?, &mut Vec::new())

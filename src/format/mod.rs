@@ -13,8 +13,8 @@ pub mod validate;
 pub mod writer;
 
 pub use load::{
-    check_comparison_runs, find_run, load_data_dir, load_data_dir_with, load_run, load_run_dir, DataSet, LoadedCell,
-    LoadedRun, PageSource, Skipped,
+    check_comparison_runs, find_run, load_data_dir, load_data_dir_with, load_run, load_run_dir, runs_beside, DataSet,
+    LoadedCell, LoadedRun, PageSource, Skipped,
 };
 pub use model::*;
 pub use settings::SiteSettings;

@@ -25,6 +25,11 @@ pub struct SiteSettings {
     /// Changes smaller than this (percent) are neither regressions nor improvements.
     #[serde(deserialize_with = "threshold_pct")]
     pub change_threshold_pct: f64,
+    /// The run-to-run noise (percent, one standard deviation of a run's level) a comparison
+    /// assumes before the site holds runs of one configuration measured more than once;
+    /// evidence of such runs outweighs it as it grows (`docs/statistics.md`).
+    #[serde(deserialize_with = "threshold_pct")]
+    pub change_noise_pct: f64,
     /// Dollars per device-hour by device name (as runs name it: `"H200 SXM" = 3.50`).
     #[serde(deserialize_with = "device_prices")]
     pub prices: BTreeMap<String, f64>,
@@ -234,6 +239,10 @@ fn interactivity_levels<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f6
 }
 
 pub const DEFAULT_CHANGE_THRESHOLD_PCT: f64 = 5.0;
+/// A restarted llama.cpp server measured 6% below the last on one figure, and two quiet
+/// restarts 20 minutes apart differed by more on another (`docs/statistics.md`): 5% is the
+/// run-to-run noise assumed until the site measures its own.
+pub const DEFAULT_CHANGE_NOISE_PCT: f64 = 5.0;
 
 impl Default for SiteSettings {
     fn default() -> Self {
@@ -242,6 +251,7 @@ impl Default for SiteSettings {
             description: "Prefill throughput and sustained decode of LLM inference servers, measured across context lengths and simultaneous requests.".into(),
             base_url: None,
             change_threshold_pct: DEFAULT_CHANGE_THRESHOLD_PCT,
+            change_noise_pct: DEFAULT_CHANGE_NOISE_PCT,
             prices: BTreeMap::new(),
             slo: default_slos(),
             slo_order: Vec::new(),

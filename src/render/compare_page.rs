@@ -9,9 +9,11 @@ use super::charts::{line_chart, ChartSpec, Series, XAxis};
 use super::common::{put_file, put_page, root, run_label, run_title, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::compare::Change;
+use crate::analysis::metric::Metric;
+use crate::analysis::run_noise::{NoiseBasis, RunNoise};
 use crate::analysis::{Comparison, RunView};
 use crate::format::{DecodeTest, Origin};
-use crate::units::numbers::{context_label, seconds_setting, DASH};
+use crate::units::numbers::{self, context_label, seconds_setting, DASH};
 
 /// One fact of the two runs' headers, with whether it differs.
 #[derive(Debug, Clone, Serialize)]
@@ -136,7 +138,30 @@ pub fn comparison_html(
         prefill_chart => prefill_overlay(a, b),
         capacity => ser(&cmp.capacity),
         device => shared_device_noun(a, b),
+        noise => noise_sentence(&cmp.noise),
     })?)
+}
+
+/// Which run-to-run noise a comparison's verdicts include, in one sentence (page and
+/// terminal): `Run-to-run noise 3.8% (total tok/s) from 4 other runs of this configuration.`
+pub fn noise_sentence(n: &RunNoise) -> String {
+    let pct = numbers::decimal1(n.headline_pct());
+    let runs = |k: usize| if k == 1 { "1 run".to_string() } else { format!("{k} runs") };
+    match n.basis {
+        NoiseBasis::Configuration => format!(
+            "Run-to-run noise {pct}% (total tok/s, one run's level against the next) from {} of {}; each judged figure allows for it beside its repetitions.",
+            runs(n.runs).replacen("run", "other run", 1),
+            if n.configurations == 1 { "this configuration" } else { "these configurations" }
+        ),
+        NoiseBasis::Site => format!(
+            "Run-to-run noise {pct}% (total tok/s, one run's level against the next) from {} of {} other configurations measured more than once; each judged figure allows for it beside its repetitions.",
+            runs(n.runs),
+            n.configurations
+        ),
+        NoiseBasis::Assumed => format!(
+            "Run-to-run noise assumed {pct}% (change_noise_pct in site.toml): besides these two runs, no configuration here is measured more than once; each judged figure allows for it beside its repetitions."
+        ),
+    }
 }
 
 /// What the runs' devices are called in a per-device view: `GPU` when both ran on GPUs,
@@ -218,7 +243,16 @@ const CSV_COLUMNS: &[&str] = &[
     "per_gpu_change_lo_pct",
     "per_gpu_change_hi_pct",
     "per_gpu_verdict",
+    "run_noise_basis",
+    "run_noise_pct",
 ];
+
+/// Where the run-to-run noise comes from and its size for the row's first figure (prompt
+/// tok/s for prefill, total tok/s for decode).
+fn noise_fields(n: &RunNoise, metric: Metric) -> [String; 2] {
+    let basis = serde_json::to_value(n.basis).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    [basis, n.of(metric).map_or(String::new(), |f| format!("{:.2}", f.pct))]
+}
 
 /// One row per decode and prefill cell: both sides' status and figures and the changes.
 pub fn comparison_csv(cmp: &Comparison) -> String {
@@ -233,6 +267,8 @@ pub fn comparison_csv(cmp: &Comparison) -> String {
         ];
         row.extend(n_fields(&p.tps));
         row.extend(delta_fields(&p.tps));
+        row.extend(vec![String::new(); 4 * 6]);
+        row.extend(noise_fields(&cmp.noise, Metric::PromptTps));
         csv.row(row);
     }
     for c in cmp.rows.iter().flat_map(|r| &r.cells) {
@@ -247,6 +283,7 @@ pub fn comparison_csv(cmp: &Comparison) -> String {
         for m in [&c.total, &c.per_request, &c.ttft, &c.tbt, &c.total_per_gpu] {
             row.extend(delta_fields(m));
         }
+        row.extend(noise_fields(&cmp.noise, Metric::TotalTps));
         csv.row(row);
     }
     csv.finish()

@@ -263,6 +263,7 @@ impl SitePages<'_> {
             server_disagreement_pct => SERVER_DISAGREEMENT_TOLERANCE * 100.0,
             client_cpu_limit => CLIENT_CPU_LIMIT_CORES,
             change_threshold_pct => self.settings.change_threshold_pct,
+            change_noise_pct => self.settings.change_noise_pct,
             import_mappings => import_mappings(),
         })?;
         put_page(sink, "glossary/index.html", &glossary, stats)?;

@@ -52,6 +52,9 @@ impl Workspace {
     pub fn site(&self, args: &[&str]) -> Output {
         site_in(self.path(), args)
     }
+    pub fn write(&self, rel: &str, text: &str) {
+        fs::write(self.path().join(rel), text).unwrap();
+    }
     pub fn read(&self, rel: &str) -> String {
         let p = self.path().join(rel);
         fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))

@@ -1,0 +1,238 @@
+//! Run-to-run noise: how far a figure moves between runs of one configuration (another
+//! server process, another hour) beyond what the repetitions inside each run show. Two runs
+//! differ by their repetitions' noise *and* by each run's own level, so a comparison adds
+//! twice this variance to the within-run variance of the difference.
+//!
+//! Estimated on the log scale (relative noise, comparable across cells) from the site's own
+//! evidence, a one-way random-effects model fitted by the method of moments: for each cell
+//! and figure measured by k >= 2 runs of one exact configuration, the variance of the runs'
+//! log means less the mean within-run variance of a mean (repetitions) is the between-run
+//! variance, with k - 1 degrees of freedom; cells and configurations are pooled per figure
+//! kind. The two runs compared are left out of their own noise. The estimate is moderated
+//! by the assumed noise (`change_noise_pct`) worth `PRIOR_DF` degrees of freedom (a scaled
+//! inverse-chi-square prior, as limma moderates gene-wise variances), so thin evidence
+//! neither claims certainty nor is ignored. `docs/statistics.md` has the formulas.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::metric::{estimate, Metric};
+use super::run::{CellView, RunView};
+use crate::format::{Phase, Status};
+
+/// What the assumed noise weighs against evidence, in degrees of freedom.
+pub const PRIOR_DF: f64 = 4.0;
+
+/// Where a comparison's run-to-run noise comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseBasis {
+    /// Other runs of A's or B's exact configuration.
+    Configuration,
+    /// Every configuration of the site measured more than once (neither A's nor B's is).
+    Site,
+    /// No configuration is measured twice: the site's `change_noise_pct`.
+    Assumed,
+}
+
+/// The run-to-run noise of one figure: a run level's standard deviation as a percentage,
+/// and the degrees of freedom of its estimate (the assumed noise's included).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FigureNoise {
+    pub metric: Metric,
+    pub pct: f64,
+    pub df: f64,
+    /// The variance of a run's level on the log scale.
+    #[serde(skip)]
+    pub var_log: f64,
+}
+
+/// The noise between two runs that a comparison allows for, and what it is made from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunNoise {
+    pub basis: NoiseBasis,
+    /// Runs the evidence comes from (neither of the two compared) and their configurations.
+    pub runs: usize,
+    pub configurations: usize,
+    /// `change_noise_pct`: what the estimate is moderated towards.
+    pub assumed_pct: f64,
+    /// Per figure kind, in `Metric::ALL` order.
+    pub figures: Vec<FigureNoise>,
+}
+
+impl RunNoise {
+    pub fn of(&self, metric: Metric) -> Option<&FigureNoise> {
+        self.figures.iter().find(|f| f.metric == metric)
+    }
+
+    /// The noise one line names: total tok/s's (what most cells judge first).
+    pub fn headline_pct(&self) -> f64 {
+        self.of(Metric::TotalTps).map_or(self.assumed_pct, |f| f.pct)
+    }
+}
+
+/// Evidence of one figure kind: the sum over cells of (k - 1) x between-run variance, and
+/// of k - 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Pool {
+    ss: f64,
+    df: f64,
+}
+
+impl Pool {
+    fn add(self, o: Pool, sign: f64) -> Pool {
+        Pool { ss: (self.ss + sign * o.ss).max(0.0), df: (self.df + sign * o.df).max(0.0) }
+    }
+}
+
+type Pools = [Pool; 5];
+
+fn add_pools(a: Pools, b: &Pools, sign: f64) -> Pools {
+    let mut out = a;
+    for (o, p) in out.iter_mut().zip(b) {
+        *o = o.add(*p, sign);
+    }
+    out
+}
+
+/// The site's configurations measured more than once, with their evidence per figure kind,
+/// made once per analysis; `between` answers each comparison from it.
+#[derive(Debug, Clone, Default)]
+pub struct SiteNoise {
+    /// By run index: its configuration among `groups`, if measured more than once.
+    group_of: Vec<Option<usize>>,
+    groups: Vec<Vec<usize>>,
+    pools: Vec<Pools>,
+    total: Pools,
+}
+
+impl SiteNoise {
+    /// `siblings`: each run's other runs of its exact configuration (`series::siblings`).
+    pub fn new(runs: &[RunView], siblings: &[Vec<usize>]) -> SiteNoise {
+        let mut group_of = vec![None; runs.len()];
+        let mut groups = Vec::new();
+        for (i, others) in siblings.iter().enumerate() {
+            if others.is_empty() || group_of[i].is_some() {
+                continue;
+            }
+            let mut members: Vec<usize> = std::iter::once(i).chain(others.iter().copied()).collect();
+            members.sort_unstable();
+            for &m in &members {
+                group_of[m] = Some(groups.len());
+            }
+            groups.push(members);
+        }
+        let pools: Vec<Pools> = groups.iter().map(|g| group_pools(runs, g)).collect();
+        let total = pools.iter().fold(Pools::default(), |t, p| add_pools(t, p, 1.0));
+        SiteNoise { group_of, groups, pools, total }
+    }
+
+    /// The noise between runs `a` and `b`, from the evidence of every other run.
+    pub fn between(&self, runs: &[RunView], (a, b): (usize, usize), assumed_pct: f64) -> RunNoise {
+        let mut own: Vec<usize> = [a, b].iter().filter_map(|&i| self.group_of.get(i).copied().flatten()).collect();
+        own.dedup();
+        let reduced: Vec<Vec<usize>> = own
+            .iter()
+            .map(|&g| self.groups[g].iter().copied().filter(|&i| i != a && i != b).collect::<Vec<_>>())
+            .filter(|members| members.len() >= 2)
+            .collect();
+        let reduced_pools: Vec<Pools> = reduced.iter().map(|g| group_pools(runs, g)).collect();
+        let config = reduced_pools.iter().fold(Pools::default(), |t, p| add_pools(t, p, 1.0));
+        let config_runs: usize = reduced.iter().map(Vec::len).sum();
+        let has = |p: &Pools| p.iter().any(|x| x.df > 0.0);
+        let (basis, pools, runs_used, configurations) = if has(&config) {
+            (NoiseBasis::Configuration, config, config_runs, reduced.len())
+        } else {
+            let site = own.iter().fold(self.total, |t, &g| add_pools(t, &self.pools[g], -1.0));
+            let site = add_pools(site, &config, 1.0);
+            let others = (0..self.groups.len()).filter(|g| !own.contains(g));
+            let runs_used = others.clone().map(|g| self.groups[g].len()).sum::<usize>() + config_runs;
+            let configurations = others.count() + reduced.len();
+            if has(&site) {
+                (NoiseBasis::Site, site, runs_used, configurations)
+            } else {
+                (NoiseBasis::Assumed, Pools::default(), 0, 0)
+            }
+        };
+        let figures = Metric::ALL.iter().zip(&pools).map(|(&metric, p)| moderated(metric, *p, assumed_pct)).collect();
+        RunNoise { basis, runs: runs_used, configurations, assumed_pct, figures }
+    }
+}
+
+/// The evidence moderated by the assumed noise (worth `PRIOR_DF` degrees of freedom).
+fn moderated(metric: Metric, p: Pool, assumed_pct: f64) -> FigureNoise {
+    let prior = (1.0 + assumed_pct / 100.0).ln();
+    let df = PRIOR_DF + p.df;
+    let var_log = (PRIOR_DF * prior * prior + p.ss) / df;
+    FigureNoise { metric, pct: (var_log.sqrt().exp() - 1.0) * 100.0, df, var_log }
+}
+
+/// One run's level of a figure in a cell: the mean of its repetitions' logs (a single
+/// measurement: the log of its figure) and the variance of that mean within the run.
+fn level(view: &CellView, metric: Metric) -> Option<(f64, f64)> {
+    let e = estimate(view, metric)?;
+    let logs: Vec<f64> = e.samples.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+    if logs.len() >= 2 && logs.len() == e.samples.len() {
+        let (mean, sd) = crate::stats::mean_sd(&logs)?;
+        return Some((mean, sd * sd / logs.len() as f64));
+    }
+    (e.value > 0.0 && e.value.is_finite()).then(|| (e.value.ln(), 0.0))
+}
+
+/// The between-run evidence of one configuration's runs, per figure kind.
+fn group_pools(runs: &[RunView], members: &[usize]) -> Pools {
+    let mut levels: HashMap<(Phase, u32, u32, Metric), Vec<(f64, f64)>> = HashMap::new();
+    for &i in members {
+        let r = &runs[i];
+        for cell in r.prefill.iter().chain(&r.decode).filter(|c| c.status == Status::Valid) {
+            for metric in Metric::ALL {
+                if let Some(l) = level(cell, metric) {
+                    levels.entry((cell.phase, cell.context, cell.concurrency, metric)).or_default().push(l);
+                }
+            }
+        }
+    }
+    let mut pools = Pools::default();
+    for ((.., metric), v) in levels.iter().filter(|(_, v)| v.len() >= 2) {
+        let k = v.len() as f64;
+        let mean = v.iter().map(|l| l.0).sum::<f64>() / k;
+        let spread = v.iter().map(|l| (l.0 - mean).powi(2)).sum::<f64>() / (k - 1.0);
+        let within = v.iter().map(|l| l.1).sum::<f64>() / k;
+        let p = &mut pools[Metric::ALL.iter().position(|m| m == metric).expect("every metric is in ALL")];
+        p.ss += (k - 1.0) * (spread - within).max(0.0);
+        p.df += k - 1.0;
+    }
+    pools
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_evidence_is_the_assumed_noise_at_the_priors_weight() {
+        let f = moderated(Metric::TotalTps, Pool::default(), 5.0);
+        assert!((f.pct - 5.0).abs() < 1e-9, "{}", f.pct);
+        assert_eq!(f.df, PRIOR_DF);
+    }
+
+    #[test]
+    fn evidence_outweighs_the_assumed_noise_as_it_grows() {
+        // Forty degrees of freedom at 1%: the estimate moves most of the way from 5% to 1%.
+        let one = (1.01f64).ln();
+        let f = moderated(Metric::TotalTps, Pool { ss: 40.0 * one * one, df: 40.0 }, 5.0);
+        let expected = ((4.0 * 1.05f64.ln().powi(2) + 40.0 * one * one) / 44.0).sqrt().exp() - 1.0;
+        assert!((f.pct - expected * 100.0).abs() < 1e-9);
+        assert!(f.pct > 1.0 && f.pct < 2.0, "{}", f.pct);
+        assert_eq!(f.df, 44.0);
+    }
+
+    #[test]
+    fn pools_subtract_back_to_what_they_were_and_never_below_zero() {
+        let a = Pool { ss: 0.25, df: 2.0 };
+        let b = Pool { ss: 0.125, df: 1.0 };
+        assert_eq!(a.add(b, 1.0).add(b, -1.0), a);
+        assert_eq!(b.add(a, -1.0), Pool { ss: 0.0, df: 0.0 });
+    }
+}
