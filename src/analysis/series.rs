@@ -19,7 +19,7 @@ use super::version::compare_versions;
 use crate::format::{SiteSettings, Status};
 
 /// The figures a series charts and judges each step by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KeyFigure {
     PeakTotalTps,
@@ -100,6 +100,56 @@ pub struct SeriesView {
     /// `values[f][i]`: key figure `KeyFigure::ALL[f]` of `runs[i]`.
     pub values: Vec<Vec<Option<f64>>>,
     pub steps: Vec<SeriesStep>,
+    /// Where a key figure's level changed over the whole history (`change_points`).
+    pub change_points: Vec<SeriesChangePoint>,
+}
+
+/// A lasting change of one key figure over a series' runs: before and after hold two runs
+/// or more each, so one run apart is never one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeriesChangePoint {
+    pub figure: KeyFigure,
+    /// The series position (into `runs`) of the first run after the change.
+    pub at: usize,
+    /// Runs of the segment before and after it that have the figure.
+    pub n_before: usize,
+    pub n_after: usize,
+    /// The change of the level (geometric means) in percent, with its 95% interval.
+    pub pct: f64,
+    pub lo_pct: f64,
+    pub hi_pct: f64,
+}
+
+/// Every run of a series at least this many either side of a change point.
+pub const MIN_SEGMENT_RUNS: usize = 2;
+
+/// The change points of each key figure over the series' runs (`stats::change_points` on
+/// the logs of the runs that have it), kept where the change is at least `threshold_pct`.
+pub fn change_points(values: &[Vec<Option<f64>>], threshold_pct: f64) -> Vec<SeriesChangePoint> {
+    let mut out = Vec::new();
+    for (&figure, row) in KeyFigure::ALL.iter().zip(values) {
+        let present: Vec<(usize, f64)> =
+            row.iter().enumerate().filter_map(|(i, v)| v.filter(|v| *v > 0.0).map(|v| (i, v.ln()))).collect();
+        let logs: Vec<f64> = present.iter().map(|p| p.1).collect();
+        for cp in crate::stats::change_points(&logs, MIN_SEGMENT_RUNS, super::verdict::ALPHA) {
+            let t = crate::stats::t_quantile(cp.df, 1.0 - super::verdict::ALPHA / 2.0);
+            let pct = |d: f64| (d.exp() - 1.0) * 100.0;
+            let c = SeriesChangePoint {
+                figure,
+                at: present[cp.at].0,
+                n_before: cp.at - cp.from,
+                n_after: cp.to - cp.at,
+                pct: pct(cp.d),
+                lo_pct: pct(cp.d - t * cp.se),
+                hi_pct: pct(cp.d + t * cp.se),
+            };
+            if c.pct.abs() >= threshold_pct {
+                out.push(c);
+            }
+        }
+    }
+    out.sort_by_key(|c| (c.at, c.figure));
+    out
 }
 
 /// Every series of two or more runs (one run is no trend), by model then configuration.
@@ -294,6 +344,7 @@ fn one_series(
         bench_tool: String::new(),
         runs: members,
         prefill_context,
+        change_points: change_points(&values, threshold),
         values,
         steps,
     }
@@ -349,5 +400,37 @@ fn trend(changes: &[FigureChange]) -> Trend {
         _ if changes.iter().all(|c| c.change.verdict == Verdict::Single) => Trend::NotJudged,
         _ if is(Verdict::Inconclusive) => Trend::Inconclusive,
         _ => Trend::Unchanged,
+    }
+}
+
+#[cfg(test)]
+mod change_point_tests {
+    use super::*;
+
+    fn row(levels: &[f64]) -> Vec<Option<f64>> {
+        // A wobble of about ±1% around each level, the same on every call.
+        levels.iter().enumerate().map(|(i, l)| Some(l * (1.0 + ((i * 7919) % 13) as f64 / 650.0 - 0.01))).collect()
+    }
+
+    #[test]
+    fn a_lasting_step_is_a_change_point_at_its_first_run_and_an_outlier_is_not() {
+        let mut peak: Vec<f64> = vec![1000.0; 12];
+        peak.extend(vec![850.0; 10]);
+        let mut single = vec![50.0; 22];
+        single[7] = 30.0; // one slow run
+        let values = vec![row(&peak), row(&single), vec![None; 22], vec![None; 22]];
+        let cps = change_points(&values, 5.0);
+        assert_eq!(cps.len(), 1, "{cps:?}");
+        let c = &cps[0];
+        assert_eq!((c.figure, c.at, c.n_before, c.n_after), (KeyFigure::PeakTotalTps, 12, 12, 10));
+        assert!((c.pct + 15.0).abs() < 1.5 && c.lo_pct < c.pct && c.pct < c.hi_pct, "{c:?}");
+    }
+
+    #[test]
+    fn a_step_below_the_threshold_is_not_kept() {
+        let mut peak: Vec<f64> = vec![1000.0; 12];
+        peak.extend(vec![970.0; 10]);
+        let values = vec![row(&peak), vec![None; 22], vec![None; 22], vec![None; 22]];
+        assert!(change_points(&values, 5.0).is_empty());
     }
 }

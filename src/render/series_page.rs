@@ -62,6 +62,18 @@ struct CellRow {
     chart: String,
 }
 
+/// A change point as the series page lists it.
+#[derive(Serialize)]
+struct ChangePointRow<'a> {
+    figure: &'static str,
+    version: &'a str,
+    run_id: &'a str,
+    run_title: &'a str,
+    change: String,
+    /// Every key figure is better higher: a fall is a regression.
+    worse: bool,
+}
+
 /// Whether a step gets a link to a comparison page.
 fn flagged(trend: Trend) -> bool {
     trend.flagged()
@@ -111,6 +123,28 @@ pub fn render(
     stats.charts +=
         charts.iter().filter(|c| !c.1.is_empty()).count() + cells.iter().filter(|c| !c.chart.is_empty()).count();
     let regressions = s.steps.iter().filter(|st| matches!(st.trend, Trend::Regression | Trend::Mixed)).count();
+    let change_points: Vec<ChangePointRow> = s
+        .change_points
+        .iter()
+        .map(|c| {
+            let run = &site.runs[s.runs[c.at]];
+            ChangePointRow {
+                figure: figure_name(c.figure),
+                version: &run.manifest.engine.version,
+                run_id: &run.id,
+                run_title: &cx.titles[s.runs[c.at]],
+                change: format!(
+                    "{} (95% CI {} to {}; {} runs before, {} after)",
+                    numbers::signed_pct1(c.pct),
+                    numbers::signed_pct1(c.lo_pct),
+                    numbers::signed_pct1(c.hi_pct),
+                    c.n_before,
+                    c.n_after
+                ),
+                worse: c.pct < 0.0,
+            }
+        })
+        .collect();
     let html = cx.env.get_template("series.html")?.render(context! {
         root => root("../../"),
         nav_pages => cx.nav_pages(),
@@ -122,6 +156,7 @@ pub fn render(
         charts => ser(&charts),
         cells => ser(&cells),
         regressions => regressions,
+        change_points => ser(&change_points),
         cell_chart_runs => CELL_CHART_RUNS,
     })?;
     put_page(sink, &format!("series/{}/index.html", s.slug), &html, stats)

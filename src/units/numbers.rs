@@ -68,6 +68,11 @@ pub fn brief(v: f64) -> String {
     }
 }
 
+/// A change in percent to one decimal with its sign: `+3.2%`, `-12.0%`.
+pub fn signed_pct1(v: f64) -> String {
+    format!("{}{v:.1}%", if v > 0.0 { "+" } else { "" })
+}
+
 /// A percentage to two decimals, in exponent form past a billion, empty when not finite.
 pub fn pct2(v: f64) -> String {
     if !v.is_finite() {
