@@ -136,6 +136,18 @@ pub struct BenchArgs {
     /// runs: comparisons judge a change only between repeated cells.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=speed_matrix::format::validate::MAX_REPETITIONS as i64))]
     pub repeat: u32,
+    /// Start the server under test with this shell command (run by /bin/sh -c), wait until
+    /// --endpoint answers, measure, and stop it (SIGTERM, then SIGKILL); recorded, redacted,
+    /// as the run's launch command, its output kept in the run folder, redacted.
+    #[arg(long, value_name = "CMD")]
+    pub launch: Option<String>,
+    /// With --launch: spread the repetitions over this many server processes, each started
+    /// afresh, so the run's repetitions include the noise between processes.
+    #[arg(long, value_name = "K", requires = "launch", value_parser = clap::value_parser!(u32).range(1..=speed_matrix::format::validate::MAX_REPETITIONS as i64))]
+    pub restarts: Option<u32>,
+    /// With --launch: how long a server process may take to answer at --endpoint.
+    #[arg(long, default_value = "300s", value_parser = duration, requires = "launch")]
+    pub launch_timeout: Duration,
     /// Measured prefill requests per context and repetition (each with a fresh prompt tag,
     /// after one discarded warm-up request); the page shows their median and spread.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=speed_matrix::format::validate::MAX_PREFILL_SAMPLES as i64))]

@@ -13,6 +13,7 @@ pub mod client;
 pub mod discover;
 pub mod engine;
 pub mod hardware;
+pub mod launch;
 pub mod loopdetect;
 pub mod plan;
 pub mod progress;
@@ -92,6 +93,8 @@ pub struct BenchConfig {
     pub loop_settings: LoopSettings,
     pub detect_loops: bool,
     pub facts: ManifestFacts,
+    /// The server started and stopped by the bench (`--launch`, `--restarts`).
+    pub launch: Option<launch::LaunchSettings>,
     /// Says a finished cell's figures in words for the progress line.
     pub reporter: std::sync::Arc<dyn CellReporter>,
 }

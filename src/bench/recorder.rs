@@ -84,6 +84,12 @@ impl Recorder {
         write_atomic(&self.dir.join(RUN_NOTES), markdown.as_bytes())
     }
 
+    /// The launched servers' output (already scrubbed by the launcher; scrubbed again for the
+    /// API key, as every file we write is).
+    pub fn write_server_log(&self, text: &str) -> Result<()> {
+        write_atomic(&self.dir.join(format::SERVER_LOG), self.scrubber.scrub(text).as_bytes())
+    }
+
     pub fn write_cell(&mut self, cell: &Cell) -> Result<()> {
         let path = cell_path(&self.dir, cell);
         format::validate::validate_cell(cell)

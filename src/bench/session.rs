@@ -13,6 +13,7 @@ use super::cell::{self, CellContext, DecodeRun};
 use super::client::http::{self, HttpClient};
 use super::client::stream::{StreamSettings, WindowClock};
 use super::discover::{self, ServerInfo};
+use super::launch::{self, Launcher};
 use super::plan::{self, PlannedCell};
 use super::progress::{LiveRate, Progress};
 use super::prompt::{self, SizedPrompt};
@@ -33,6 +34,13 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
     resolve_hardware(&mut cfg.facts, &client.endpoint)?;
     // Ctrl-C is ours from the start: nothing is written before it can be handled.
     let mut interrupt = ctrl_c_flag();
+    let mut launcher = match &cfg.launch {
+        Some(settings) => Some(Launcher::new(settings.clone(), cfg.credentials.secrets())?),
+        None => None,
+    };
+    if let Some(l) = launcher.as_mut() {
+        l.ensure(1, &client, &interrupt).await?;
+    }
     let info = tokio::select! {
         r = discover::discover(&client) => r.with_context(|| format!("discovering {}", client.endpoint.display()))?,
         Ok(_) = interrupt.wait_for(|i| *i) => bail!("interrupted"),
@@ -52,14 +60,20 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
     let planned = plan::plan(&cfg.contexts, &cfg.concurrency, &cfg.prefill_contexts, cfg.max_output, &cap);
     eprintln!("{}", terminal_safe(&server_line(&info, &client, &model, &cap)));
     if cfg.dry_run {
+        if let Some(l) = launcher.as_mut() {
+            l.stop().await;
+        }
         print_plan(&planned, &cfg, &resumable_done(&cfg, &client, &info, &model, &cap)?);
         return Ok(BenchSummary::default());
     }
     let (recorder, manifest) = open_run(&cfg, &client, &info, &model, &cap)?;
     let mut session = Session::start(&cfg, client, &info, model, recorder, &planned, interrupt).await;
+    session.launcher = launcher;
     let measured = session.measure(&planned).await;
     session.stop_background().await;
+    let logged = session.stop_server().await;
     measured?;
+    logged?;
     session.finish(manifest)
 }
 
@@ -92,6 +106,8 @@ struct Session<'a> {
     /// The last measured cell that found the server up: when the server then stays
     /// unreachable and the run stops, this was the cell in flight as it went away.
     last_reached: Option<Cell>,
+    /// The server processes the bench starts (`--launch`).
+    launcher: Option<Launcher>,
 }
 
 impl<'a> Session<'a> {
@@ -162,6 +178,7 @@ impl<'a> Session<'a> {
             sized_by: None,
             prompts: BTreeMap::new(),
             last_reached: None,
+            launcher: None,
         }
     }
 
@@ -173,6 +190,10 @@ impl<'a> Session<'a> {
                 .filter(|(p, r)| *r == rep && !self.recorder.has(p, rep))
                 .map(|(p, _)| p)
                 .collect();
+            if !todo.is_empty() && self.server_for(rep).await? {
+                self.summary.interrupted = true;
+                return Ok(());
+            }
             let mut contexts: Vec<u32> = todo.iter().map(|p| p.context).collect();
             contexts.dedup();
             for ctx in contexts {
@@ -184,6 +205,27 @@ impl<'a> Session<'a> {
             }
         }
         Ok(())
+    }
+
+    /// With `--launch`: the server process of repetition `rep` running (the one before
+    /// stopped). Whether Ctrl-C came while it started.
+    async fn server_for(&mut self, rep: u32) -> Result<bool> {
+        let Some(l) = self.launcher.as_mut() else { return Ok(false) };
+        let instance = launch::instance_of(rep, self.cfg.repeat, l.settings().restarts);
+        match l.ensure(instance, &self.cx.client, &self.interrupt).await {
+            Err(_) if *self.interrupt.borrow() => Ok(true),
+            Err(e) => Err(e.context(format!(
+                "starting server process {instance} for repetition {rep}; the cells measured so far are kept: continue with --resume"
+            ))),
+            Ok(_) => Ok(false),
+        }
+    }
+
+    /// Stops the launched server and keeps what its processes said beside the run.
+    async fn stop_server(&mut self) -> Result<()> {
+        let Some(l) = self.launcher.as_mut() else { return Ok(()) };
+        l.stop().await;
+        self.recorder.write_server_log(&l.log())
     }
 
     /// One context in one repetition: Over capacity cells (first repetition only), then the
@@ -347,6 +389,7 @@ impl<'a> Session<'a> {
     /// errors.
     fn keep(&mut self, p: &PlannedCell, mut cell: Cell, rep: u32) -> Result<()> {
         cell.repetition = rep;
+        cell.server_instance = self.launcher.as_ref().and_then(Launcher::instance);
         self.recorder.write_cell(&cell)?;
         self.progress.cell_done(&format!("{}: {}", self.label(p, rep), self.cfg.reporter.describe(&cell)));
         let s = &mut self.summary;
@@ -418,6 +461,9 @@ impl<'a> Session<'a> {
             bail!("interrupted");
         }
         m.finished_at = Some(recorder::now_rfc3339());
+        if let Some(l) = &self.launcher {
+            m.server_processes = l.processes(&m.server_processes);
+        }
         if let Some(access) = m.server_access.as_mut() {
             access.discovered = discovered_facts(&self.info, self.sized_by);
         }

@@ -189,6 +189,8 @@ pub(super) fn open_run(
     if let Some(old) = recorder.existing_manifest()? {
         check_resumable(&old, &m, &recorder.dir)?;
         m.started_at = old.started_at;
+        // The processes of the sessions before: their cells name them.
+        m.server_processes = old.server_processes;
         // `--resume --repeat 1` on a run of three repetitions keeps three.
         m.settings.repeat = m.settings.repeat.max(old.settings.repeat);
     }

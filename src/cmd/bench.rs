@@ -16,6 +16,14 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         Some(p) => parse_token_list(p).context("--prefill-contexts")?,
         None => contexts.clone(),
     };
+    let mut facts = a.facts.to_manifest_facts()?;
+    let launch = launch_settings(a)?;
+    if let Some(l) = &launch {
+        if facts.launch_command.is_some() {
+            anyhow::bail!("--launch is the launch command: leave out --launch-command");
+        }
+        facts.launch_command = Some(l.command.clone());
+    }
     let cfg = BenchConfig {
         endpoint: a.endpoint.clone(),
         credentials: credentials(a)?,
@@ -46,7 +54,8 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             ..LoopSettings::default()
         },
         detect_loops: !a.no_loop_detection,
-        facts: a.facts.to_manifest_facts()?,
+        facts,
+        launch,
         reporter: std::sync::Arc::new(FiguresReporter),
     };
     let dry = cfg.dry_run;
@@ -64,6 +73,21 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--launch` with its restarts: at most one process per repetition.
+fn launch_settings(a: &BenchArgs) -> Result<Option<bench::launch::LaunchSettings>> {
+    let Some(command) = a.launch.clone() else { return Ok(None) };
+    if command.trim().is_empty() {
+        anyhow::bail!("--launch: the command is empty");
+    }
+    let restarts = a.restarts.unwrap_or(1);
+    if restarts > a.repeat {
+        anyhow::bail!(
+            "--restarts {restarts} needs --repeat {restarts} or more: each server process measures at least one repetition"
+        );
+    }
+    Ok(Some(bench::launch::LaunchSettings { command, restarts, ready_timeout: a.launch_timeout }))
 }
 
 /// The key and the extra headers come only from the environment; they are sent and never

@@ -82,6 +82,7 @@ impl ManifestFacts {
             finished_at: None,
             description: self.description.clone(),
             server_access: None,
+            server_processes: Vec::new(),
         })
     }
 

@@ -14,7 +14,7 @@ use super::ids::check_id;
 use super::json;
 use super::model::*;
 use super::validate::{check_cell_in_matrix, validate_cell, validate_manifest};
-use super::{CELLS_DIR, COMPARE_FILE, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
+use super::{CELLS_DIR, COMPARE_FILE, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES, SERVER_LOG};
 use crate::fsutil;
 
 /// Everything under a data folder, validated, in a deterministic order. `R` is what each
@@ -469,14 +469,15 @@ fn read_run_folder(dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skippe
     for (path, ft) in folder_entries(dir, problems)?.unwrap_or_default() {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         match name {
-            RUN_MANIFEST => {}
+            RUN_MANIFEST | SERVER_LOG => {}
             RUN_NOTES => match fsutil::read_data_file(&dir.join(RUN_NOTES), fsutil::MAX_DATA_FILE_BYTES) {
                 Ok(s) => notes_markdown = Some(s),
                 Err(e) => problems.push(e),
             },
             CELLS_DIR if ft.is_dir() || ft.is_symlink() => {}
             CELLS_DIR => skipped.push(Skipped { path, reason: "`cells` is not a folder, so no cell was read" }),
-            _ => skipped.push(Skipped { path, reason: "not part of a run folder (run.json, notes.md, cells/)" }),
+            _ => skipped
+                .push(Skipped { path, reason: "not part of a run folder (run.json, notes.md, server.log, cells/)" }),
         }
     }
     Ok(notes_markdown)

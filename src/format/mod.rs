@@ -26,4 +26,7 @@ pub const PAGES_DIR: &str = "pages";
 pub const RUN_MANIFEST: &str = "run.json";
 pub const CELLS_DIR: &str = "cells";
 pub const RUN_NOTES: &str = "notes.md";
+/// What the server processes `site bench --launch` started printed, secrets taken out; kept
+/// beside the run, not read by the site.
+pub const SERVER_LOG: &str = "server.log";
 pub const COMPARE_FILE: &str = "compare.json";

@@ -38,6 +38,20 @@ pub struct RunManifest {
     /// (measured runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_access: Option<ServerAccess>,
+    /// The server processes `site bench --launch` started, in order: the repetitions are
+    /// spread over them (`Cell::server_instance`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_processes: Vec<ServerProcess>,
+}
+
+/// A server process `site bench --launch` started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerProcess {
+    /// 1, 2, ...: what cells name in `server_instance`.
+    pub instance: u32,
+    /// Seconds from starting it until it answered at the endpoint (cold start).
+    pub ready_s: f64,
 }
 
 /// How `site bench` reached the server, and which facts it found there.
@@ -226,6 +240,10 @@ pub struct Cell {
     /// repetition is a file of its own. Absent: 1.
     #[serde(default = "first_repetition", skip_serializing_if = "is_first_repetition")]
     pub repetition: u32,
+    /// The server process (`RunManifest::server_processes`) this repetition measured, when
+    /// the bench started the server itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_instance: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
     /// Figures as reported by another tool (imported cells).
@@ -673,6 +691,7 @@ impl Cell {
             concurrency,
             status,
             repetition: 1,
+            server_instance: None,
             warnings: vec![],
             reported: None,
             measurement: None,

@@ -14,6 +14,9 @@ pub const MAX_PREFILL_SAMPLES: u32 = 50;
 
 /// The checks `site check` makes of a run manifest on its own (producers run them before
 /// they write one).
+/// The longest a launched server may have taken to become ready, as a run records it (a day).
+pub const MAX_READY_S: f64 = 86_400.0;
+
 pub fn validate_manifest(m: &RunManifest) -> Result<()> {
     let s = &m.settings;
     for (name, list) in
@@ -35,6 +38,18 @@ pub fn validate_manifest(m: &RunManifest) -> Result<()> {
     // The ranges `site bench --repeat` and `--prefill-samples` take.
     if let Some(r) = s.repeat.filter(|r| !(1..=MAX_REPETITIONS).contains(r)) {
         bail!("settings.repeat: expected 1 to {MAX_REPETITIONS} measurements of each cell, found {r}");
+    }
+    for (i, p) in m.server_processes.iter().enumerate() {
+        if p.instance as usize != i + 1 {
+            bail!(
+                "server_processes[{i}].instance: expected {} (processes are numbered 1, 2, ... in order), found {}",
+                i + 1,
+                p.instance
+            );
+        }
+        if !(p.ready_s.is_finite() && (0.0..=MAX_READY_S).contains(&p.ready_s)) {
+            bail!("server_processes[{i}].ready_s: expected seconds from 0 to {MAX_READY_S}, found {}", p.ready_s);
+        }
     }
     if let Some(n) = s.prefill_samples.filter(|n| !(1..=MAX_PREFILL_SAMPLES).contains(n)) {
         bail!("settings.prefill_samples: expected 1 to {MAX_PREFILL_SAMPLES} prefill requests, found {n}");
@@ -116,6 +131,9 @@ pub fn validate_cell(c: &Cell) -> Result<()> {
     }
     if c.repetition == 0 || c.repetition > MAX_REPETITIONS {
         bail!("repetition: expected 1 to {MAX_REPETITIONS}, found {}", c.repetition);
+    }
+    if let Some(i) = c.server_instance.filter(|i| !(1..=MAX_REPETITIONS).contains(i)) {
+        bail!("server_instance: expected 1 to {MAX_REPETITIONS}, found {i}");
     }
     if c.repetition > 1 && c.schema_version < 2 {
         bail!("repetition {} needs schema_version 2 (found {})", c.repetition, c.schema_version);

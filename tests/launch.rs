@@ -1,0 +1,99 @@
+//! `site bench --launch CMD --restarts K`: the bench starts the server itself (the simulated
+//! engine here), spreads the repetitions over K processes, records each process and keeps
+//! its output, redacted; a server that never answers or exits is a clear error with no run;
+//! no process is left behind.
+#![cfg(feature = "simulator")]
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::sim::{bench, cell};
+use common::*;
+use serde_json::Value;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")
+}
+
+#[test]
+fn repetitions_are_spread_over_launched_processes_each_recorded_and_stopped() {
+    let ws = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let pids = ws.path().join("pids");
+    let command = format!(
+        "echo $$ >> {pids}; echo 'loading with token sk-abcdefghijklmnopqrstu1234'; exec {site} simulate-engine --port {port} --lifetime-s 120 --step-ms-base 5 --step-ms-per-seq 0",
+        pids = pids.display(),
+        site = env!("CARGO_BIN_EXE_site")
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let args = ["--launch", &command, "--restarts", "2", "--repeat", "2", "--contexts", "256", "--concurrency", "1"];
+    let out = bench(ws.path(), &url, &[&args[..], &["--run-id", "l"]].concat());
+    assert_ok(&out);
+    assert!(stderr(&out).contains("server process 2 ready after"), "{}", stderr(&out));
+    let d = ws.path();
+    for (name, instance) in
+        [("prefill-256.json", 1), ("decode-256-c1.json", 1), ("prefill-256-r2.json", 2), ("decode-256-c1-r2.json", 2)]
+    {
+        assert_eq!(cell(d, "l", name)["server_instance"], instance, "{name}");
+    }
+    let run: Value = serde_json::from_str(&fs::read_to_string(d.join("data/runs/l/run.json")).unwrap()).unwrap();
+    let processes = run["server_processes"].as_array().unwrap();
+    assert_eq!(processes.iter().map(|p| p["instance"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2]);
+    assert!(processes.iter().all(|p| p["ready_s"].as_f64().unwrap() > 0.0), "{run}");
+    assert!(run["launch_command"].as_str().unwrap().contains("simulate-engine"), "{run}");
+    let log = fs::read_to_string(d.join("data/runs/l/server.log")).unwrap();
+    assert!(log.contains("== server process 1 (ready after") && log.contains("== server process 2"), "{log}");
+    assert!(log.contains("loading with token") && !log.contains("sk-abcdefghijklmnopqrstu1234"), "{log}");
+    assert!(!fs::read_to_string(d.join("data/runs/l/run.json")).unwrap().contains("sk-abcdefghijklmnopqrstu1234"));
+    // Two processes started, none left running.
+    let started: Vec<u32> = fs::read_to_string(&pids).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(started.len(), 2);
+    assert!(started.iter().all(|&p| !alive(p)), "a server process was left running: {started:?}");
+    // The site builds the run and checks it.
+    assert_ok(&site_in(d, &["check"]));
+}
+
+#[test]
+fn a_server_that_never_answers_or_exits_is_a_clear_error_and_no_run() {
+    let ws = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let pid = ws.path().join("pid");
+    let hangs = format!("echo $$ > {}; echo 'still loading weights'; exec sleep 300", pid.display());
+    let out = bench(ws.path(), &url, &["--launch", &hangs, "--launch-timeout", "2s", "--run-id", "h"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("did not answer") && err.contains("--launch-timeout"), "{err}");
+    assert!(err.contains("still loading weights"), "the error quotes the server's last output: {err}");
+    assert!(!ws.path().join("data/runs/h").exists(), "no run folder for a server that never answered");
+    let pid: u32 = fs::read_to_string(&pid).unwrap().trim().parse().unwrap();
+    assert!(!alive(pid), "the hung server was left running");
+    let out = bench(ws.path(), &url, &["--launch", "echo 'port in use' >&2; exit 3", "--run-id", "x"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("exited (exit status: 3)") && stderr(&out).contains("port in use"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!ws.path().join("data/runs/x").exists());
+}
+
+#[test]
+fn restarts_need_as_many_repetitions_and_a_launch() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = bench(ws.path(), "http://127.0.0.1:9", &["--launch", "true", "--restarts", "3", "--repeat", "2"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--restarts 3 needs --repeat 3 or more"), "{}", stderr(&out));
+    let out = bench(ws.path(), "http://127.0.0.1:9", &["--restarts", "2", "--repeat", "2"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--launch"), "{}", stderr(&out));
+    let out = bench(ws.path(), "http://127.0.0.1:9", &["--launch", "true", "--launch-command", "vllm serve m"]);
+    assert!(stderr(&out).contains("leave out --launch-command"), "{}", stderr(&out));
+}
