@@ -97,3 +97,47 @@ fn restarts_need_as_many_repetitions_and_a_launch() {
     let out = bench(ws.path(), "http://127.0.0.1:9", &["--launch", "true", "--launch-command", "vllm serve m"]);
     assert!(stderr(&out).contains("leave out --launch-command"), "{}", stderr(&out));
 }
+
+/// A run of `--repeat 3 --restarts 3` against the noisy simulator, each process at a seed
+/// of its own (`first_seed`, +1, +2: a server's level is drawn per process), `slowdown`
+/// percent slower.
+fn measure_restarted(dir: &Path, run: &str, first_seed: u32, slowdown: u32) {
+    let port = free_port();
+    let counter = dir.join(format!("{run}.count"));
+    let command = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; exec {site} simulate-engine --port {port} --lifetime-s 120 \
+         --step-ms-base 8 --step-ms-per-seq 1 --noise-seed $((n+{first_seed})) --level-pct 1.5 --drift-pct 2 --drift-period-s 7 \
+         --jitter-pct 10 --slowdown-pct {slowdown}",
+        c = counter.display(),
+        site = env!("CARGO_BIN_EXE_site")
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let args = ["--launch", &command, "--restarts", "3", "--repeat", "3", "--contexts", "256", "--concurrency", "1,4"];
+    assert_ok(&bench(dir, &url, &[&args[..], &["--run-id", run]].concat()));
+}
+
+#[test]
+fn runs_spread_over_processes_are_judged_on_their_processes_and_a_slowdown_is_found() {
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    measure_restarted(d, "a", 11, 0);
+    measure_restarted(d, "a2", 21, 0);
+    measure_restarted(d, "b", 31, 10);
+    let c: Value =
+        serde_json::from_str(&fs::read_to_string(d.join("data/runs/a/cells/decode-256-c4-r3.json")).unwrap()).unwrap();
+    assert_eq!(c["server_instance"], 3);
+    let out = site_in(d, &["diff", "a", "a2", "--out", "aa", "--fail-on-regression"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("Run-to-run noise from the runs' own server processes (A 3, B 3"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("slower figures in"), "{}", stdout(&out));
+    let out = site_in(d, &["diff", "a", "b", "--out", "ab", "--fail-on-regression"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    // The simulator slows prefill and decode alike.
+    assert!(stdout(&out).contains("slower figures in: prefill 256, 256 x 1, 256 x 4"), "{}", stdout(&out));
+    let csv = fs::read_to_string(d.join("ab/comparison.csv")).unwrap();
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",processes,")), "{csv}");
+}

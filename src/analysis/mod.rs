@@ -136,7 +136,7 @@ pub fn compare_runs(
     settings: &SiteSettings,
 ) -> Result<Comparison, compare::Incomparable> {
     let slos: Vec<&str> = settings.slos().into_iter().map(|(n, _)| n).collect();
-    let noise = model.noise.between(&model.runs, (a, b), settings.change_noise_pct);
+    let noise = model.noise.for_pair(&model.runs, (a, b), settings.change_noise_pct);
     let cmp = compare::compare(&model.runs[a], &model.runs[b], threshold, noise)?;
     Ok(cmp.with_capacity(&model.capacity[a], &model.capacity[b], &slos))
 }

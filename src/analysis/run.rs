@@ -70,6 +70,10 @@ pub struct CellView {
     pub error: Option<Box<CellError>>,
     /// Measurements of the cell (repetitions, each a file); its figures are their means.
     pub repetitions: u32,
+    /// The server processes its repetitions measured (`--launch --restarts`); 1 when
+    /// they shared one or the run does not say.
+    #[serde(skip_serializing_if = "one_process")]
+    pub processes: u32,
     /// The judged figures with their n and interval (valid cells with something to
     /// estimate from); boxed, as most sites hold many cells.
     pub spread: Option<Box<Spread>>,
@@ -304,6 +308,10 @@ fn start_time(started_at: &str) -> Option<jiff::Timestamp> {
     day.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
 }
 
+fn one_process(n: &u32) -> bool {
+    *n <= 1
+}
+
 fn same_cell(a: &Cell, b: &Cell) -> bool {
     (a.phase, a.context, a.concurrency) == (b.phase, b.context, b.concurrency)
 }
@@ -331,13 +339,39 @@ pub fn normalize_repetitions(cells: &[&Cell], origin: Origin) -> CellView {
             warnings.push(w.clone());
         }
     }
+    let instances: Vec<Option<u32>> = cells.iter().map(|c| c.server_instance).collect();
+    let (spread, processes) = spread_over_processes(&all, &instances);
     CellView {
         figures: mean_figures(&all),
-        spread: Some(Box::new(Spread::across(&all))),
+        spread: Some(Box::new(spread)),
         warnings,
         repetitions: n,
+        processes,
         ..first
     }
+}
+
+/// The spread of a cell's repetitions, and over how many server processes. Repetitions of
+/// one process share its level, so where they span two processes or more each process's
+/// mean is one sample (n = processes): the interval then covers the noise between processes,
+/// and a comparison needs no other estimate of it (`run_noise`).
+fn spread_over_processes(all: &[&Figures], instances: &[Option<u32>]) -> (Spread, u32) {
+    let mut distinct: Vec<u32> = instances.iter().flatten().copied().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() < 2 || instances.iter().any(Option::is_none) {
+        return (Spread::across(all), 1);
+    }
+    let means: Vec<Figures> = distinct
+        .iter()
+        .map(|&i| {
+            let of: Vec<&Figures> =
+                all.iter().zip(instances).filter(|(_, x)| **x == Some(i)).map(|(f, _)| *f).collect();
+            mean_figures(&of)
+        })
+        .collect();
+    let refs: Vec<&Figures> = means.iter().collect();
+    (Spread::across(&refs), distinct.len() as u32)
 }
 
 pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
@@ -394,6 +428,7 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
         loop_finding: c.loop_finding.clone().map(Box::new),
         error: c.error.clone().map(Box::new),
         repetitions: 1,
+        processes: 1,
         spread,
     }
 }

@@ -34,6 +34,10 @@ pub enum NoiseBasis {
     Site,
     /// No configuration is measured twice: the site's `change_noise_pct`.
     Assumed,
+    /// Both runs spread their repetitions over server processes of their own
+    /// (`--launch --restarts`): each process's mean is a sample, so the repetitions carry
+    /// the noise between processes and nothing is added.
+    Processes,
 }
 
 /// The run-to-run noise of one figure: a run level's standard deviation as a percentage,
@@ -57,8 +61,11 @@ pub struct RunNoise {
     pub configurations: usize,
     /// `change_noise_pct`: what the estimate is moderated towards.
     pub assumed_pct: f64,
-    /// Per figure kind, in `Metric::ALL` order.
+    /// Per figure kind, in `Metric::ALL` order (none for `Processes`).
     pub figures: Vec<FigureNoise>,
+    /// `Processes`: how many server processes A's and B's repetitions spread over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<(usize, usize)>,
 }
 
 impl RunNoise {
@@ -69,6 +76,11 @@ impl RunNoise {
     /// The noise one line names: total tok/s's (what most cells judge first).
     pub fn headline_pct(&self) -> f64 {
         self.of(Metric::TotalTps).map_or(self.assumed_pct, |f| f.pct)
+    }
+
+    /// Whether the repetitions already carry it (nothing added).
+    pub fn in_repetitions(&self) -> bool {
+        self.basis == NoiseBasis::Processes
     }
 }
 
@@ -156,7 +168,24 @@ impl SiteNoise {
             }
         };
         let figures = Metric::ALL.iter().zip(&pools).map(|(&metric, p)| moderated(metric, *p, assumed_pct)).collect();
-        RunNoise { basis, runs: runs_used, configurations, assumed_pct, figures }
+        RunNoise { basis, runs: runs_used, configurations, assumed_pct, figures, processes: None }
+    }
+
+    /// The noise between runs `a` and `b`: their own processes' where both spread their
+    /// repetitions over two or more, else `between`'s.
+    pub fn for_pair(&self, runs: &[RunView], (a, b): (usize, usize), assumed_pct: f64) -> RunNoise {
+        let processes = |i: usize| runs[i].manifest.server_processes.len();
+        if processes(a) >= 2 && processes(b) >= 2 {
+            return RunNoise {
+                basis: NoiseBasis::Processes,
+                runs: 0,
+                configurations: 0,
+                assumed_pct,
+                figures: Vec::new(),
+                processes: Some((processes(a), processes(b))),
+            };
+        }
+        self.between(runs, (a, b), assumed_pct)
     }
 }
 

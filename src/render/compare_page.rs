@@ -158,6 +158,12 @@ pub fn noise_sentence(n: &RunNoise) -> String {
             runs(n.runs),
             n.configurations
         ),
+        NoiseBasis::Processes => {
+            let (a, b) = n.processes.unwrap_or_default();
+            format!(
+                "Run-to-run noise from the runs' own server processes (A {a}, B {b}, each started afresh): one sample per process, so each judged figure's repetitions carry it."
+            )
+        }
         NoiseBasis::Assumed => format!(
             "Run-to-run noise assumed {pct}% (change_noise_pct in site.toml): besides these two runs, no configuration here is measured more than once; each judged figure allows for it beside its repetitions."
         ),
@@ -251,6 +257,7 @@ const CSV_COLUMNS: &[&str] = &[
 /// tok/s for prefill, total tok/s for decode).
 fn noise_fields(n: &RunNoise, metric: Metric) -> [String; 2] {
     let basis = serde_json::to_value(n.basis).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    // `processes`: nothing is added, so the size is empty.
     [basis, n.of(metric).map_or(String::new(), |f| format!("{:.2}", f.pct))]
 }
 
