@@ -19,7 +19,7 @@ use crate::write::{assets, InPlace, OutputIndex, Siblings, Sink, Staging};
 /// What the site's commands read of a comparison's verdicts, and the staging clean-up an
 /// up-to-date build still does: the commands reach the pipeline only through `site`.
 pub use crate::analysis::compare::CellVerdict;
-pub use crate::render::compare_page::noise_sentence;
+pub use crate::render::compare_page::{background_sentence, noise_sentence};
 pub use crate::write::clean_stale_staging;
 
 /// Where a site's inputs and output live.

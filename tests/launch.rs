@@ -13,6 +13,17 @@ use common::sim::{bench, cell};
 use common::*;
 use serde_json::Value;
 
+/// Tests that measure the machine's load run alone; the others share it.
+static CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    CPU.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    CPU.read().unwrap_or_else(|e| e.into_inner())
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -24,6 +35,7 @@ fn alive(pid: u32) -> bool {
 
 #[test]
 fn repetitions_are_spread_over_launched_processes_each_recorded_and_stopped() {
+    let _cpu = shared();
     let ws = tempfile::tempdir().unwrap();
     let port = free_port();
     let pids = ws.path().join("pids");
@@ -62,6 +74,7 @@ fn repetitions_are_spread_over_launched_processes_each_recorded_and_stopped() {
 
 #[test]
 fn a_server_that_never_answers_or_exits_is_a_clear_error_and_no_run() {
+    let _cpu = shared();
     let ws = tempfile::tempdir().unwrap();
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
@@ -118,6 +131,7 @@ fn measure_restarted(dir: &Path, run: &str, first_seed: u32, slowdown: u32) {
 
 #[test]
 fn runs_spread_over_processes_are_judged_on_their_processes_and_a_slowdown_is_found() {
+    let _cpu = shared();
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
     measure_restarted(d, "a", 11, 0);
@@ -140,4 +154,40 @@ fn runs_spread_over_processes_are_judged_on_their_processes_and_a_slowdown_is_fo
     assert!(stdout(&out).contains("slower figures in: prefill 256, 256 x 1, 256 x 4"), "{}", stdout(&out));
     let csv = fs::read_to_string(d.join("ab/comparison.csv")).unwrap();
     assert!(csv.lines().skip(1).all(|l| l.ends_with(",processes,")), "{csv}");
+}
+
+/// A run on a quiet machine and one beside a busy loop: each cell records the machine's load,
+/// the run page shows it and the comparison names the difference.
+#[test]
+fn other_work_on_the_machine_is_recorded_and_a_comparison_names_a_difference() {
+    let _cpu = alone();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let run = |id: &str| {
+        let port = free_port();
+        let command = format!("exec {} simulate-engine --port {port} --lifetime-s 120", env!("CARGO_BIN_EXE_site"));
+        let url = format!("http://127.0.0.1:{port}");
+        let args = ["--launch", &command, "--contexts", "256", "--concurrency", "1,2", "--run-id", id];
+        assert_ok(&bench(d, &url, &args));
+    };
+    run("quiet");
+    let mut burner = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+    run("busy");
+    burner.kill().unwrap();
+    burner.wait().unwrap();
+    let c = cell(d, "busy", "decode-256-c2.json");
+    let m = &c["measurement"]["machine"];
+    assert!(m["cpus"].as_u64().unwrap() >= 1 && m["server_local"] == true, "{m}");
+    assert!(m["busy_cores"].as_f64().unwrap() >= 0.8, "a busy loop runs beside: {m}");
+    assert!(m["server_cores"].as_f64().is_some(), "{m}");
+    let out = site_in(d, &["diff", "quiet", "busy", "--out", "qb"]);
+    assert_ok(&out);
+    let said = stdout(&out);
+    let line = said.lines().find(|l| l.starts_with("A ran beside")).unwrap_or_else(|| panic!("{said}"));
+    let numbers: Vec<f64> = line.split(' ').filter_map(|w| w.parse().ok()).collect();
+    assert!(numbers.len() >= 2 && numbers[1] - numbers[0] >= 0.5, "{line}");
+    assert!(fs::read_to_string(d.join("qb/index.html")).unwrap().contains("cores of other work on the load generator"));
+    assert_ok(&site_in(d, &["build"]));
+    let page = fs::read_to_string(d.join("public/runs/busy/index.html")).unwrap();
+    assert!(page.contains("The load generator's machine") && page.contains("other work"), "run page");
 }

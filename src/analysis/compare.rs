@@ -131,6 +131,21 @@ pub struct Comparison {
     pub capacity: Vec<super::capacity::CapacityPair>,
     /// The run-to-run noise every judged figure allows for, and where it comes from.
     pub noise: RunNoise,
+    /// The other work beside each run on the load generator's machine, in cores, where
+    /// the two differ by `MACHINE_LOAD_DIFFERS_CORES` or more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<(f64, f64)>,
+}
+
+/// Other work (busy cores beyond the client and the server) that differs this much between
+/// two runs is named beside their verdicts.
+pub const MACHINE_LOAD_DIFFERS_CORES: f64 = 0.5;
+
+/// Both runs' other work where it differs enough to name.
+fn background(a: &RunView, b: &RunView) -> Option<(f64, f64)> {
+    let other = |r: &RunView| r.machine.and_then(|m| m.other_cores);
+    let (x, y) = (other(a)?, other(b)?);
+    ((x - y).abs() >= MACHINE_LOAD_DIFFERS_CORES).then_some((x, y))
 }
 
 impl Comparison {
@@ -295,6 +310,7 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64, noise: RunNoise) ->
         stopped,
         capacity: Vec::new(),
         noise,
+        background: background(a, b),
     })
 }
 

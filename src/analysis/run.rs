@@ -42,6 +42,9 @@ pub struct RunView {
     pub headline: Headline,
     pub notes_markdown: Option<String>,
     pub counts: StatusCounts,
+    /// What the load generator's machine was doing in the decode windows, where recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineSummary>,
     /// A hash of this view as normalized (before the site sets its slugs): what its pages
     /// are made from, for the build cache. Computed once, when the run is loaded.
     #[serde(skip)]
@@ -289,8 +292,56 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
         headline,
         notes_markdown: run.notes_markdown.clone(),
         counts,
+        machine: MachineSummary::of(run.cells.iter().map(|c| &c.cell)),
         view_hash: 0,
         detail_hash: None,
+    }
+}
+
+/// The load on the load generator's machine, averaged over a run's decode windows.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MachineSummary {
+    pub cpus: u32,
+    pub windows: usize,
+    pub busy_cores: f64,
+    pub client_cores: f64,
+    /// The server's own, where the bench started it.
+    pub server_cores: Option<f64>,
+    /// Other work beside the client and the server (`MachineLoad::other_cores`), where
+    /// every window could tell.
+    pub other_cores: Option<f64>,
+    pub load_average: Option<f64>,
+}
+
+impl MachineSummary {
+    pub fn of<'a>(cells: impl Iterator<Item = &'a Cell>) -> Option<MachineSummary> {
+        let windows: Vec<(&crate::format::MachineLoad, f64, f64)> = cells
+            .filter(|c| c.phase == Phase::Decode)
+            .filter_map(|c| {
+                let m = c.measurement.as_ref()?;
+                let w = m.window?;
+                let seconds = w.end_s - w.start_s;
+                let client = m.client_cpu_s.filter(|_| seconds > 0.0).map_or(0.0, |s| s / seconds);
+                Some((m.machine.as_ref()?, client, seconds))
+            })
+            .collect();
+        let n = windows.len();
+        if n == 0 {
+            return None;
+        }
+        let mean = |f: &dyn Fn(&(&crate::format::MachineLoad, f64, f64)) -> Option<f64>| {
+            let v: Vec<f64> = windows.iter().map(f).collect::<Option<Vec<f64>>>()?;
+            Some(v.iter().sum::<f64>() / v.len() as f64)
+        };
+        Some(MachineSummary {
+            cpus: windows.iter().map(|w| w.0.cpus).max().unwrap_or(1),
+            windows: n,
+            busy_cores: mean(&|w| Some(w.0.busy_cores)).unwrap_or(0.0),
+            client_cores: mean(&|w| Some(w.1)).unwrap_or(0.0),
+            server_cores: mean(&|w| w.0.server_cores),
+            other_cores: mean(&|w| w.0.other_cores(w.1)),
+            load_average: mean(&|w| w.0.load_average),
+        })
     }
 }
 

@@ -180,6 +180,11 @@ impl Launcher {
         self.current.as_ref().map(|p| p.instance)
     }
 
+    /// Its process group (for its CPU time).
+    pub fn group(&self) -> Option<i32> {
+        self.current.as_ref().map(|p| p.group).filter(|g| *g > 0)
+    }
+
     /// Text from the server with every known secret taken out.
     pub fn scrub(&self, text: &str) -> String {
         let known = self.scrubber.scrub(text);

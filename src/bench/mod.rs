@@ -15,6 +15,7 @@ pub mod engine;
 pub mod hardware;
 pub mod launch;
 pub mod loopdetect;
+pub mod machine;
 pub mod plan;
 pub mod progress;
 pub mod prompt;

@@ -145,6 +145,7 @@ impl<'a> Session<'a> {
             clock: clock.clone(),
             gauge: Arc::new(Mutex::new(Vec::new())),
             telemetry,
+            server_group: Arc::default(),
         };
         let (stop_background, stop_rx) = watch::channel(false);
         let sampler = cell::spawn_gauge_sampler(cx.clone(), cfg.gauge_interval, stop_rx.clone());
@@ -217,7 +218,10 @@ impl<'a> Session<'a> {
             Err(e) => Err(e.context(format!(
                 "starting server process {instance} for repetition {rep}; the cells measured so far are kept: continue with --resume"
             ))),
-            Ok(_) => Ok(false),
+            Ok(_) => {
+                self.cx.server_group.store(l.group().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+                Ok(false)
+            }
         }
     }
 

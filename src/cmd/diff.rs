@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 
 use crate::cli::DiffArgs;
 use speed_matrix::format::Phase;
-use speed_matrix::site::{noise_sentence, CellVerdict, Site};
+use speed_matrix::site::{background_sentence, noise_sentence, CellVerdict, Site};
 use speed_matrix::units::{context_label, terminal_safe};
 
 pub fn run(args: &DiffArgs) -> Result<()> {
@@ -21,6 +21,9 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let cells = cmp.cell_verdicts();
     say!("{}", verdict_summary(&cells, cmp.threshold_pct));
     say!("{}", noise_sentence(&cmp.noise));
+    if let Some(b) = cmp.background {
+        say!("{}", background_sentence(b));
+    }
     let slower: Vec<String> = cells
         .iter()
         .filter(|c| matches!(c.3, CellVerdict::Slower | CellVerdict::Mixed))

@@ -401,6 +401,45 @@ pub struct Measurement {
     /// sample, in the order read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub telemetry: Vec<TelemetrySample>,
+    /// What the machine the load generator ran on was doing inside the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineLoad>,
+}
+
+impl MachineLoad {
+    /// Cores of other work beside the client (and the server, where its share is known):
+    /// `None` where the server ran on this machine and its share is not known.
+    pub fn other_cores(&self, client_cores: f64) -> Option<f64> {
+        let server = match (self.server_local, self.server_cores) {
+            (false, _) => 0.0,
+            (true, Some(s)) => s,
+            (true, None) => return None,
+        };
+        Some((self.busy_cores - client_cores - server).max(0.0))
+    }
+}
+
+/// The load on the load generator's machine across a window (Linux `/proc`), in cores: a
+/// busy machine slows a server beside it, and a comparison should know.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineLoad {
+    /// Logical CPUs.
+    pub cpus: u32,
+    /// CPU time of every process (user, system, interrupts, steal) / window seconds.
+    pub busy_cores: f64,
+    /// The server's own processes, where the bench started it (`--launch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cores: Option<f64>,
+    /// Whether the server answered on this machine (a loopback endpoint): then its CPU is
+    /// part of `busy_cores`.
+    pub server_local: bool,
+    /// The 1-minute load average at the window's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_average: Option<f64>,
+    /// The CPUs' mean clock at the window's end, where the kernel says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_mhz: Option<f64>,
 }
 
 /// One device's readings at one moment (run clock). A reading the tool could not give is
@@ -432,6 +471,7 @@ impl Measurement {
             server_tokens: None,
             client_cpu_s: None,
             telemetry: vec![],
+            machine: None,
         }
     }
 }

@@ -207,6 +207,26 @@ fn check_numbers(values: &[(&str, Option<f64>)], name: impl Fn(&str) -> String) 
     Ok(())
 }
 
+/// The machine's load: readings, and no more cores busy than it has.
+fn check_machine(m: &crate::format::MachineLoad) -> Result<()> {
+    if m.cpus == 0 || m.cpus > 1 << 20 {
+        bail!("measurement.machine.cpus: expected 1 to {}, found {}", 1 << 20, m.cpus);
+    }
+    let values = [
+        ("busy_cores", Some(m.busy_cores)),
+        ("server_cores", m.server_cores),
+        ("load_average", m.load_average),
+        ("cpu_mhz", m.cpu_mhz),
+    ];
+    check_numbers(&values, |f| format!("measurement.machine.{f}"))?;
+    for (field, v) in [("busy_cores", Some(m.busy_cores)), ("server_cores", m.server_cores)] {
+        if let Some(v) = v.filter(|v| *v > f64::from(m.cpus)) {
+            bail!("measurement.machine.{field}: {v} cores busy on a machine of {} CPUs", m.cpus);
+        }
+    }
+    Ok(())
+}
+
 fn count(v: Option<u64>) -> Option<f64> {
     v.map(|c| c as f64)
 }
@@ -275,6 +295,9 @@ fn validate_numbers(c: &Cell) -> Result<()> {
             check_numbers(&values, |f| format!("measurement.server_tokens.{f}"))?;
         }
         check_numbers(&[("client_cpu_s", m.client_cpu_s)], |f| format!("measurement.{f}"))?;
+        if let Some(load) = &m.machine {
+            check_machine(load)?;
+        }
         for (i, t) in m.telemetry.iter().enumerate() {
             let values = [
                 ("t_s", Some(t.t_s)),

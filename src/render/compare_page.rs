@@ -139,7 +139,17 @@ pub fn comparison_html(
         capacity => ser(&cmp.capacity),
         device => shared_device_noun(a, b),
         noise => noise_sentence(&cmp.noise),
+        background => cmp.background.map(background_sentence),
     })?)
+}
+
+/// Other work on the load generator's machine that differed between the runs.
+pub fn background_sentence((a, b): (f64, f64)) -> String {
+    format!(
+        "A ran beside {} cores of other work on the load generator's machine, B beside {} (busy CPU beyond the client and the server, in the decode windows): a change may be the machine's.",
+        numbers::decimal1(a),
+        numbers::decimal1(b)
+    )
 }
 
 /// Which run-to-run noise a comparison's verdicts include, in one sentence (page and

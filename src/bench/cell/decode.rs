@@ -92,6 +92,7 @@ pub async fn decode_cell(
     );
     if let Some(m) = cell.measurement.as_mut() {
         (m.server_tokens, m.client_cpu_s) = edges.facts(cx);
+        m.machine = edges.machine(cx);
         m.telemetry = cx.telemetry.as_ref().map(|t| t.between(start_s, end_s)).unwrap_or_default();
     }
     let not_drained = (!drained).then(|| not_drained(cx.drain_timeout));
@@ -222,17 +223,27 @@ struct Edges {
     count_close: Option<(f64, f64)>,
     cpu_open: Option<f64>,
     cpu_close: Option<f64>,
+    machine_open: Option<(f64, crate::bench::machine::Snapshot)>,
+    machine_close: Option<(f64, crate::bench::machine::Snapshot)>,
 }
 
 impl Edges {
     async fn open(&mut self, cx: &CellContext) {
         self.count_open = cx.token_count_now().await;
         self.cpu_open = super::process_cpu_s();
+        self.machine_open = crate::bench::machine::snapshot(cx.server_group()).map(|m| (cx.clock.now_s(), m));
     }
 
     async fn close(&mut self, cx: &CellContext) {
+        self.machine_close = crate::bench::machine::snapshot(cx.server_group()).map(|m| (cx.clock.now_s(), m));
         self.cpu_close = super::process_cpu_s();
         self.count_close = cx.token_count_now().await;
+    }
+
+    /// The machine's load between the edges.
+    fn machine(&self, cx: &CellContext) -> Option<crate::format::MachineLoad> {
+        let ((t0, a), (t1, b)) = (self.machine_open?, self.machine_close?);
+        crate::bench::machine::between(a, b, t1 - t0, cx.client.endpoint.is_loopback())
     }
 
     fn facts(&self, cx: &CellContext) -> (Option<ServerTokenCount>, Option<f64>) {
