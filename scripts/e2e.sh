@@ -78,6 +78,29 @@ if not judged or called or single:
 PY
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
 
+step "A/A across server restarts (--launch --restarts 3), and one thread against two"
+# Each run starts the server itself three times (one process per repetition): an A/A pair of such
+# runs must call nothing, and the same server on one thread must be judged slower.
+mkdir -p "$WORK/restart"
+launched() { # run-id threads
+  (cd "$WORK/restart" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id "$1" \
+    --launch "exec $ROOT/.venv/bin/python $ROOT/scripts/llama-server.py --model $ROOT/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf --port $PORT --n-ctx $((4096 * SLOTS)) --parallel $SLOTS --threads $2 --lifetime 600" \
+    --restarts 3 --repeat 3 --contexts 256 --concurrency 1,2 --duration 3s --max-output 64 --warmup-hold 1s \
+    --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
+}
+launched r-a 2
+launched r-b 2
+launched r-one 1
+if pgrep -f "llama-server.py --port $PORT" >/dev/null; then echo "e2e: a launched server was left running" >&2; exit 1; fi
+(cd "$WORK/restart" && "$SITE" diff r-a r-b --out aa --fail-on-regression) | tee "$WORK/restart/aa.txt"
+grep -q "own server processes (A 3, B 3" "$WORK/restart/aa.txt" || { echo "e2e: the restarted A/A pair does not name its processes" >&2; exit 1; }
+if (cd "$WORK/restart" && "$SITE" diff r-a r-one --out ab --fail-on-regression) > "$WORK/restart/ab.txt"; then
+  cat "$WORK/restart/ab.txt"; echo "e2e: one thread against two was not judged slower" >&2; exit 1
+fi
+cat "$WORK/restart/ab.txt"
+grep -q "slower figures in:" "$WORK/restart/ab.txt" || { echo "e2e: no slower figure for one thread against two" >&2; exit 1; }
+[ -s "$WORK/restart/data/runs/r-a/server.log" ] || { echo "e2e: no server.log kept" >&2; exit 1; }
+
 step "site build and the run's figures"
 (cd "$WORK" && "$SITE" build)
 # Contexts 512 and 1k, concurrency 1, 2 and 4: six decode cells, two prefill cells.
