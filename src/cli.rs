@@ -136,6 +136,14 @@ pub struct BenchArgs {
     /// runs: comparisons judge a change only between repeated cells.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=speed_matrix::format::validate::MAX_REPETITIONS as i64))]
     pub repeat: u32,
+    /// A second live server (its base URL): every cell is measured on --endpoint (A) and on
+    /// this one (B) in alternating order (A B, then B A, ...), and the two runs are compared on
+    /// their paired differences, so the machine's drift cancels.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["launch", "resume", "dry_run"])]
+    pub versus: Option<String>,
+    /// The run id of --versus's run [default: the first run's id with -versus].
+    #[arg(long, value_name = "ID", requires = "versus")]
+    pub versus_run_id: Option<String>,
     /// Start the server under test with this shell command (run by /bin/sh -c), wait until
     /// --endpoint answers, measure, and stop it (SIGTERM, then SIGKILL); recorded, redacted,
     /// as the run's launch command, its output kept in the run folder, redacted.

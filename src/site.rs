@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{self, Comparison, PreparedRun, RunView, SiteModel};
+pub use crate::analysis::Comparison;
+use crate::analysis::{self, PreparedRun, RunView, SiteModel};
 use crate::format::{self, DataSet, SiteSettings};
 use crate::render::{templates, RenderStats, SitePages};
 use crate::units::InputHash;

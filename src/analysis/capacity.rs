@@ -395,6 +395,7 @@ mod tests {
             loop_finding: None,
             error: None,
             repetitions: 1,
+            processes: 1,
             spread: None,
         }
     }

@@ -9,7 +9,7 @@ use super::interval::{Estimate, Interval};
 use super::metric::{estimate, Metric};
 use super::run::{CellView, RunView};
 use super::run_noise::RunNoise;
-use super::verdict::{change, judge_all};
+use super::verdict::{change, judge_all, Between};
 use crate::format::Status;
 
 /// Changes smaller than this (percent) are not called faster or slower, unless `site.toml`
@@ -409,9 +409,13 @@ fn cell_pair(a: &RunView, b: &RunView, (ctx, c): (u32, u32), t: f64, noise: &Run
     }
 }
 
-/// A figure's run-to-run variance and its degrees of freedom, as `change` takes them.
-fn of(noise: &RunNoise, m: Metric) -> Option<(f64, f64)> {
-    noise.of(m).map(|f| (f.var_log, f.df))
+/// What separates the two runs beyond their repetitions, for figure `m`.
+fn of(noise: &RunNoise, m: Metric) -> Between {
+    match (noise.basis, noise.of(m)) {
+        (super::run_noise::NoiseBasis::Paired, _) => Between::Paired,
+        (_, Some(f)) => Between::Runs { var_log: f.var_log, df: f.df },
+        (_, None) => Between::Nothing,
+    }
 }
 
 fn prefill_pair(a: &RunView, b: &RunView, ctx: u32, t: f64, noise: &RunNoise) -> PrefillPair {

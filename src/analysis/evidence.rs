@@ -329,6 +329,7 @@ mod tests {
             server_tokens: None,
             client_cpu_s: None,
             telemetry: vec![],
+            machine: None,
         };
         let cell = Cell { measurement: Some(m), ..Cell::new(Phase::Decode, 1024, 4, Status::Valid) };
         let e = evidence(&cell).unwrap();

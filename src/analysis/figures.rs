@@ -338,6 +338,7 @@ mod tests {
             server_tokens: None,
             client_cpu_s: None,
             telemetry: vec![],
+            machine: None,
         };
         let f = Figures::from_measurement(Phase::Decode, Some(8192), &m);
         assert_eq!(f.output_tokens, Some(4500));
@@ -402,6 +403,7 @@ mod tests {
             server_tokens: None,
             client_cpu_s: None,
             telemetry: vec![],
+            machine: None,
         };
         let f = Figures::from_measurement(Phase::Decode, None, &m);
         assert_eq!(f.completed, Some(1));

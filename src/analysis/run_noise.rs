@@ -38,6 +38,9 @@ pub enum NoiseBasis {
     /// (`--launch --restarts`): each process's mean is a sample, so the repetitions carry
     /// the noise between processes and nothing is added.
     Processes,
+    /// Measured pairwise in one session (`site bench --versus`): judged on the paired
+    /// differences, nothing added.
+    Paired,
 }
 
 /// The run-to-run noise of one figure: a run level's standard deviation as a percentage,
@@ -80,7 +83,7 @@ impl RunNoise {
 
     /// Whether the repetitions already carry it (nothing added).
     pub fn in_repetitions(&self) -> bool {
-        self.basis == NoiseBasis::Processes
+        matches!(self.basis, NoiseBasis::Processes | NoiseBasis::Paired)
     }
 }
 
@@ -174,6 +177,20 @@ impl SiteNoise {
     /// The noise between runs `a` and `b`: their own processes' where both spread their
     /// repetitions over two or more, else `between`'s.
     pub fn for_pair(&self, runs: &[RunView], (a, b): (usize, usize), assumed_pct: f64) -> RunNoise {
+        let (ma, mb) = (&runs[a].manifest, &runs[b].manifest);
+        if ma.paired_with.as_deref() == Some(runs[b].id.as_str())
+            && mb.paired_with.as_deref() == Some(runs[a].id.as_str())
+        {
+            let none = RunNoise {
+                basis: NoiseBasis::Paired,
+                runs: 0,
+                configurations: 0,
+                assumed_pct,
+                figures: Vec::new(),
+                processes: None,
+            };
+            return none;
+        }
         let processes = |i: usize| runs[i].manifest.server_processes.len();
         if processes(a) >= 2 && processes(b) >= 2 {
             return RunNoise {

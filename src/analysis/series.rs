@@ -14,7 +14,7 @@ use super::group::unique_slug;
 use super::interval::{mean_estimate, Basis};
 use super::pareto::{ConfigKey, ConfigKeyRef};
 use super::run::RunView;
-use super::verdict::{change, judge_all, Change, Verdict};
+use super::verdict::{change, judge_all, Between, Change, Verdict};
 use super::version::compare_versions;
 use crate::format::{SiteSettings, Status};
 
@@ -384,7 +384,10 @@ fn changes(
         .iter()
         .zip(values)
         .filter_map(|(&figure, row)| {
-            Some(FigureChange { figure, change: change(&side(row, a)?, &side(row, b)?, true, threshold, None)? })
+            Some(FigureChange {
+                figure,
+                change: change(&side(row, a)?, &side(row, b)?, true, threshold, Between::Nothing)?,
+            })
         })
         .collect();
     judge_all(&mut out.iter_mut().map(|c| &mut c.change).collect::<Vec<_>>());

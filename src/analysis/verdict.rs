@@ -114,6 +114,19 @@ fn with_run_noise(w: LogWelch, noise: Option<(f64, f64)>) -> LogWelch {
     LogWelch { se: se2.sqrt(), df, runs_var: var_runs, ..w }
 }
 
+/// The paired t statistics of the log ratios b_i / a_i (each pair measured side by side):
+/// their mean, its standard error sd / sqrt(n), n - 1 degrees of freedom. `sd` is set so
+/// that the repetitions advice (which reads sd * sqrt(2 / n)) asks the same of pairs.
+fn paired_log(a: &[f64], b: &[f64]) -> Option<LogWelch> {
+    if a.len() < 2 || a.iter().chain(b).any(|v| !(v.is_finite() && *v > 0.0)) {
+        return None;
+    }
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| y.ln() - x.ln()).collect();
+    let (mean, sd) = crate::stats::mean_sd(&d)?;
+    let n = d.len() as f64;
+    Some(LogWelch { d: mean, se: sd / n.sqrt(), df: n - 1.0, sd: sd / 2f64.sqrt(), base: None, runs_var: 0.0 })
+}
+
 fn log_welch(a: &[f64], b: &[f64]) -> Option<LogWelch> {
     if a.iter().chain(b).any(|v| !v.is_finite()) {
         return None;
@@ -128,25 +141,40 @@ fn log_welch(a: &[f64], b: &[f64]) -> Option<LogWelch> {
     Some(LogWelch { d: w.d, se: w.se, df: w.df, sd: w.sd, base: (!positive).then_some(w.mean_a), runs_var: 0.0 })
 }
 
+/// What separates the two sides of a change beyond their repetitions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Between {
+    /// Nothing more: the repetitions carry all the noise there is.
+    Nothing,
+    /// Two runs of different sessions: each run's level varies with this variance (log
+    /// scale), estimated with `df` degrees of freedom.
+    Runs { var_log: f64, df: f64 },
+    /// Measured pairwise in one session (`site bench --versus`): repetition i of A beside
+    /// repetition i of B, so what drifted between them falls on both.
+    Paired,
+}
+
 /// The change of one figure, before the comparison-wide correction ([`judge_all`]) sets
-/// its verdict. `higher_is_better` is the metric's good direction; `run_noise` the
-/// variance of a run's level (log scale) and its degrees of freedom, for two runs of
-/// different sessions (`None`: the repetitions are all the noise there is).
+/// its verdict. `higher_is_better` is the metric's good direction.
 pub fn change(
     a: &Estimate,
     b: &Estimate,
     higher_is_better: bool,
     threshold_pct: f64,
-    run_noise: Option<(f64, f64)>,
+    between: Between,
 ) -> Option<Change> {
     if !(a.value.is_finite() && b.value.is_finite()) || a.value == 0.0 {
         return None;
     }
     let repeated = |e: &Estimate| e.basis == Basis::Repetitions && e.samples.len() >= 2;
-    let welch = (repeated(a) && repeated(b))
-        .then(|| log_welch(&a.samples, &b.samples))
-        .flatten()
-        .map(|w| with_run_noise(w, run_noise));
+    let welch = match between {
+        _ if !(repeated(a) && repeated(b)) => None,
+        Between::Paired if a.samples.len() == b.samples.len() => paired_log(&a.samples, &b.samples),
+        Between::Runs { var_log, df } => {
+            log_welch(&a.samples, &b.samples).map(|w| with_run_noise(w, Some((var_log, df))))
+        }
+        _ => log_welch(&a.samples, &b.samples),
+    };
     let t = welch.as_ref().map(|w| t_quantile(w.df, 1.0 - ALPHA / 2.0));
     let bounds = welch.as_ref().zip(t).map(|(w, t)| (w.pct(w.d - t * w.se), w.pct(w.d + t * w.se)));
     let p_value =
@@ -229,9 +257,26 @@ mod tests {
     }
 
     fn judged(a: &[f64], b: &[f64], up: bool) -> Change {
-        let mut c = change(&reps(a), &reps(b), up, 5.0, None).unwrap();
+        let mut c = change(&reps(a), &reps(b), up, 5.0, Between::Nothing).unwrap();
         judge_all(&mut [&mut c]);
         c
+    }
+
+    #[test]
+    fn paired_repetitions_cancel_what_drifted_between_them() {
+        // Both servers drift together over the session, B 10% below A at every pair: unpaired,
+        // the drift swamps the difference; paired, it is plain.
+        let a = reps(&[100.0, 120.0, 90.0, 110.0]);
+        let b = reps(&[90.0, 108.0, 81.0, 99.0]);
+        let mut unpaired = change(&a, &b, true, 5.0, Between::Nothing).unwrap();
+        let mut paired = change(&a, &b, true, 5.0, Between::Paired).unwrap();
+        judge_all(&mut [&mut unpaired]);
+        judge_all(&mut [&mut paired]);
+        assert_eq!((unpaired.verdict, paired.verdict), (Verdict::Inconclusive, Verdict::Slower));
+        assert!((paired.lo_pct.unwrap() + 10.0).abs() < 0.01 && (paired.hi_pct.unwrap() + 10.0).abs() < 0.01);
+        // Pairs need as many repetitions a side.
+        let short = reps(&[90.0, 108.0, 81.0]);
+        assert_eq!(change(&a, &short, true, 5.0, Between::Paired).unwrap().verdict, Verdict::Inconclusive);
     }
 
     #[test]
@@ -264,7 +309,7 @@ mod tests {
 
     #[test]
     fn single_measurements_are_never_judged() {
-        let mut c = change(&reps(&[100.0]), &reps(&[50.0, 51.0, 49.0]), true, 5.0, None).unwrap();
+        let mut c = change(&reps(&[100.0]), &reps(&[50.0, 51.0, 49.0]), true, 5.0, Between::Nothing).unwrap();
         judge_all(&mut [&mut c]);
         assert_eq!((c.verdict, c.lo_pct, c.p_value), (Verdict::Single, None, None));
         assert_eq!(c.pct, -50.0);
@@ -289,7 +334,7 @@ mod tests {
     #[test]
     fn benjamini_hochberg_controls_calls_across_the_comparison() {
         let mk = |p: f64| {
-            let mut c = change(&reps(&[100.0, 101.0]), &reps(&[120.0, 121.0]), true, 5.0, None).unwrap();
+            let mut c = change(&reps(&[100.0, 101.0]), &reps(&[120.0, 121.0]), true, 5.0, Between::Nothing).unwrap();
             c.p_value = Some(p);
             c
         };

@@ -96,8 +96,18 @@ pub struct BenchConfig {
     pub facts: ManifestFacts,
     /// The server started and stopped by the bench (`--launch`, `--restarts`).
     pub launch: Option<launch::LaunchSettings>,
+    /// A second live server measured cell by cell beside the first (`--versus`).
+    pub versus: Option<Versus>,
     /// Says a finished cell's figures in words for the progress line.
     pub reporter: std::sync::Arc<dyn CellReporter>,
+}
+
+/// `--versus URL`: the second server, and its run's id.
+#[derive(Debug, Clone)]
+pub struct Versus {
+    pub endpoint: String,
+    /// Default: the first run's id with `-versus`.
+    pub run_id: Option<String>,
 }
 
 /// What the progress line says of a finished cell: the caller's (the site computes the
@@ -118,6 +128,8 @@ pub struct BenchSummary {
     pub interrupted: bool,
     /// Cells in a row, up to the last one, whose server could not be reached.
     pub unreachable_streak: u32,
+    /// `--versus`: the second server's run.
+    pub versus: Option<Box<BenchSummary>>,
 }
 
 /// Runs the bench to the end (or to Ctrl-C) on a runtime of its own.

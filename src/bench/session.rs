@@ -14,7 +14,7 @@ use super::client::http::{self, HttpClient};
 use super::client::stream::{StreamSettings, WindowClock};
 use super::discover::{self, ServerInfo};
 use super::launch::{self, Launcher};
-use super::plan::{self, PlannedCell};
+use super::plan::{self, Capacity, PlannedCell};
 use super::progress::{LiveRate, Progress};
 use super::prompt::{self, SizedPrompt};
 use super::recorder::{self, Recorder};
@@ -30,6 +30,9 @@ use crate::units::{context_label, terminal_safe};
 pub const MAX_UNREACHABLE_CELLS: u32 = 3;
 
 pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
+    if cfg.versus.is_some() {
+        return run_versus(cfg).await;
+    }
     let client = connect(&cfg)?;
     resolve_hardware(&mut cfg.facts, &client.endpoint)?;
     // Ctrl-C is ours from the start: nothing is written before it can be handled.
@@ -41,33 +44,18 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
     if let Some(l) = launcher.as_mut() {
         l.ensure(1, &client, &interrupt).await?;
     }
-    let info = tokio::select! {
-        r = discover::discover(&client) => r.with_context(|| format!("discovering {}", client.endpoint.display()))?,
-        Ok(_) = interrupt.wait_for(|i| *i) => bail!("interrupted"),
-    };
-    let model = match (&cfg.model, info.models.first()) {
-        (Some(m), _) | (None, Some(m)) => m.clone(),
-        (None, None) => bail!("the server lists no model; pass --model"),
-    };
-    let chars = model.chars().count();
-    if chars > crate::format::validate::MAX_NAME_CHARS {
-        bail!(
-            "the model id is {chars} characters long (at most {} can be published); pass --model with the name to use",
-            crate::format::validate::MAX_NAME_CHARS
-        );
-    }
-    let cap = capacity(&info, &cfg);
-    let planned = plan::plan(&cfg.contexts, &cfg.concurrency, &cfg.prefill_contexts, cfg.max_output, &cap);
-    eprintln!("{}", terminal_safe(&server_line(&info, &client, &model, &cap)));
+    let server = Server::discover(&cfg, &client, &mut interrupt).await?;
     if cfg.dry_run {
         if let Some(l) = launcher.as_mut() {
             l.stop().await;
         }
-        print_plan(&planned, &cfg, &resumable_done(&cfg, &client, &info, &model, &cap)?);
+        let done = resumable_done(&cfg, &client, &server.info, &server.model, &server.cap)?;
+        print_plan(&server.planned, &cfg, &done);
         return Ok(BenchSummary::default());
     }
-    let (recorder, manifest) = open_run(&cfg, &client, &info, &model, &cap)?;
-    let mut session = Session::start(&cfg, client, &info, model, recorder, &planned, interrupt).await;
+    let (recorder, manifest) = open_run(&cfg, &client, &server.info, &server.model, &server.cap)?;
+    let planned = server.planned;
+    let mut session = Session::start(&cfg, client, &server.info, server.model, recorder, &planned, interrupt).await;
     session.launcher = launcher;
     let measured = session.measure(&planned).await;
     session.stop_background().await;
@@ -75,6 +63,108 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
     measured?;
     logged?;
     session.finish(manifest)
+}
+
+/// A server as discovered: what it serves, its capacity and the cells planned for it.
+struct Server {
+    info: ServerInfo,
+    model: String,
+    cap: Capacity,
+    planned: Vec<PlannedCell>,
+}
+
+impl Server {
+    async fn discover(cfg: &BenchConfig, client: &HttpClient, interrupt: &mut watch::Receiver<bool>) -> Result<Server> {
+        let info = tokio::select! {
+            r = discover::discover(client) => r.with_context(|| format!("discovering {}", client.endpoint.display()))?,
+            Ok(_) = interrupt.wait_for(|i| *i) => bail!("interrupted"),
+        };
+        let model = match (&cfg.model, info.models.first()) {
+            (Some(m), _) | (None, Some(m)) => m.clone(),
+            (None, None) => bail!("the server at {} lists no model; pass --model", client.endpoint.display()),
+        };
+        let chars = model.chars().count();
+        if chars > crate::format::validate::MAX_NAME_CHARS {
+            bail!(
+                "the model id is {chars} characters long (at most {} can be published); pass --model with the name to use",
+                crate::format::validate::MAX_NAME_CHARS
+            );
+        }
+        let cap = capacity(&info, cfg);
+        let planned = plan::plan(&cfg.contexts, &cfg.concurrency, &cfg.prefill_contexts, cfg.max_output, &cap);
+        eprintln!("{}", terminal_safe(&server_line(&info, client, &model, &cap)));
+        Ok(Server { info, model, cap, planned })
+    }
+}
+
+/// `--versus B`: the same matrix on two live servers, every cell measured on A and on B in
+/// alternating order (A B, then B A, ...) repetition by repetition, context by context, so
+/// the machine's drift falls on both alike. Two runs, each naming the other
+/// (`paired_with`): comparisons judge them on the paired differences.
+async fn run_versus(mut cfg: BenchConfig) -> Result<BenchSummary> {
+    let versus = cfg.versus.take().expect("run_versus is called with --versus");
+    let mut cfg_b = BenchConfig { endpoint: versus.endpoint.clone(), ..cfg.clone() };
+    let (client_a, client_b) = (connect(&cfg)?, connect(&cfg_b)?);
+    resolve_hardware(&mut cfg.facts, &client_a.endpoint)?;
+    resolve_hardware(&mut cfg_b.facts, &client_b.endpoint)?;
+    let mut interrupt = ctrl_c_flag();
+    let (a, b) = (
+        Server::discover(&cfg, &client_a, &mut interrupt).await?,
+        Server::discover(&cfg_b, &client_b, &mut interrupt).await?,
+    );
+    let (manifest_a, manifest_b, sessions) = {
+        let (rec_a, mut m_a) = open_run(&cfg, &client_a, &a.info, &a.model, &a.cap)?;
+        let a_id = folder_id(&rec_a.dir);
+        cfg_b.run_id = Some(versus.run_id.clone().unwrap_or_else(|| format!("{a_id}-versus")));
+        let (rec_b, mut m_b) = open_run(&cfg_b, &client_b, &b.info, &b.model, &b.cap)?;
+        let b_id = folder_id(&rec_b.dir);
+        (m_a.paired_with, m_b.paired_with) = (Some(b_id), Some(a_id));
+        rec_a.write_manifest(&m_a)?;
+        rec_b.write_manifest(&m_b)?;
+        let mut sa =
+            Session::start(&cfg, client_a, &a.info, a.model.clone(), rec_a, &a.planned, interrupt.clone()).await;
+        let mut sb = Session::start(&cfg_b, client_b, &b.info, b.model.clone(), rec_b, &b.planned, interrupt).await;
+        (sa.side, sb.side) = (Some("A"), Some("B"));
+        (m_a, m_b, [sa, sb])
+    };
+    let [mut sa, mut sb] = sessions;
+    let measured = measure_alternating([&mut sa, &mut sb], [&a.planned, &b.planned]).await;
+    sa.stop_background().await;
+    sb.stop_background().await;
+    measured?;
+    let summary_b = sb.finish(manifest_b)?;
+    let mut summary = sa.finish(manifest_a)?;
+    summary.versus = Some(Box::new(summary_b));
+    Ok(summary)
+}
+
+/// Every cell of both sessions: repetition by repetition, context by context, A then B in
+/// odd repetitions and B then A in even ones.
+async fn measure_alternating(sessions: [&mut Session<'_>; 2], planned: [&[PlannedCell]; 2]) -> Result<()> {
+    let [a, b] = sessions;
+    let repeat = a.cfg.repeat;
+    for rep in 1..=repeat {
+        let mut contexts = contexts_of(&a.todo(planned[0], rep));
+        contexts.extend(contexts_of(&b.todo(planned[1], rep)));
+        contexts.sort_unstable();
+        contexts.dedup();
+        for ctx in contexts {
+            let first_a = rep % 2 == 1;
+            for turn in [first_a, !first_a] {
+                let flow = if turn {
+                    a.measure_step(planned[0], rep, ctx).await?
+                } else {
+                    b.measure_step(planned[1], rep, ctx).await?
+                };
+                if let Flow::Interrupted = flow {
+                    a.summary.interrupted = true;
+                    b.summary.interrupted = true;
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether the matrix goes on.
@@ -108,6 +198,8 @@ struct Session<'a> {
     last_reached: Option<Cell>,
     /// The server processes the bench starts (`--launch`).
     launcher: Option<Launcher>,
+    /// `A` or `B` under `--versus`: the progress line says which server a cell ran on.
+    side: Option<&'static str>,
 }
 
 impl<'a> Session<'a> {
@@ -180,6 +272,7 @@ impl<'a> Session<'a> {
             prompts: BTreeMap::new(),
             last_reached: None,
             launcher: None,
+            side: None,
         }
     }
 
@@ -187,25 +280,39 @@ impl<'a> Session<'a> {
     /// cell again, so slow drift spreads over all cells), context by context.
     async fn measure(&mut self, planned: &[PlannedCell]) -> Result<()> {
         for rep in 1..=self.cfg.repeat {
-            let todo: Vec<&PlannedCell> = repetitions(planned, self.cfg.repeat)
-                .filter(|(p, r)| *r == rep && !self.recorder.has(p, rep))
-                .map(|(p, _)| p)
-                .collect();
-            if !todo.is_empty() && self.server_for(rep).await? {
+            if !self.todo(planned, rep).is_empty() && self.server_for(rep).await? {
                 self.summary.interrupted = true;
                 return Ok(());
             }
-            let mut contexts: Vec<u32> = todo.iter().map(|p| p.context).collect();
-            contexts.dedup();
-            for ctx in contexts {
-                let cells: Vec<&PlannedCell> = todo.iter().filter(|p| p.context == ctx).copied().collect();
-                if let Flow::Interrupted = self.measure_context(ctx, &cells, rep).await? {
-                    self.summary.interrupted = true;
+            for ctx in contexts_of(&self.todo(planned, rep)) {
+                if let Flow::Interrupted = self.measure_step(planned, rep, ctx).await? {
                     return Ok(());
                 }
             }
         }
         Ok(())
+    }
+
+    /// The planned cells of repetition `rep` not yet on disk.
+    fn todo<'p>(&self, planned: &'p [PlannedCell], rep: u32) -> Vec<&'p PlannedCell> {
+        repetitions(planned, self.cfg.repeat)
+            .filter(|(p, r)| *r == rep && !self.recorder.has(p, rep))
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    /// Context `ctx` of repetition `rep`, where it has cells to measure; an interruption is
+    /// counted in the summary.
+    async fn measure_step(&mut self, planned: &[PlannedCell], rep: u32, ctx: u32) -> Result<Flow> {
+        let cells: Vec<&PlannedCell> = self.todo(planned, rep).into_iter().filter(|p| p.context == ctx).collect();
+        if cells.is_empty() {
+            return Ok(Flow::Continue);
+        }
+        let flow = self.measure_context(ctx, &cells, rep).await?;
+        if let Flow::Interrupted = flow {
+            self.summary.interrupted = true;
+        }
+        Ok(flow)
     }
 
     /// With `--launch`: the server process of repetition `rep` running (the one before
@@ -382,9 +489,13 @@ impl<'a> Session<'a> {
 
     /// The cell's name on the progress line, with its repetition when there are several.
     fn label(&self, p: &PlannedCell, rep: u32) -> String {
-        match self.cfg.repeat {
+        let cell = match self.cfg.repeat {
             1 => describe(p),
             n => format!("{} · rep {rep}/{n}", describe(p)),
+        };
+        match self.side {
+            Some(side) => format!("{side} {cell}"),
+            None => cell,
         }
     }
 
@@ -474,6 +585,18 @@ impl<'a> Session<'a> {
         self.recorder.write_manifest(&m)?;
         Ok(self.summary)
     }
+}
+
+/// A run folder's id: its name.
+fn folder_id(dir: &std::path::Path) -> String {
+    dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// The contexts of `cells`, in their order, once each.
+fn contexts_of(cells: &[&PlannedCell]) -> Vec<u32> {
+    let mut contexts: Vec<u32> = cells.iter().map(|p| p.context).collect();
+    contexts.dedup();
+    contexts
 }
 
 /// A flag set by the first Ctrl-C.

@@ -56,11 +56,44 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         detect_loops: !a.no_loop_detection,
         facts,
         launch,
+        versus: a.versus.clone().map(|endpoint| bench::Versus { endpoint, run_id: a.versus_run_id.clone() }),
         reporter: std::sync::Arc::new(FiguresReporter),
     };
     let dry = cfg.dry_run;
+    let data = cfg.data_dir.clone();
     let s = bench::run_blocking(cfg)?;
+    if let Some(b) = &s.versus {
+        say_written(&s)?;
+        say_written(b)?;
+        return compare_versus(&data, &s.run_dir, &b.run_dir);
+    }
     if !dry {
+        say_written(&s)?;
+    }
+    Ok(())
+}
+
+/// `--versus`: the two runs listed in `compare.json` (the site shows their comparison) and
+/// judged now, as `site diff` judges them.
+fn compare_versus(data: &std::path::Path, a: &std::path::Path, b: &std::path::Path) -> Result<()> {
+    let id = |p: &std::path::Path| p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let (a, b) = (id(a), id(b));
+    speed_matrix::format::writer::add_comparison(data, &a, &b)?;
+    say!("Listed {a} against {b} in {}", data.join(speed_matrix::format::COMPARE_FILE).display());
+    let config = speed_matrix::site::SiteConfig {
+        data_dir: data.to_path_buf(),
+        out_dir: std::path::PathBuf::new(),
+        templates_dir: None,
+        static_dir: None,
+        settings_file: Some("site.toml".into()),
+    };
+    let site = speed_matrix::site::Site::load_pair(config, &a, &b, None)?;
+    super::diff::print_verdicts(&site.comparisons[0])?;
+    Ok(())
+}
+
+fn say_written(s: &bench::BenchSummary) -> Result<()> {
+    {
         say!(
             "Wrote {} cells to {} ({} valid, {} looped, {} over capacity, {} errors{}). Publish with: site build",
             s.written,

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 
 use crate::cli::DiffArgs;
 use speed_matrix::format::Phase;
-use speed_matrix::site::{background_sentence, noise_sentence, CellVerdict, Site};
+use speed_matrix::site::{background_sentence, noise_sentence, CellVerdict, Comparison, Site};
 use speed_matrix::units::{context_label, terminal_safe};
 
 pub fn run(args: &DiffArgs) -> Result<()> {
@@ -18,6 +18,19 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     site.write_comparison()?;
     let cmp = &site.comparisons[0];
     say!("Wrote {} ({} cells in common)", out.join("index.html").display(), cmp.common_cells);
+    let (slower, stopped) = print_verdicts(cmp)?;
+    if args.fail_on_regression && !(slower.is_empty() && stopped.is_empty()) {
+        bail!(
+            "--fail-on-regression: {} cell(s) judged slower, {} cell(s) stopped working",
+            slower.len(),
+            stopped.len()
+        );
+    }
+    Ok(())
+}
+
+/// The verdicts in the terminal; the cells judged slower and those that stopped working.
+pub fn print_verdicts(cmp: &Comparison) -> Result<(Vec<String>, Vec<String>)> {
     let cells = cmp.cell_verdicts();
     say!("{}", verdict_summary(&cells, cmp.threshold_pct));
     say!("{}", noise_sentence(&cmp.noise));
@@ -40,14 +53,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     if !stopped.is_empty() {
         say!("stopped working in B (valid in A): {}", terminal_safe(&stopped.join(", ")));
     }
-    if args.fail_on_regression && !(slower.is_empty() && stopped.is_empty()) {
-        bail!(
-            "--fail-on-regression: {} cell(s) judged slower, {} cell(s) stopped working",
-            slower.len(),
-            stopped.len()
-        );
-    }
-    Ok(())
+    Ok((slower, stopped))
 }
 
 fn cell_name(phase: Phase, ctx: u32, c: u32) -> String {

@@ -83,6 +83,7 @@ impl ManifestFacts {
             description: self.description.clone(),
             server_access: None,
             server_processes: Vec::new(),
+            paired_with: None,
         })
     }
 

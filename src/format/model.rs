@@ -38,6 +38,10 @@ pub struct RunManifest {
     /// (measured runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_access: Option<ServerAccess>,
+    /// The run measured cell by cell beside this one in one session (`site bench --versus`),
+    /// on another server: the two are compared on their paired differences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_with: Option<String>,
     /// The server processes `site bench --launch` started, in order: the repetitions are
     /// spread over them (`Cell::server_instance`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

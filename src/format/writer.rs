@@ -21,6 +21,24 @@ pub fn cell_path(run_dir: &Path, cell: &Cell) -> PathBuf {
     run_dir.join(CELLS_DIR).join(cell.file_name())
 }
 
+/// Lists run `b` against run `a` in `data/compare.json` (made when missing), unless the pair
+/// is listed already; under a lock, written whole (temp file + rename).
+pub fn add_comparison(data_dir: &Path, a: &str, b: &str) -> Result<()> {
+    let path = data_dir.join(super::COMPARE_FILE);
+    let _lock = Lock::try_acquire(&data_dir.join(".compare.json.lock"), "compare.json")?;
+    let mut file = if path.exists() {
+        let text = fsutil::read_data_file(&path, fsutil::MAX_DATA_FILE_BYTES)?;
+        super::json::parse::<super::CompareFile>(&path, &text)?
+    } else {
+        super::CompareFile { schema_version: 1, comparisons: Vec::new() }
+    };
+    if file.comparisons.iter().any(|c| c.a == a && c.b == b) {
+        return Ok(());
+    }
+    file.comparisons.push(super::ComparisonSpec { a: a.to_string(), b: b.to_string(), threshold_pct: None });
+    write_atomic(&path, to_pretty(&file).as_bytes())
+}
+
 pub struct RunWriter {
     id: String,
     dest: PathBuf,

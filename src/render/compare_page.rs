@@ -174,6 +174,7 @@ pub fn noise_sentence(n: &RunNoise) -> String {
                 "Run-to-run noise from the runs' own server processes (A {a}, B {b}, each started afresh): one sample per process, so each judged figure's repetitions carry it."
             )
         }
+        NoiseBasis::Paired => "Paired: A and B were measured cell by cell in one session (site bench --versus, in A B, B A order), so each figure is judged on the differences of its pairs of repetitions; what drifted on the machine falls on both.".to_string(),
         NoiseBasis::Assumed => format!(
             "Run-to-run noise assumed {pct}% (change_noise_pct in site.toml): besides these two runs, no configuration here is measured more than once; each judged figure allows for it beside its repetitions."
         ),
