@@ -71,6 +71,8 @@ fn manifest(i: usize) -> RunManifest {
         finished_at: None,
         description: None,
         server_access: None,
+        paired_with: None,
+        server_processes: Vec::new(),
     }
 }
 
@@ -124,6 +126,7 @@ fn cell(phase: Phase, ctx: u32, c: u32, i: usize) -> Cell {
         concurrency: c,
         status,
         repetition: 1,
+        server_instance: None,
         warnings: vec![],
         reported,
         measurement: None,
