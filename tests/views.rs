@@ -389,3 +389,25 @@ fn the_tools_page_sets_each_tools_answer_side_by_side() {
     assert_eq!(one[4..], ["21.7 1,862 ms · 20.7 ms", "83.3 15 ms · 11.8 ms", "—"]);
     assert!(ws.read("public/index.html").contains(&format!("href=\"tools/{slug}/index.html\"")));
 }
+
+/// A series whose last version's two runs sit a third below the three before: a change
+/// point at the first of them, listed on the series page, in `index.json` and in the feed.
+#[test]
+fn a_lasting_fall_over_a_series_history_is_listed_as_a_regression() {
+    let ws = Workspace::from_fixture("valid/trend-repeats");
+    assert_ok(&ws.site(&["build"]));
+    let index: serde_json::Value = serde_json::from_str(&ws.read("public/index.json")).unwrap();
+    let found = index["regressions"].as_array().unwrap();
+    let peak = found.iter().find(|r| r["figure"] == "Peak total tok/s").unwrap();
+    assert_eq!((peak["run"].as_str(), peak["version"].as_str()), (Some("d-vllm-0.11.0"), Some("0.11.0")));
+    let (pct, lo, hi) =
+        (peak["pct"].as_f64().unwrap(), peak["lo_pct"].as_f64().unwrap(), peak["hi_pct"].as_f64().unwrap());
+    assert!(lo < pct && pct < hi && hi < 0.0, "{peak}");
+    let series = peak["series"].as_str().unwrap();
+    let page = ws.read(&format!("public/series/{series}/index.html"));
+    let listed = text_of(&page[page.find("Change points</h2>").unwrap()..]);
+    assert!(listed.contains("Peak total tok/s at 0.11.0"), "{listed}");
+    let feed = ws.read("public/feed.xml");
+    assert!(feed.contains("<title>Regression: Peak total tok/s -32.5% at 0.11.0"), "{feed}");
+    assert!(feed.contains(&format!("series/{series}/#d-vllm-0.11.0-peak-total-tok-s")), "{feed}");
+}

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::common::{put_file, ser, summary, PageContext, RenderStats};
 use super::listing::newest_first;
+use super::series_page::RegressionFound;
 use crate::analysis::RunView;
 use crate::write::Sink;
 
@@ -68,8 +69,11 @@ impl Sink for PageRecorder<'_> {
 
 #[derive(Debug, Serialize)]
 struct Entry<'a> {
-    id: &'a str,
-    title: &'a str,
+    /// The entry's path under the site (`runs/<id>/`, `series/<slug>/#<run>-<figure>`).
+    id: String,
+    /// Its page.
+    link: String,
+    title: std::borrow::Cow<'a, str>,
     updated: String,
     summary: String,
 }
@@ -84,10 +88,17 @@ fn updated(run: &RunView) -> String {
     format!("{}T00:00:00Z", run.date.as_deref().unwrap_or("1970-01-01"))
 }
 
+/// A figure's name as a fragment: letters and digits, the rest `-`.
+fn fragment(name: &str) -> String {
+    name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
+/// The runs, newest first, then each regression a series' history shows (a change point),
+/// dated by the run it happened at.
 pub fn render(
     cx: &PageContext,
     base_url: &str,
-    runs: &[RunView],
+    (runs, regressions): (&[RunView], &[RegressionFound]),
     pages: &[String],
     sink: &dyn Sink,
     stats: &mut RenderStats,
@@ -97,20 +108,32 @@ pub fn render(
     let sitemap = cx.env.get_template("sitemap.xml")?.render(context! { base_url => base_url, pages => paths })?;
     put_file(sink, "sitemap.xml", &sitemap, stats)?;
     let all: Vec<usize> = (0..runs.len()).collect();
-    let entries: Vec<Entry> = newest_first(cx, &all)
+    let mut entries: Vec<Entry> = newest_first(cx, &all)
         .into_iter()
         .take(FEED_ENTRIES)
         .map(|i| {
             let s = summary(&runs[i], &cx.titles[i], cx.capacity_of(i));
             let peak = s.peak_at.as_ref().map(|at| format!("peak {} total tok/s at {at}", s.peak_text));
             Entry {
-                id: &runs[i].id,
-                title: &cx.titles[i],
+                id: format!("runs/{}/", runs[i].id),
+                link: format!("runs/{}/", runs[i].id),
+                title: cx.titles[i].as_str().into(),
                 updated: updated(&runs[i]),
                 summary: peak.unwrap_or_else(|| "no valid decode cell".into()),
             }
         })
         .collect();
+    let run_of = |id: &str| runs.iter().find(|r| r.id == id);
+    entries.extend(regressions.iter().take(FEED_ENTRIES).map(|r| Entry {
+        id: format!("series/{}/#{}-{}", r.series, r.run, fragment(r.figure)),
+        link: format!("series/{}/", r.series),
+        title: format!("Regression: {} {:+.1}% at {} ({})", r.figure, r.pct, r.version, r.series_title).into(),
+        updated: run_of(r.run).map_or_else(|| "1970-01-01T00:00:00Z".into(), updated),
+        summary: format!(
+            "A lasting change over the series' history (95% interval {:+.1}% to {:+.1}%), first at run {}.",
+            r.lo_pct, r.hi_pct, r.run
+        ),
+    }));
     let newest = entries.iter().map(|e| e.updated.clone()).max().unwrap_or_else(|| "1970-01-01T00:00:00Z".into());
     let feed = cx
         .env

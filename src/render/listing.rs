@@ -196,9 +196,12 @@ struct IndexRow<'a> {
     capacity: &'a RunCapacity,
 }
 
+/// `regressions`: the change points that are falls (`series_page::regressions_found`),
+/// listed beside the runs where there are any.
 pub fn render_index_data(
     cx: &PageContext,
     (runs, capacity): (&[RunView], &[RunCapacity]),
+    regressions: &[super::series_page::RegressionFound],
     cache: &ListingCache,
     sink: &dyn Sink,
     stats: &mut RenderStats,
@@ -206,14 +209,22 @@ pub fn render_index_data(
     let all: Vec<usize> = (0..runs.len()).collect();
     let order = newest_first(cx, &all);
     let files = vec!["index.js".to_string(), "index.json".to_string()];
-    let hash = crate::units::InputHash::default().u64(cache.hash(&order, &[b"index.json"])).json(capacity).finish();
+    let hash = crate::units::InputHash::default()
+        .u64(cache.hash(&order, &[b"index.json"]))
+        .json(capacity)
+        .json(&regressions)
+        .finish();
     let unit = Unit::listed("index.json".into(), hash, RenderStats { files: 2, ..Default::default() }, files);
     let render = |sink: &dyn Sink, st: &mut RenderStats| {
         let rows: Vec<IndexRow> = order
             .iter()
             .map(|&i| IndexRow { run: summary(&runs[i], &cx.titles[i], cx.capacity_of(i)), capacity: &capacity[i] })
             .collect();
-        let json = serde_json::to_string(&serde_json::json!({ "runs": rows }))?;
+        let json = if regressions.is_empty() {
+            serde_json::to_string(&serde_json::json!({ "runs": rows }))?
+        } else {
+            serde_json::to_string(&serde_json::json!({ "runs": rows, "regressions": regressions }))?
+        };
         put_file(sink, "index.js", &format!("window.speedMatrixIndex = {json};\n"), st)?;
         put_file(sink, "index.json", &json, st)
     };

@@ -162,6 +162,43 @@ pub fn render(
     put_page(sink, &format!("series/{}/index.html", s.slug), &html, stats)
 }
 
+/// A lasting fall of a key figure found over a series' history (a change point), as the
+/// feed and `index.json` list it.
+#[derive(Debug, Serialize)]
+pub struct RegressionFound<'a> {
+    pub series: &'a str,
+    pub series_title: String,
+    pub figure: &'static str,
+    pub version: &'a str,
+    pub run: &'a str,
+    pub pct: f64,
+    pub lo_pct: f64,
+    pub hi_pct: f64,
+}
+
+/// Every change point of every series that is a fall (each key figure is better higher),
+/// in series order.
+pub fn regressions_found(site: &SiteModel) -> Vec<RegressionFound<'_>> {
+    let round = |v: f64| (v * 100.0).round() / 100.0;
+    site.series
+        .iter()
+        .flat_map(|s| s.change_points.iter().filter(|c| c.pct < 0.0).map(move |c| (s, c)))
+        .map(|(s, c)| {
+            let run = &site.runs[s.runs[c.at]];
+            RegressionFound {
+                series: &s.slug,
+                series_title: series_title(s),
+                figure: figure_name(c.figure),
+                version: &run.manifest.engine.version,
+                run: &run.id,
+                pct: round(c.pct),
+                lo_pct: round(c.lo_pct),
+                hi_pct: round(c.hi_pct),
+            }
+        })
+        .collect()
+}
+
 /// `Tiny-1B on 4× H200 SXM · vllm · FP8, by site bench`.
 pub fn series_title(s: &SeriesView) -> String {
     format!("{} on {}, by {}", crate::units::model_display_name(&s.model_id), config_name(&s.key), s.bench_tool)

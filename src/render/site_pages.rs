@@ -103,7 +103,8 @@ impl SitePages<'_> {
         self.render_text_pages(cx, rec, &mut stats)?;
         let pages = std::mem::take(&mut *rec.pages.lock().expect("no writer panics"));
         if let Some(base) = &self.settings.base_url {
-            feeds::render(cx, base, &self.site.runs, &pages, sink, &mut stats)?;
+            let regressions = series_page::regressions_found(self.site);
+            feeds::render(cx, base, (&self.site.runs, &regressions), &pages, sink, &mut stats)?;
         }
         Ok((stats, hashes))
     }
@@ -221,7 +222,9 @@ impl SitePages<'_> {
         let runs = listing::Listing { members: &all, dir: "", heading: "Runs", preset: None };
         let listing::RenderedListing { first: listing, mut hashes, .. } =
             listing::render_listing(cx, &self.site.runs, &runs, cache, sink, stats)?;
-        hashes.extend(listing::render_index_data(cx, (&self.site.runs, &self.site.capacity), cache, sink, stats)?);
+        let regressions = series_page::regressions_found(self.site);
+        let data = (&self.site.runs[..], &self.site.capacity[..]);
+        hashes.extend(listing::render_index_data(cx, data, &regressions, cache, sink, stats)?);
         let series: Vec<SeriesLink> = self
             .site
             .series
