@@ -69,12 +69,7 @@ fn repetitions_interleave_across_the_matrix_and_resume() {
 /// jitter and an occasional stall, each run of the pair at a seed of its own.
 fn noisy_sim(seed: &str, slowdown: &str) -> SimEngine {
     SimArgs::new()
-        .steps(8, 1)
-        .flag("--noise-seed", seed)
-        .flag("--level-pct", "1.5")
-        .flag("--drift-pct", 2)
-        .flag("--drift-period-s", 7)
-        .flag("--jitter-pct", 10)
+        .shared_machine_noise(seed)
         .flag("--stall-every-s", 4)
         .flag("--stall-ms", 40)
         .flag("--slowdown-pct", slowdown)

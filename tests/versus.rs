@@ -13,15 +13,7 @@ use common::*;
 use serde_json::Value;
 
 fn noisy(seed: u32, slowdown: u32) -> SimEngine {
-    SimArgs::new()
-        .steps(8, 1)
-        .flag("--noise-seed", seed)
-        .flag("--level-pct", "1.5")
-        .flag("--drift-pct", 2)
-        .flag("--drift-period-s", 7)
-        .flag("--jitter-pct", 10)
-        .flag("--slowdown-pct", slowdown)
-        .start()
+    SimArgs::new().shared_machine_noise(seed).flag("--slowdown-pct", slowdown).start()
 }
 
 fn manifest(dir: &Path, run: &str) -> Value {

@@ -60,6 +60,17 @@ impl SimArgs {
         self.flag("--slots", slots)
     }
 
+    /// Noise like a shared machine's at `seed`: a decode step of 8 ms + 1 ms a sequence, the
+    /// server's level for its life within ±1.5%, a 2% drift over 7 s, ±10% per-step jitter.
+    pub fn shared_machine_noise(self, seed: impl ToString) -> SimArgs {
+        self.steps(8, 1)
+            .flag("--noise-seed", seed)
+            .flag("--level-pct", "1.5")
+            .flag("--drift-pct", 2)
+            .flag("--drift-period-s", 7)
+            .flag("--jitter-pct", 10)
+    }
+
     /// Served over TLS with this certificate and key.
     pub fn tls(self, cert: &str, key: &str) -> SimArgs {
         self.flag("--tls-cert", cert).flag("--tls-key", key)
