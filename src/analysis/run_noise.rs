@@ -81,10 +81,6 @@ impl RunNoise {
         self.of(Metric::TotalTps).map_or(self.assumed_pct, |f| f.pct)
     }
 
-    /// Whether the repetitions already carry it (nothing added).
-    pub fn in_repetitions(&self) -> bool {
-        matches!(self.basis, NoiseBasis::Processes | NoiseBasis::Paired)
-    }
 }
 
 /// Evidence of one figure kind: the sum over cells of (k - 1) x between-run variance, and
