@@ -60,7 +60,9 @@ fn leaderboards_rank_valid_cells_share_places_on_ties_and_list_the_rest_apart() 
         [
             row(1, "b-vllm-0.10.0", 480.0),
             row(1, "f-sglang-0.5.0", 480.0),
-            row(3, "e-vllm-0.10.0-rerun", 470.0),
+            // 2% below the leaders: within the run-to-run noise (b and e, runs of one
+            // configuration, differ by as much), so it shares their place.
+            row(1, "e-vllm-0.10.0-rerun", 470.0),
             row(4, "a-vllm-0.9.2", 400.0),
             row(4, "c-vllm-0.9.1", 400.0),
             row(6, "d-vllm-0.11.0", 300.0),
@@ -346,7 +348,7 @@ fn serve_mends_the_analysis_to_what_a_fresh_load_gives() {
             ("b-vllm-0.10.0", 1),
             ("d-vllm-0.11.0", 1),
             ("f-sglang-0.5.0", 1),
-            ("e-vllm-0.10.0-rerun", 4),
+            ("e-vllm-0.10.0-rerun", 1),
             ("c-vllm-0.9.1", 5),
             ("a-vllm-0.9.2", 6)
         ])

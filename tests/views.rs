@@ -21,8 +21,9 @@ fn a_leaderboard_ranks_every_run_and_the_run_page_links_to_its_place() {
     let rows = table_rows(&board, "<table class=\"board sortable\"");
     let places: Vec<(String, String)> =
         rows.iter().skip(1).map(|r| (text_of(&r[0]).trim().to_string(), text_of(&r[5]).trim().to_string())).collect();
-    // Single measurements: equal figures share a place, marked "=".
-    let want = [("=1", "480.0"), ("=1", "480.0"), ("3", "470.0"), ("=4", "400.0"), ("=4", "400.0"), ("6", "300.0")];
+    // Single measurements: figures the run-to-run noise cannot tell apart share a place,
+    // marked "=": 480 and 470 (2% apart), 400 and 400; 400 is 15% below 470.
+    let want = [("=1", "480.0"), ("=1", "480.0"), ("=1", "470.0"), ("=4", "400.0"), ("=4", "400.0"), ("6", "300.0")];
     assert_eq!(places, want.map(|(a, b)| (a.to_string(), b.to_string())));
     // The looped cell is listed apart, not ranked.
     assert!(board.contains("<li class=\"looped\" id=\"run-g-sglang-0.4.0\">"), "looped run not listed apart");
@@ -32,7 +33,7 @@ fn a_leaderboard_ranks_every_run_and_the_run_page_links_to_its_place() {
     // The run page: its 8K x 4 cell links to the board with its place.
     let run = ws.read("public/runs/e-vllm-0.10.0-rerun/index.html");
     assert!(run.contains(
-        "<a class=\"rank\" href=\"../../leaderboards/8k-x4/index.html#run-e-vllm-0.10.0-rerun\" title=\"Leaderboard 8K × 4\"><!--place 8k-x4-->#3 of 6<!--/place--></a>"
+        "<a class=\"rank\" href=\"../../leaderboards/8k-x4/index.html#run-e-vllm-0.10.0-rerun\" title=\"Leaderboard 8K × 4\"><!--place 8k-x4-->#1 of 6<!--/place--></a>"
     ));
     let index = ws.read("public/leaderboards/index.html");
     for slug in ["prefill-8k", "8k-x1", "8k-x4"] {
@@ -213,16 +214,17 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
     let moved_download = "runs/d-vllm-0.11.0/cells.json";
     let before = (inode(moved_run), inode(moved_cell), inode(moved_download));
     // One figure changes: that run is re-rendered; every run whose place on the 8K x 4
-    // board moves (the rerun drops from 3rd to last) gets its page from the previous one
-    // with the new places, its downloads and cell pages kept by a link; the others are kept
-    // whole.
-    let cell = ws.path().join("data/runs/e-vllm-0.10.0-rerun/cells/decode-8192-c4.json");
+    // board moves (c drops from =4 to last, d rises to 5th; a's page reads #4 either way) gets its
+    // page from the previous one with the new places, its downloads and cell pages kept by a
+    // link; the others are kept whole. (c is measured once, so the site's run-to-run noise,
+    // and with it every other board's places, stays as it was.)
+    let cell = ws.path().join("data/runs/c-vllm-0.9.1/cells/decode-8192-c4.json");
     let text = fs::read_to_string(&cell).unwrap();
-    fs::write(&cell, text.replace("470.0", "100.0")).unwrap();
+    fs::write(&cell, text.replace("\"total_tps\": 400.0", "\"total_tps\": 100.0")).unwrap();
     let out = ws.site(&["build"]);
     assert_ok(&out);
     let summary = common::stdout(&out);
-    assert!(summary.contains("(7 run pages, 3 kept from the previous build, 3 with new places only)"), "{summary}");
+    assert!(summary.contains("(7 run pages, 5 kept from the previous build, 1 with new places only)"), "{summary}");
     let rebuilt = common::tree(&ws.path().join("public"));
     assert_ok(&ws.site(&["build", "--force", "--out", "fresh"]));
     let fresh = common::tree(&ws.path().join("fresh"));

@@ -5,7 +5,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::interval::Basis;
+use super::metric::Metric;
 use super::run::{CellView, RunView};
+use super::run_noise::RunNoise;
 use crate::format::{Phase, Status};
 
 /// What a leaderboard ranks.
@@ -93,7 +95,7 @@ fn score(cell: &CellView) -> Option<f64> {
     .filter(|v| v.is_finite())
 }
 
-/// Every leaderboard of the site, by key. `runs` are sorted by id, so ties list in id order.
+/// Every leaderboard of the site, by key, its entries not yet placed (`ranked`). `runs` are sorted by id, so ties list in id order.
 pub fn leaderboards(runs: &[RunView]) -> Vec<Leaderboard> {
     // Filled from consecutive slices of the runs on every core (half a million cells at
     // 10,000 runs), then joined in run order, so ties still list in id order.
@@ -115,10 +117,25 @@ pub fn leaderboards(runs: &[RunView]) -> Vec<Leaderboard> {
     }
     let mut boards: Vec<Leaderboard> = boards.into_values().collect();
     boards.sort_unstable_by_key(|b| b.key);
-    boards.into_par_iter().map(rank).collect()
+    boards
 }
 
-/// `leaderboards(runs)` from the boards made before the runs at `changed` (sorted indexes)
+/// Every board's places, allowing for the site's run-to-run noise (`SiteNoise::site_wide`):
+/// two runs of one configuration differ by more than their repetitions say, so a place is
+/// only given where the difference beats that too.
+pub fn ranked(boards: Vec<Leaderboard>, noise: &RunNoise) -> Vec<Leaderboard> {
+    let sd = |m: Metric| noise.of(m).map_or(0.0, |f| f.var_log.sqrt());
+    let (prefill, decode) = (sd(Metric::PromptTps), sd(Metric::TotalTps));
+    boards
+        .into_par_iter()
+        .map(|b| {
+            let sd = if matches!(b.key, BoardKey::Prefill { .. }) { prefill } else { decode };
+            rank(b, sd)
+        })
+        .collect()
+}
+
+/// `leaderboards(runs)` (unranked: `ranked` places them) from the boards made before the runs at `changed` (sorted indexes)
 /// changed: their entries are taken out everywhere and put back from their cells; only the
 /// boards they were or are on are ranked again. The runs themselves (ids, order) are the same.
 pub fn mend(boards: Vec<Leaderboard>, runs: &[RunView], changed: &[usize]) -> Vec<Leaderboard> {
@@ -146,7 +163,6 @@ pub fn mend(boards: Vec<Leaderboard>, runs: &[RunView], changed: &[usize]) -> Ve
         .map(|mut b| {
             if touched.contains(&b.key) {
                 b.unranked.sort_by_key(|u| u.run);
-                b = rank(b);
             }
             b
         })
@@ -186,14 +202,35 @@ fn add_run(boards: &mut Boards, i: usize, run: &RunView) {
     }
 }
 
+/// How many run-to-run standard deviations an entry's interval is widened by: two intervals
+/// of z/sqrt(2) standard errors each fail to overlap about as often as a difference beats z
+/// of its own (Goldstein and Healy), here at 95%.
+const PLACE_Z: f64 = 1.959_963_984_540_054 / std::f64::consts::SQRT_2;
+
+/// An entry's interval with the run-to-run noise `run_sd` (log scale) added in quadrature to
+/// its repetitions' interval, on the log scale around its score.
+fn widened(e: &BoardEntry, run_sd: f64) -> (f64, f64) {
+    if !(e.score > 0.0) {
+        return (e.lo, e.hi);
+    }
+    let extra = PLACE_Z * run_sd;
+    let side = |bound: f64| {
+        let own = if bound > 0.0 { (bound / e.score).ln().abs() } else { f64::INFINITY };
+        own.hypot(extra)
+    };
+    (e.score * (-side(e.lo)).exp(), e.score * side(e.hi).exp())
+}
+
 /// Numbers the places and sorts by place, best score first within a place (ties by run
 /// order). A place is 1 + the number of entries whose lower bound is above this entry's
-/// upper bound: what the noise says is better, not what the point estimates say.
-fn rank(mut board: Leaderboard) -> Leaderboard {
-    let mut lows: Vec<f64> = board.ranked.iter().map(|e| e.lo).collect();
+/// upper bound, each interval allowing for the run-to-run noise `run_sd`: what the noise
+/// says is better, not what the point estimates say.
+fn rank(mut board: Leaderboard, run_sd: f64) -> Leaderboard {
+    let bounds: Vec<(f64, f64)> = board.ranked.iter().map(|e| widened(e, run_sd)).collect();
+    let mut lows: Vec<f64> = bounds.iter().map(|b| b.0).collect();
     lows.sort_unstable_by(|a, b| b.total_cmp(a));
-    for e in &mut board.ranked {
-        e.rank = 1 + lows.partition_point(|lo| *lo > e.hi);
+    for (e, (_, hi)) in board.ranked.iter_mut().zip(&bounds) {
+        e.rank = 1 + lows.partition_point(|lo| *lo > *hi);
     }
     // Ties in run order (the order a whole site fills a board in; a mended board has its
     // changed runs at the end).
@@ -225,7 +262,7 @@ mod tests {
 
     fn places(entries: Vec<BoardEntry>) -> Vec<(usize, usize, bool)> {
         let b = Leaderboard { key: BoardKey::Prefill { context: 1 }, ranked: entries, unranked: vec![] };
-        rank(b).ranked.iter().map(|e| (e.run, e.rank, e.shared)).collect()
+        rank(b, 0.0).ranked.iter().map(|e| (e.run, e.rank, e.shared)).collect()
     }
 
     #[test]
@@ -239,5 +276,18 @@ mod tests {
     fn single_measurements_rank_by_value_with_ties_shared() {
         let got = places(vec![entry(0, 90.0, 90.0, 90.0), entry(1, 100.0, 100.0, 100.0), entry(2, 90.0, 90.0, 90.0)]);
         assert_eq!(got, [(1, 1, false), (0, 2, true), (2, 2, true)]);
+    }
+
+    #[test]
+    fn run_to_run_noise_joins_places_the_repetitions_alone_would_part() {
+        let b = |sd: f64| {
+            let entries = vec![entry(0, 100.0, 99.0, 101.0), entry(1, 94.0, 93.0, 95.0), entry(2, 70.0, 69.0, 71.0)];
+            let board = Leaderboard { key: BoardKey::Prefill { context: 1 }, ranked: entries, unranked: vec![] };
+            rank(board, sd).ranked.iter().map(|e| (e.run, e.rank)).collect::<Vec<_>>()
+        };
+        // Repetitions alone: three places. A run's level at 5%: 100 and 94 (6% apart) cannot
+        // be told apart; 70 (30% below) still can.
+        assert_eq!(b(0.0), [(0, 1), (1, 2), (2, 3)]);
+        assert_eq!(b((1.05f64).ln()), [(0, 1), (1, 1), (2, 3)]);
     }
 }

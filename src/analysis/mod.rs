@@ -58,6 +58,8 @@ pub struct SiteModel {
     /// The other runs of each run's exact configuration, by run index
     /// (`series::siblings`).
     pub siblings: Vec<Vec<usize>>,
+    /// The run-to-run noise every leaderboard's places allow for.
+    pub board_noise: run_noise::RunNoise,
     /// The run-to-run noise of the site's configurations measured more than once.
     #[serde(skip)]
     pub noise: run_noise::SiteNoise,
@@ -262,12 +264,15 @@ fn assembled(
     let (targets, best) = capacity_views(&capacity, &models, settings);
     let siblings = series::siblings(&runs);
     let noise = run_noise::SiteNoise::new(&runs, &siblings);
+    let board_noise = noise.site_wide(settings.change_noise_pct);
+    let leaderboards = leaderboard::ranked(leaderboards, &board_noise);
     SiteModel {
         runs,
         models,
         hardware,
         engines,
         leaderboards,
+        board_noise,
         paretos,
         series,
         tools,

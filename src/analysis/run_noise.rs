@@ -170,6 +170,20 @@ impl SiteNoise {
         RunNoise { basis, runs: runs_used, configurations, assumed_pct, figures, processes: None }
     }
 
+    /// The noise between any two runs of the site, from every configuration measured more
+    /// than once (what a leaderboard's places allow for).
+    pub fn site_wide(&self, assumed_pct: f64) -> RunNoise {
+        let has = self.total.iter().any(|p| p.df > 0.0);
+        let (basis, runs, configurations) = if has {
+            (NoiseBasis::Site, self.groups.iter().map(Vec::len).sum(), self.groups.len())
+        } else {
+            (NoiseBasis::Assumed, 0, 0)
+        };
+        let pools = if has { self.total } else { Pools::default() };
+        let figures = Metric::ALL.iter().zip(&pools).map(|(&metric, p)| moderated(metric, *p, assumed_pct)).collect();
+        RunNoise { basis, runs, configurations, assumed_pct, figures, processes: None }
+    }
+
     /// The noise between runs `a` and `b`: their own processes' where both spread their
     /// repetitions over two or more, else `between`'s.
     pub fn for_pair(&self, runs: &[RunView], (a, b): (usize, usize), assumed_pct: f64) -> RunNoise {

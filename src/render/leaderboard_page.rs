@@ -13,6 +13,8 @@ use super::cached::{render_pages, CachedPages, Unit};
 use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
+use crate::analysis::metric::Metric;
+use crate::analysis::run_noise::{NoiseBasis, RunNoise};
 use crate::units::numbers::{self, context_label, context_slug};
 use crate::units::InputHash;
 use crate::write::Sink;
@@ -132,7 +134,7 @@ impl CachedPages for Boards<'_> {
         let unit = |b: &Leaderboard| {
             let dir = format!("leaderboards/{}", board_slug(b.key));
             let files = vec![format!("{dir}/board.csv"), format!("{dir}/index.html")];
-            Unit::page(dir, board_hash(b, &self.listed, self.frame), files)
+            Unit::page(dir, board_hash(b, &self.listed, self.frame, &places_noise(&self.site.board_noise, b.key)), files)
         };
         self.site.leaderboards.par_iter().map(unit).collect()
     }
@@ -157,9 +159,9 @@ fn listed_run_hash(cx: &PageContext, run: &RunView, index: usize) -> u64 {
 
 /// Everything a board's page and CSV are made from: its rows (hashed from the figures'
 /// bits, not their text: a site of 10,000 runs has half a million rows) and the page frame.
-fn board_hash(board: &Leaderboard, listed: &[u64], frame: u64) -> u64 {
+fn board_hash(board: &Leaderboard, listed: &[u64], frame: u64, noise: &str) -> u64 {
     let mut h = InputHash::default();
-    h.json(&board.key);
+    h.json(&board.key).piece(noise.as_bytes());
     let bits = |v: Option<f64>| v.map_or(u64::MAX, f64::to_bits);
     for e in &board.ranked {
         h.u64(listed[e.run])
@@ -222,11 +224,30 @@ fn render_board(
             BoardKey::Decode { context, .. } | BoardKey::Prefill { context } => context as f64,
         }),
         ranked_total => rows.len(),
+        places_noise => places_noise(&site.board_noise, board.key),
         rows => ser(&rows[..rows.len().min(BOARD_ROWS)]),
         apart => ser(&apart[..apart.len().min(BOARD_ROWS)]),
         apart_total => apart.len(),
     })?;
     put_page(sink, &format!("{dir}/index.html"), &html, stats)
+}
+
+/// Which run-to-run noise a board's places allow for, in one sentence.
+fn places_noise(n: &RunNoise, key: BoardKey) -> String {
+    let metric = match key {
+        BoardKey::Prefill { .. } => Metric::PromptTps,
+        BoardKey::Decode { .. } => Metric::TotalTps,
+    };
+    let pct = numbers::decimal1(n.of(metric).map_or(n.assumed_pct, |f| f.pct));
+    match n.basis {
+        NoiseBasis::Assumed => format!(
+            "Run-to-run noise (one run's level against another's) is assumed {pct}% (change_noise_pct in site.toml): no configuration here is measured more than once."
+        ),
+        _ => format!(
+            "Run-to-run noise (one run's level against another's) is {pct}%, from {} runs of {} configurations measured more than once.",
+            n.runs, n.configurations
+        ),
+    }
 }
 
 fn board_csv(key: BoardKey, rows: &[Row], apart: &[Apart]) -> String {
