@@ -6,6 +6,7 @@
 pub mod facts;
 pub mod ids;
 pub mod json;
+pub mod yaml;
 pub mod load;
 pub mod model;
 pub mod settings;

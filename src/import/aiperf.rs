@@ -1,9 +1,11 @@
-//! NVIDIA AIPerf 0.13 (export schema 1.x): a profile directory (`profile_export_aiperf.json`,
+//! NVIDIA AIPerf 0.8 to 0.13 (export schema 1.x): a profile directory (`profile_export_aiperf.json`,
 //! with `profile_export.jsonl` beside it) or a sweep directory (one such folder per
 //! combination, `concurrency_4/` ...). Each profile is a cell; profiles of one setting (model,
 //! input and output lengths) form a run, and profiles of one setting and concurrency
-//! (`--num-profile-runs N`: `profile_runs/run_000K/`) are the cell's repetitions. The export of earlier releases (no `aiperf_version`,
-//! the load under `input_config.loadgen`, lengths under `input_config.input.prompt`) reads too.
+//! (`--num-profile-runs N`: `profile_runs/run_000K/`) are the cell's repetitions. Two layouts of
+//! `input_config`, told apart by what the file holds (0.5 to 0.8 name their version too): the
+//! earlier one (up to 0.8: the load under `loadgen`, lengths under `input.prompt`, models under
+//! `endpoint.model_names`) and the later one (0.9 on: `phases`, `datasets`, `models.items`).
 
 use std::fs;
 use std::path::Path;
@@ -15,14 +17,21 @@ use serde_json::Value;
 
 use super::converted::Converted;
 use super::fixed_count;
+use super::release::{refused, Release};
 use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 use crate::fsutil;
 
 pub const TOOL: &str = "AIPerf";
 
-pub const NOTES: &str = "## How AIPerf measured\n\n\
-Each cell is one AIPerf profile with a `concurrency` phase: a fixed number of requests with at most that many in flight, \
-not a fixed window. Figures are as AIPerf reported them:\n\n\
+/// The oldest release whose export was checked here (`../shared/peer-results-old`).
+pub const OLDEST: Release = Release(0, 8, 0);
+
+/// How the run's notes begin: how its profiles were bounded (`load_sentence`), then `NOTES`.
+pub fn notes(load: Load) -> String {
+    format!("## How AIPerf measured\n\nEach cell is one AIPerf profile with a `concurrency` phase: {}. {NOTES}", load.sentence())
+}
+
+const NOTES: &str = "Figures are as AIPerf reported them:\n\n\
 - **Total tok/s** is `output_token_throughput.avg`: output tokens over the profiling phase's duration.\n\
 - **TTFT** is `time_to_first_token.p50` (p90, p99 from the same block).\n\
 - **Time between tokens** is AIPerf's `inter_token_latency`: (latency − TTFT) / (output − 1) per request, our definition \
@@ -31,6 +40,27 @@ not a fixed window. Figures are as AIPerf reported them:\n\n\
 - **Average active requests** is `effective_concurrency.avg`, time-weighted over the phase.\n\
 - The context is the input length asked of the synthetic data (`input_config.datasets[0].prompts.isl.mean`).\n\
 - A warm-up phase, when there was one, is left out; its prompts come from the same data, so the first profiling requests can be prompt-cache hits.\n";
+
+/// How a profile's profiling phase was bounded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// `--request-count N`.
+    Requests(u64),
+    /// `--benchmark-duration S`.
+    Seconds(f64),
+    /// Neither is recorded.
+    Unstated,
+}
+
+impl Load {
+    fn sentence(self) -> String {
+        match self {
+            Load::Requests(n) => format!("a fixed number of requests ({n}) with at most that many in flight, not a fixed window"),
+            Load::Seconds(s) => format!("a fixed duration ({} s) with at most that many in flight, not a fixed number of requests", crate::units::numbers::decimal1(s)),
+            Load::Unstated => "at most that many requests in flight, bounded by a count or a duration the file does not record".into(),
+        }
+    }
+}
 
 /// What an import keeps of one profile once it is read: its cell and the facts of its run
 /// (a sweep of 10,000 profiles holds these, never the profiles' documents or records).
@@ -44,8 +74,10 @@ pub struct Profile {
     pub osl: Option<f64>,
     pub duration_s: Option<f64>,
     pub started_at: Option<String>,
-    pub model: Option<String>,
+    /// The models it sent to, as AIPerf names them (round-robin when several).
+    pub models: Vec<String>,
     pub version: String,
+    pub load: Load,
 }
 
 /// Whether the file at `path` is a profile this importer reads (the copies AIPerf keeps under
@@ -67,8 +99,8 @@ fn first_of<'a>(v: &'a Value, pointers: &[&str]) -> Option<&'a Value> {
 const ISL: [&str; 2] = ["/input_config/datasets/0/prompts/isl/mean", "/input_config/input/prompt/input_tokens/mean"];
 const OSL: [&str; 2] = ["/input_config/datasets/0/prompts/osl/mean", "/input_config/input/prompt/output_tokens/mean"];
 
-/// Whether `v` is a profile summary: 0.13 names its version; earlier exports have the load
-/// generator's settings instead.
+/// Whether `v` is a profile summary: exports since 0.5 name their version; earlier ones have
+/// the load generator's settings instead.
 pub fn is_summary(v: &Value) -> bool {
     let has = |k: &str| v.get(k).is_some();
     has("input_config")
@@ -76,41 +108,107 @@ pub fn is_summary(v: &Value) -> bool {
         && (has("aiperf_version") || v.pointer("/input_config/loadgen").is_some())
 }
 
-/// The profiling phase's concurrency.
-fn concurrency(v: &Value, at: &str) -> Result<u32> {
-    if v.get("aiperf_version").is_none() {
-        if let Some(c) = v.pointer("/input_config/loadgen/concurrency") {
-            return match c.as_u64().and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0) {
-                Some(c) => Ok(c),
-                None => bail!("{at}input_config.loadgen.concurrency: {c} is not a concurrency"),
-            };
-        }
+/// The two layouts of `input_config`, by what the file holds.
+enum Layout<'a> {
+    /// Up to 0.8: `input_config.loadgen`.
+    Loadgen(&'a Value),
+    /// 0.9 on: `input_config.phases`, the one named `profiling`.
+    Phases(&'a Value),
+}
+
+fn layout<'a>(v: &'a Value, at: &str) -> Result<Layout<'a>> {
+    if let Some(l) = v.pointer("/input_config/loadgen") {
+        return Ok(Layout::Loadgen(l));
     }
-    let phases = v.pointer("/input_config/phases").and_then(Value::as_array).cloned().unwrap_or_default();
-    let profiling = phases.iter().find(|p| p.get("name").and_then(Value::as_str) == Some("profiling"));
-    match profiling
-        .filter(|p| p.get("type").and_then(Value::as_str) == Some("concurrency"))
-        .and_then(|p| p.get("concurrency"))
-    {
-        Some(c) => match c.as_u64().and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0) {
-            Some(c) => Ok(c),
-            None => bail!("{at}input_config.phases[profiling].concurrency: {c} is not a concurrency"),
-        },
-        None => bail!(
+    let Some(phases) = v.pointer("/input_config/phases").and_then(Value::as_array) else {
+        let version = v.get("aiperf_version").and_then(Value::as_str);
+        return Err(refused(
+            at,
+            TOOL,
+            version,
+            OLDEST,
+            "its input_config has neither loadgen, as 0.8 writes, nor phases, as 0.9 to 0.13 write",
+        ));
+    };
+    match phases.iter().find(|p| p.get("name").and_then(Value::as_str) == Some("profiling")) {
+        Some(p) if p.get("type").and_then(Value::as_str) == Some("concurrency") => Ok(Layout::Phases(p)),
+        _ => bail!(
             "{at}input_config.phases: no profiling phase of type concurrency (only those are cells of the matrix)"
         ),
     }
 }
 
-/// The setting a profile belongs to: model, input and output lengths.
+/// The profiling phase's concurrency and how it was bounded.
+fn load(v: &Value, at: &str) -> Result<(u32, Load)> {
+    let (c, field, requests, seconds) = match layout(v, at)? {
+        Layout::Loadgen(l) => {
+            (l.get("concurrency"), "loadgen.concurrency", l.get("request_count"), l.get("benchmark_duration"))
+        }
+        Layout::Phases(p) => (p.get("concurrency"), "phases[profiling].concurrency", p.get("requests"), p.get("duration")),
+    };
+    let Some(c) = c.and_then(Value::as_u64).and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0) else {
+        bail!("{at}input_config.{field}: expected the concurrency, a whole number above 0")
+    };
+    let load = match (requests.and_then(Value::as_u64), seconds.and_then(Value::as_f64)) {
+        (_, Some(s)) if s > 0.0 && s.is_finite() => Load::Seconds(s),
+        (Some(n), _) => Load::Requests(n),
+        _ => Load::Unstated,
+    };
+    Ok((c, load))
+}
+
+/// The models a profile sent to: `input_config.models.items[].name` (0.9 on), else
+/// `input_config.endpoint.model_names` (up to 0.8).
+pub fn model_names(v: &Value) -> Vec<String> {
+    let names = |a: Option<&Value>, key: Option<&str>| -> Vec<String> {
+        a.and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| match key {
+                        Some(k) => i.get(k).and_then(Value::as_str),
+                        None => i.as_str(),
+                    })
+                    .filter(|n| !n.trim().is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let later = names(v.pointer("/input_config/models/items"), Some("name"));
+    if later.is_empty() {
+        names(v.pointer("/input_config/endpoint/model_names"), None)
+    } else {
+        later
+    }
+}
+
+/// The setting a profile belongs to: everything but the concurrency that makes its figures
+/// another run's (models, endpoint, input and output lengths and their spread, extra inputs,
+/// how the phase was bounded), so that profiles of different settings are never merged as
+/// repetitions of one cell.
 pub fn setting_key(v: &Value) -> String {
     let p = |ptr: &str| v.pointer(ptr).cloned().unwrap_or(Value::Null);
-    format!(
-        "{} {} {}",
-        p("/input_config/endpoint/model_names"),
+    let phase = match layout(v, "") {
+        Ok(Layout::Phases(ph)) => serde_json::json!([ph.get("requests"), ph.get("duration")]),
+        Ok(Layout::Loadgen(l)) => serde_json::json!([l.get("request_count"), l.get("benchmark_duration")]),
+        Err(_) => Value::Null,
+    };
+    serde_json::json!([
+        model_names(v),
+        p("/input_config/endpoint/urls"),
+        p("/input_config/endpoint/type"),
+        p("/input_config/endpoint/custom_endpoint"),
+        p("/input_config/endpoint/streaming"),
+        p("/input_config/endpoint/extra"),
+        p("/input_config/input/extra"),
         first_of(v, &ISL).cloned().unwrap_or(Value::Null),
-        first_of(v, &OSL).cloned().unwrap_or(Value::Null)
-    )
+        first_of(v, &OSL).cloned().unwrap_or(Value::Null),
+        p("/input_config/datasets/0/prompts/isl/stddev"),
+        p("/input_config/datasets/0/prompts/osl/stddev"),
+        phase,
+    ])
+    .to_string()
 }
 
 /// One line of `profile_export.jsonl`: only what a sample needs is read.
@@ -183,15 +281,16 @@ pub fn read_profile(at: String, v: &Value, records: &Path) -> Result<Profile> {
             "{at}input_config.datasets[0].prompts.isl.mean (earlier releases: input_config.input.prompt.input_tokens.mean): expected the input length asked for"
         )
     };
-    let c = concurrency(v, &at)?;
+    let (c, load) = load(v, &at)?;
     Ok(Profile {
         key: setting_key(v),
-        cell: cell(v, context, c, samples(records)?),
+        cell: cell(v, context, c, load, samples(records)?),
         osl: first_of(v, &OSL).and_then(Value::as_f64),
         duration_s: metric(v, "benchmark_duration", "avg"),
         started_at: v.get("start_time").and_then(Value::as_str).map(str::to_string),
-        model: v.pointer("/input_config/endpoint/model_names/0").and_then(Value::as_str).map(str::to_string),
+        models: model_names(v),
         version: v.get("aiperf_version").and_then(Value::as_str).unwrap_or("unknown").to_string(),
+        load,
         at,
     })
 }
@@ -209,10 +308,13 @@ fn tool_figures(v: &Value) -> Vec<ToolFigure> {
     .collect()
 }
 
-fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
+fn cell(v: &Value, context: u32, c: u32, load: Load, samples: Vec<ReportedSample>) -> Cell {
     let errors = metric(v, "error_request_count", "avg").unwrap_or(0.0) as u64;
     let requests = metric(v, "request_count", "avg").unwrap_or(0.0) as u64 + errors;
-    let warnings = fixed_count::warnings(TOOL, requests, c, errors);
+    let warnings = match load {
+        Load::Seconds(s) => fixed_count::timed_warnings(TOOL, s, requests, c, errors),
+        _ => fixed_count::warnings(TOOL, requests, c, errors),
+    };
     let reported = ReportedFigures {
         total_tps: metric(v, "output_token_throughput", "avg"),
         per_request_tps: metric(v, "output_token_throughput_per_user", "p50"),
@@ -236,6 +338,7 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
 
 /// One setting's profiles as a run; returns the tool version too.
 pub fn convert(group: Vec<Profile>) -> Result<(Converted, String)> {
+    let load = group[0].load;
     let first = group[0].clone();
     let mut cells: Vec<Cell> = Vec::new();
     // Profiles of one setting and concurrency are repetitions of one cell
@@ -254,5 +357,16 @@ pub fn convert(group: Vec<Profile>) -> Result<(Converted, String)> {
     let started_at = group.iter().filter_map(|p| p.started_at.clone()).min();
     let osl = first.osl.unwrap_or(0.0);
     let settings = fixed_count::settings(first.cell.context, &cells, duration, osl.round().max(0.0) as u64);
-    Ok((Converted { settings, cells, model: first.model, started_at, engine: None }, first.version))
+    let model = (!first.models.is_empty()).then(|| first.models.join(", "));
+    let mut notes = vec![notes(load)];
+    if Release::parse(&first.version).is_some_and(|r| r < OLDEST) {
+        notes.push(format!(
+            "AIPerf {} is older than the oldest release whose output was checked here ({OLDEST}); its layout is read as 0.8's.",
+            first.version
+        ));
+    }
+    if first.models.len() > 1 {
+        notes.push(format!("AIPerf sent to {} models in turn ({model}): each cell's figures mix them.", first.models.len(), model = first.models.join(", ")));
+    }
+    Ok((Converted { settings, cells, model, started_at, engine: None, notes }, first.version))
 }

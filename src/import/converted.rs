@@ -12,4 +12,6 @@ pub struct Converted {
     pub started_at: Option<String>,
     /// The engine the sources name, where they do.
     pub engine: Option<String>,
+    /// How the tool measured this run, for its notes (Markdown paragraphs; empty: nothing).
+    pub notes: Vec<String>,
 }

@@ -17,6 +17,20 @@ pub fn warnings(tool: &str, sent: u64, concurrency: u32, failed: u64) -> Vec<War
     out
 }
 
+/// The method's warning of a timed profile (AIPerf `--benchmark-duration`), and the failed
+/// requests if any.
+pub fn timed_warnings(tool: &str, seconds: f64, sent: u64, concurrency: u32, failed: u64) -> Vec<Warning> {
+    let mut out = warnings(tool, sent, concurrency, failed);
+    out[0] = Warning {
+        code: "fixed_duration".into(),
+        message: format!(
+            "{tool} ran for {} s with at most {concurrency} requests at once ({sent} sent): its total tok/s spans the whole run, ramp-up and tail included",
+            crate::units::numbers::decimal1(seconds)
+        ),
+    };
+    out
+}
+
 /// A valid decode cell with the figures as reported.
 pub fn cell(context: u32, concurrency: u32, warnings: Vec<Warning>, reported: ReportedFigures) -> Cell {
     Cell {

@@ -1,6 +1,10 @@
-//! inference-perf (kubernetes-sigs) 0.7 report folders: one `stage_N_lifecycle_metrics.json`
-//! per stage (`load_summary.concurrency`), each a cell of a fixed-count run, with the stage's
-//! requests in `per_request_lifecycle_metrics.json` (in stage order, no stage number).
+//! inference-perf (kubernetes-sigs) report folders of 0.5 on: one
+//! `stage_N_lifecycle_metrics.json` per stage (`load_summary.concurrency`), each a cell of a
+//! fixed-count run, with the stage's requests in `per_request_lifecycle_metrics.json` (in
+//! stage order, no stage number) and the run's configuration in `config.yaml` (the model).
+//! Layouts are told apart by what the files hold: 0.5 counts the prompt as
+//! `successes.prompt_len` and keeps a request's times under `info.response_info`; 0.6 on as
+//! `successes.prompt_tokens` and `info.response_metrics`. No file names the release.
 
 use std::path::Path;
 
@@ -11,6 +15,7 @@ use serde_json::Value;
 
 use super::converted::Converted;
 use super::fixed_count;
+use super::release::{refused, Release};
 use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
 
 pub const TOOL: &str = "inference-perf";
@@ -23,7 +28,19 @@ not a fixed window. Figures are as inference-perf reported them (its times are i
 - **Time between tokens** is `time_per_output_token`: (last token − first token) / (output − 1), our definition; \
 its `inter_token_latency` is every chunk gap pooled and `normalized_time_per_output_token` is latency / output tokens: neither is used.\n\
 - **Per request tok/s** is 1 / median time per output token.\n\
-- The context is `successes.prompt_tokens.mean`, inference-perf's own count of the prompt.\n";
+- The context is `successes.prompt_tokens.mean` (0.5: `successes.prompt_len.mean`), inference-perf's own count of the prompt.\n\
+- The model is `server.model_name` of the report folder's `config.yaml`.\n";
+
+/// The oldest release read.
+pub const OLDEST: Release = Release(0, 5, 0);
+
+/// The prompt's length (0.6 on, then 0.5) and the output's.
+const PROMPT: [&str; 2] = ["/successes/prompt_tokens", "/successes/prompt_len"];
+const OUTPUT: [&str; 2] = ["/successes/output_tokens", "/successes/output_len"];
+
+fn first_dist(v: &Value, ptrs: &[&str], stat: &str) -> Option<f64> {
+    ptrs.iter().find(|p| v.pointer(p).is_some()).and_then(|p| dist(v, p, stat))
+}
 
 fn dist(v: &Value, ptr: &str, stat: &str) -> Option<f64> {
     v.pointer(&format!("{ptr}/{stat}")).and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0)
@@ -44,7 +61,8 @@ struct Record {
 #[derive(Debug, Default, Deserialize)]
 struct RecordInfo {
     input_tokens: Option<u64>,
-    #[serde(default)]
+    /// 0.5 calls it `response_info`.
+    #[serde(default, alias = "response_info")]
     response_metrics: ResponseMetrics,
 }
 
@@ -117,7 +135,7 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
         tbt_p90_ms: ms(dist(v, "/successes/latency/time_per_output_token", "p90")),
         tbt_p99_ms: ms(dist(v, "/successes/latency/time_per_output_token", "p99")),
         completed: Some(ok),
-        output_tokens: dist(v, "/successes/output_tokens", "total").map(|t| t.round() as u64),
+        output_tokens: first_dist(v, &OUTPUT, "total").map(|t| t.round() as u64),
         measured_s: v.get("benchmark_time_seconds").and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0),
         token_source: Some(format!("{TOOL} output_tokens_per_sec")),
         samples,
@@ -143,8 +161,14 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
     fixed_count::cell(context, c, warnings, reported)
 }
 
-/// The stages (each with where it is), in stage order, and the report's per-request records.
-pub fn convert(stages: &[(String, Value)], records: &[ReportedSample]) -> Result<Converted> {
+/// The model a report's `config.yaml` names (`server.model_name`).
+pub fn model_of_config(config: &Value) -> Option<String> {
+    config.pointer("/server/model_name").and_then(Value::as_str).filter(|m| !m.trim().is_empty()).map(str::to_string)
+}
+
+/// The stages (each with where it is), in stage order, the report's per-request records and
+/// its `config.yaml`, if any.
+pub fn convert(stages: &[(String, Value)], records: &[ReportedSample], config: Option<&Value>) -> Result<Converted> {
     let mut cells: Vec<Cell> = Vec::new();
     let mut next_record = 0;
     let mut context = None;
@@ -157,9 +181,18 @@ pub fn convert(stages: &[(String, Value)], records: &[ReportedSample]) -> Result
         else {
             bail!("{at}load_summary.concurrency: expected the stage's concurrency level")
         };
-        let mean = dist(v, "/successes/prompt_tokens", "mean").filter(|m| *m >= 1.0 && *m <= u32::MAX as f64);
+        if !PROMPT.iter().any(|p| v.pointer(p).is_some()) && v.pointer("/successes/count").and_then(Value::as_u64) != Some(0) {
+            return Err(refused(
+                at,
+                TOOL,
+                None,
+                OLDEST,
+                "its successes count the prompt neither as prompt_tokens (0.6 on) nor as prompt_len (0.5)",
+            ));
+        }
+        let mean = first_dist(v, &PROMPT, "mean").filter(|m| *m >= 1.0 && *m <= u32::MAX as f64);
         let Some(ctx) = mean.map(|m| m.round() as u32) else {
-            bail!("{at}successes.prompt_tokens.mean: expected the prompt length")
+            bail!("{at}successes.prompt_tokens.mean (0.5: successes.prompt_len.mean): expected the prompt length")
         };
         let ctx = *context.get_or_insert(ctx);
         if cells.iter().any(|x| x.concurrency == c) {
@@ -172,9 +205,10 @@ pub fn convert(stages: &[(String, Value)], records: &[ReportedSample]) -> Result
         next_record += n;
         cells.push(cell(v, ctx, c, block.to_vec()));
     }
-    let max_output = stages.iter().filter_map(|(_, v)| dist(v, "/successes/output_tokens", "max")).fold(0.0, f64::max);
+    let max_output = stages.iter().filter_map(|(_, v)| first_dist(v, &OUTPUT, "max")).fold(0.0, f64::max);
     let duration =
         stages.iter().filter_map(|(_, v)| v.get("benchmark_time_seconds").and_then(Value::as_f64)).fold(0.0, f64::max);
     let settings = fixed_count::settings(context.unwrap_or(0), &cells, duration, max_output.round().max(0.0) as u64);
-    Ok(Converted { settings, cells, model: None, started_at: None, engine: None })
+    let model = config.and_then(model_of_config);
+    Ok(Converted { settings, cells, model, started_at: None, engine: None, notes: vec![NOTES.to_string()] })
 }

@@ -12,6 +12,7 @@ pub mod fixed_count;
 pub mod guidellm;
 pub mod inference_perf;
 pub mod llm_inference_bench;
+pub mod release;
 pub mod serving;
 pub mod sources;
 
@@ -43,8 +44,6 @@ pub struct ImportSummary {
 struct Imported {
     converted: Converted,
     tool: BenchTool,
-    /// How the tool measures, appended to the run's notes (empty: nothing to add).
-    method_notes: &'static str,
     /// The first source, named in errors.
     source: PathBuf,
 }
@@ -86,7 +85,7 @@ fn convert_found(found: &[Source]) -> Result<Vec<Imported>> {
             .iter()
             .map(|s| {
                 let (converted, tool) = llm_inference_bench::convert(&s.path)?;
-                Ok(Imported { converted, tool, method_notes: "", source: s.path.clone() })
+                Ok(Imported { converted, tool, source: s.path.clone() })
             })
             .collect(),
         Format::Guidellm => found
@@ -96,14 +95,14 @@ fn convert_found(found: &[Source]) -> Result<Vec<Imported>> {
                 let (converted, version) =
                     guidellm::convert(&format::json::parse_lean(&s.path, &s.text()?, guidellm::UNREAD)?, &at)?;
                 let tool = BenchTool { name: guidellm::TOOL.into(), version };
-                Ok(Imported { converted, tool, method_notes: guidellm::NOTES, source: s.path.clone() })
+                Ok(Imported { converted, tool, source: s.path.clone() })
             })
             .collect(),
         Format::Aiperf => aiperf_runs(found),
         Format::InferencePerf => {
-            let converted = inference_perf_run(found)?;
-            let tool = BenchTool { name: inference_perf::TOOL.into(), version: "unknown".into() };
-            Ok(vec![Imported { converted, tool, method_notes: inference_perf::NOTES, source }])
+            let (converted, version) = inference_perf_run(found)?;
+            let tool = BenchTool { name: inference_perf::TOOL.into(), version };
+            Ok(vec![Imported { converted, tool, source }])
         }
         Format::Vllm | Format::Sglang => {
             let tool = found[0].format.serving().expect("vLLM and SGLang are serving formats");
@@ -117,14 +116,10 @@ fn convert_found(found: &[Source]) -> Result<Vec<Imported>> {
             serving::group(tool, results)
                 .iter()
                 .map(|g| {
-                    let converted = serving::convert_group(tool, g)?;
+                    let mut converted = serving::convert_group(tool, g)?;
+                    converted.notes.push(tool.method_notes().to_string());
                     let bench_tool = BenchTool { name: tool.name().into(), version: "unknown".into() };
-                    Ok(Imported {
-                        converted,
-                        tool: bench_tool,
-                        method_notes: tool.method_notes(),
-                        source: source.clone(),
-                    })
+                    Ok(Imported { converted, tool: bench_tool, source: source.clone() })
                 })
                 .collect()
         }
@@ -139,8 +134,9 @@ fn numbered(base: &str, i: usize, many: bool) -> String {
     }
 }
 
-/// inference-perf stages (one report folder: its stages in stage order) as one run.
-fn inference_perf_run(found: &[Source]) -> Result<Converted> {
+/// inference-perf stages (one report folder: its stages in stage order) as one run, with
+/// the release (no file names it).
+fn inference_perf_run(found: &[Source]) -> Result<(Converted, String)> {
     let stage_number = |p: &Path| {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         name.trim_start_matches("stage_").split('_').next().and_then(|n| n.parse::<u32>().ok()).unwrap_or(u32::MAX)
@@ -157,7 +153,14 @@ fn inference_perf_run(found: &[Source]) -> Result<Converted> {
     } else {
         Vec::new()
     };
-    inference_perf::convert(&stages, &records)
+    let config_path = ordered[0].path.with_file_name("config.yaml");
+    let config = if fs::symlink_metadata(&config_path).is_ok() {
+        let text = crate::fsutil::read_data_file(&config_path, 16 << 20)?;
+        Some(format::yaml::parse(&config_path, &text)?)
+    } else {
+        None
+    };
+    Ok((inference_perf::convert(&stages, &records, config.as_ref())?, "unknown".to_string()))
 }
 
 /// AIPerf profiles (with the request records beside each), grouped by setting into runs.
@@ -179,7 +182,7 @@ fn aiperf_runs(found: &[Source]) -> Result<Vec<Imported>> {
         .map(|(_, g)| {
             let (converted, version) = aiperf::convert(g)?;
             let tool = BenchTool { name: aiperf::TOOL.into(), version };
-            Ok(Imported { converted, tool, method_notes: aiperf::NOTES, source: found[0].path.clone() })
+            Ok(Imported { converted, tool, source: found[0].path.clone() })
         })
         .collect()
 }
@@ -196,8 +199,16 @@ fn write_imported(
     facts: &ManifestFacts,
 ) -> Result<ImportSummary> {
     format::ids::check_id("run id", id)?;
-    let Imported { converted, tool, method_notes, source } = run;
-    let Converted { settings, cells, model, started_at, engine } = converted;
+    let Imported { converted, tool, source } = run;
+    let Converted { settings, cells, model, started_at, engine, notes: method_notes } = converted;
+    let mut method_notes = method_notes;
+    if model.is_none() && facts.model_id.is_none() {
+        method_notes.push(format!(
+            "The {} results do not name the model, and none was given (`--model-id`): the run's model is \"unknown\".",
+            tool.name
+        ));
+    }
+    let model_unknown = model.is_none() && facts.model_id.is_none();
     let found = Discovered {
         // A model the sources name counts only when the user gave no --model-id (it is
         // often a local path), and is never stored as the served name.
@@ -226,8 +237,13 @@ fn write_imported(
     for c in &cells {
         writer.cell(c)?;
     }
-    let notes: Vec<&str> =
-        [facts.notes_markdown.as_deref().unwrap_or(""), method_notes].into_iter().filter(|n| !n.is_empty()).collect();
+    if model_unknown {
+        not_told.push("model (the files do not name it; --model-id gives it)");
+    }
+    let notes: Vec<&str> = std::iter::once(facts.notes_markdown.as_deref().unwrap_or(""))
+        .chain(method_notes.iter().map(String::as_str))
+        .filter(|n| !n.is_empty())
+        .collect();
     if !notes.is_empty() {
         writer.notes(&notes.join("\n\n"))?;
     }

@@ -239,7 +239,7 @@ pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Con
     };
     // The run started with its earliest result.
     let date = group.iter().filter_map(|(_, v)| v.get("date").and_then(Value::as_str).and_then(vllm_date)).min();
-    Ok(Converted { settings, cells, model, started_at: date, engine: None })
+    Ok(Converted { settings, cells, model, started_at: date, engine: None, notes: Vec::new() })
 }
 
 /// vLLM's `20261202-172552` as `2026-12-02T17:25:52` (the file gives no time zone).

@@ -94,6 +94,12 @@ pub fn detect(text: &str) -> Option<Format> {
         if p.metadata.as_ref().is_some_and(|m| m.get("guidellm_version").is_some()) && p.benchmarks.is_some() {
             return Some(Format::Guidellm);
         }
+        // guidellm before 0.5 wrote no metadata, only its benchmarks: told by their type, so
+        // that the import refuses it by name rather than as a file of no known format.
+        let generative = |b: &BenchmarkProbe| b.type_.as_deref() == Some("generative_benchmark");
+        if p.metadata.is_none() && p.benchmarks.as_ref().is_some_and(|b| b.first().is_some_and(generative)) {
+            return Some(Format::Guidellm);
+        }
         let loadgen = p.input_config.as_ref().is_some_and(|c| c.get("loadgen").is_some());
         if p.input_config.is_some() && p.output_token_throughput.is_some() && (p.aiperf_version.is_some() || loadgen) {
             return Some(Format::Aiperf);
@@ -121,7 +127,7 @@ pub fn detect(text: &str) -> Option<Format> {
 struct Probe {
     metadata: Option<Value>,
     results: Option<IgnoredAny>,
-    benchmarks: Option<IgnoredAny>,
+    benchmarks: Option<Vec<BenchmarkProbe>>,
     max_concurrency: Option<IgnoredAny>,
     output_throughput: Option<IgnoredAny>,
     endpoint_type: Option<IgnoredAny>,
@@ -135,6 +141,12 @@ struct Probe {
     successes: Option<IgnoredAny>,
     failures: Option<IgnoredAny>,
     load_summary: Option<Value>,
+}
+
+/// A guidellm benchmark's type, the rest skipped.
+#[derive(Debug, serde::Deserialize)]
+struct BenchmarkProbe {
+    type_: Option<String>,
 }
 
 /// A results file given or found. Its text is read when it is imported (`text`), so a sweep

@@ -366,6 +366,7 @@ pub fn convert(path: &Path) -> Result<(Converted, BenchTool)> {
             Some("openai_proxy") | None => None,
             Some(e) => Some(e.to_string()),
         },
+        notes: Vec::new(),
     };
     Ok((converted, BenchTool { name: TOOL.into(), version: md.version.clone() }))
 }

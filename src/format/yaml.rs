@@ -1,0 +1,32 @@
+//! YAML documents other tools write (inference-perf's `config.yaml`), read into the same
+//! `serde_json::Value` the JSON formats are read into. The parser (serde-saphyr) never
+//! panics and bounds what a hostile document may expand to (aliases, depth).
+
+use std::path::Path;
+
+use anyhow::{anyhow, Result};
+use serde_json::Value;
+
+/// Parses `text` (read from `path`) as one YAML document; an error names the file, its line
+/// and column.
+pub fn parse(path: &Path, text: &str) -> Result<Value> {
+    serde_saphyr::from_str::<Value>(text).map_err(|e| {
+        // The error's first line is `line L column C: what`; the rest is a drawing of the place.
+        let first = e.to_string().lines().next().unwrap_or_default().to_string();
+        anyhow!("{}: {first}", path.display())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_document_reads_as_json_values_and_an_error_names_its_place() {
+        let v = parse(Path::new("c.yaml"), "server:\n  model_name: smollm2\n  port: 8000\n").unwrap();
+        assert_eq!(v.pointer("/server/model_name").and_then(Value::as_str), Some("smollm2"));
+        assert_eq!(v.pointer("/server/port").and_then(Value::as_u64), Some(8000));
+        let e = parse(Path::new("c.yaml"), "a: [1, 2\nb: c: d\n").unwrap_err().to_string();
+        assert!(e.starts_with("c.yaml: line 2 column 2:"), "{e}");
+    }
+}
