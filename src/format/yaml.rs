@@ -12,8 +12,9 @@ use serde_json::Value;
 pub fn parse(path: &Path, text: &str) -> Result<Value> {
     serde_saphyr::from_str::<Value>(text).map_err(|e| {
         // The error's first line is `line L column C: what`; the rest is a drawing of the place.
-        let first = e.to_string().lines().next().unwrap_or_default().to_string();
-        anyhow!("{}: {first}", path.display())
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        anyhow!("{}: {}", path.display(), first.strip_prefix("error: ").unwrap_or(first))
     })
 }
 
