@@ -57,7 +57,7 @@ case "$tool" in
     # 0.7 on take `run` with kind= arguments; 0.5 and 0.6 `benchmark run` with flags.
     if "$venv/bin/guidellm" run --help >/dev/null 2>&1; then
       cmd=("$venv/bin/guidellm" run --backend "kind=openai_http,target=$url,model=smollm2"
-        --profile kind=concurrent --override "profile.streams 1,2" --constraint kind=max_requests,count=4
+        --profile kind=concurrent --override profile.streams 1,2 --constraint kind=max_requests,count=4
         --tokenizer "kind=hf_auto,model=$TOKENIZER" --data kind=synthetic_text,prompt_tokens=256,output_tokens=64
         --output "kind=json,path=$out/out/benchmarks.json" --disable-console-interactive)
     else

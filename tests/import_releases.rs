@@ -149,7 +149,23 @@ fn guidellm_before_0_7_4_reads_tokens_over_the_benchmark_and_says_why_its_own_me
         let page = text_of(&ws.read("public/runs/g/index.html"));
         assert!(page.contains("0.7.0 to 0.7.3 take it from the first to the last output token"), "{page}");
     }
-    // From 0.7.4 the mean is over the benchmark and is read as it is.
+    // From 0.7.4 the mean is over the benchmark and is read as it is: 0.7.4 itself
+    // (scripts/peer-fixture.sh against the simulated engine), where it equals output tokens
+    // over the duration, and 0.8.1.
+    let ws = empty_ws();
+    let file = fixture("peer-new/guidellm-0.7.4/out/benchmarks.json");
+    assert_ok(&import(&ws, &[&file], "g"));
+    let raw: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    for (b, c) in raw["benchmarks"].as_array().unwrap().iter().zip([1, 2]) {
+        let cell = json(&ws, &format!("data/runs/g/cells/decode-256-c{c}.json"));
+        assert_eq!(cell["reported"]["token_source"], "guidellm output_tokens_per_second");
+        assert_eq!(cell["reported"]["total_tps"], b["metrics"]["output_tokens_per_second"]["successful"]["mean"]);
+        let over_duration = b["metrics"]["output_token_count"]["successful"]["total_sum"].as_f64().unwrap()
+            / b["duration"].as_f64().unwrap();
+        let read = cell["reported"]["total_tps"].as_f64().unwrap();
+        assert!((read / over_duration - 1.0).abs() < 1e-9, "0.7.4's mean is over the benchmark: {read} {over_duration}");
+    }
+    assert!(!ws.read("data/runs/g/notes.md").contains("0.7.0 to 0.7.3"), "nothing to explain from 0.7.4");
     let ws = empty_ws();
     assert_ok(&import(&ws, &[&fixture("peer/guidellm-0.8.1")], "g"));
     let cell = json(&ws, "data/runs/g/cells/decode-256-c1.json");
