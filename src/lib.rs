@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod bench;
 pub mod format;
+pub mod publish;
 pub mod fsutil;
 pub mod httpserve;
 pub mod import;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::analysis::Comparison;
 use crate::analysis::{self, PreparedRun, RunView, SiteModel};
 use crate::format::{self, DataSet, SiteSettings};
+use crate::publish::Footprint;
 use crate::render::{templates, RenderStats, SitePages};
 use crate::units::InputHash;
 use crate::write::{assets, InPlace, OutputIndex, Siblings, Sink, Staging};
@@ -140,6 +141,8 @@ pub struct BuildReport {
     pub stats: RenderStats,
     pub files: usize,
     pub bytes: u64,
+    /// What the site weighs by section (a build into the output folder measures it).
+    pub footprint: Option<Footprint>,
 }
 
 impl Site {
@@ -250,7 +253,7 @@ impl Site {
             took: t.elapsed(),
             detail: format!("{files} files into {}", self.config.out_dir.display()),
         });
-        Ok(BuildReport { steps, stats, files, bytes })
+        Ok(BuildReport { steps, stats, files, bytes, footprint: None })
     }
 
     /// Analyze and compare: what follows loading, whole or in part.
@@ -343,6 +346,12 @@ impl Site {
         let staging = if reuse == Reuse::Nothing { staging.without_previous() } else { staging };
         let (mut steps, stats, mut cache) = self.render(&staging, &before.hashes())?;
         let (files, bytes) = staging.written();
+        // Before the staged site replaces the published one: a site its host would refuse
+        // is never published (the staging folder goes with `staging`).
+        let t = Instant::now();
+        let footprint = Footprint::measure(staging.path())?;
+        crate::publish::check(&footprint, self.settings.publish.host)?;
+        steps.push(Step { name: "measure", took: t.elapsed(), detail: self.fits(&footprint) });
         let t = Instant::now();
         let digests = staging.commit().with_context(|| format!("publishing {}", self.config.out_dir.display()))?;
         cache.digests = to_hex(digests);
@@ -352,7 +361,17 @@ impl Site {
             took: t.elapsed(),
             detail: format!("{files} files, {} KiB swapped into {}", bytes / 1024, self.config.out_dir.display()),
         });
-        Ok(BuildReport { steps, stats, files, bytes })
+        Ok(BuildReport { steps, stats, files, bytes, footprint: Some(footprint) })
+    }
+
+    /// The measure step's line: the site's weight and whether its host takes it.
+    fn fits(&self, fp: &Footprint) -> String {
+        let host = self.settings.publish.host;
+        let weight = format!("{} files, {}", fp.total.files, crate::publish::bytes_text(fp.total.bytes));
+        match host {
+            format::Host::None => format!("{weight}; no host to check ([publish] host in site.toml)"),
+            _ => format!("{weight}; fits {}", host.name()),
+        }
     }
 
     /// Renders every page into `sink`, nothing kept from a previous build, and writes no
@@ -385,7 +404,7 @@ impl Site {
                 self.config.out_dir.display()
             ),
         });
-        Ok(BuildReport { steps, stats, files, bytes })
+        Ok(BuildReport { steps, stats, files, bytes, footprint: None })
     }
 
     /// Every page and asset into `out`; the steps so far plus render, and the cache for the

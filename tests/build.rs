@@ -385,3 +385,36 @@ fn feeds_and_sitemaps_are_well_formed_whatever_the_names_hold() {
     }
     assert!(ws.read("public/feed.xml").contains("Tiny\u{FFFD}-1B"));
 }
+
+/// `site build` says what the site weighs by section and, with `[publish] host`, that its
+/// host takes it; a host it does not know is refused by name.
+#[test]
+fn a_build_prints_its_weight_by_section_and_checks_the_named_host() {
+    let ws = Workspace::from_fixture("valid/series");
+    let toml = ws.path().join("site.toml");
+    let base = fs::read_to_string(&toml).unwrap();
+    fs::write(&toml, format!("{base}\n[publish]\nhost = \"cloudflare-pages\"\n")).unwrap();
+    let out = ws.site(&["build"]);
+    assert_ok(&out);
+    let said = stdout(&out);
+    assert!(said.contains("; fits cloudflare-pages"), "{said}");
+    let sections: Vec<&str> = said
+        .lines()
+        .skip_while(|l| !l.starts_with("By section:"))
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(sections, ["runs", "cells", "boards", "models,", "site", "assets"], "{said}");
+    // The cells line counts the cell pages the build wrote.
+    let cell_pages = walkdir::WalkDir::new(ws.path().join("public/runs"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file() && e.path().components().any(|c| c.as_os_str() == "cells"))
+        .count();
+    let cells_line = said.lines().find(|l| l.trim_start().starts_with("cells")).unwrap();
+    assert!(cells_line.contains(&format!(" {cell_pages} files ")), "{cells_line} ({cell_pages} cell files)");
+    fs::write(&toml, format!("{base}\n[publish]\nhost = \"geocities\"\n")).unwrap();
+    let out = ws.site(&["build"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("unknown variant `geocities`"), "{}", stderr(&out));
+}

@@ -130,9 +130,13 @@ fn init_makes_a_site_that_builds_and_refuses_a_non_empty_folder() {
     let settings = speed_matrix::format::SiteSettings::load(&dir.join("site.toml")).unwrap();
     assert_eq!(settings.slos().iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["chat", "batch"]);
     assert_eq!(settings.interactivity, [10.0, 20.0, 50.0]);
+    // The workflow publishes to GitHub Pages, so builds are checked against its limits.
+    assert_eq!(settings.publish.host, speed_matrix::format::Host::GithubPages);
     // The new site builds and checks as it is.
     assert_ok(&site_in(&dir, &["check"]));
-    assert_ok(&site_in(&dir, &["build"]));
+    let built = site_in(&dir, &["build"]);
+    assert_ok(&built);
+    assert!(stdout(&built).contains("; fits github-pages"), "{}", stdout(&built));
     assert!(dir.join("public/index.html").is_file());
     // The workflow is YAML whose build job runs the build command and publishes public/.
     let yaml = fs::read_to_string(dir.join(".github/workflows/site.yml")).unwrap();

@@ -34,5 +34,8 @@ pub fn run(args: &BuildArgs) -> Result<()> {
     let report = site.build_with(reuse)?;
     say!("Built {} ({} files) in {:.1} ms", args.out.display(), report.files, t.elapsed().as_secs_f64() * 1000.0);
     say!("{}", format_steps(&report.steps));
+    if let Some(fp) = &report.footprint {
+        say!("By section:\n  {}", fp.lines().join("\n  "));
+    }
     Ok(())
 }

@@ -18,7 +18,7 @@ pub use load::{
     LoadedCell, LoadedRun, PageSource, Skipped,
 };
 pub use model::*;
-pub use settings::SiteSettings;
+pub use settings::{Host, HostLimits, Publish, SiteSettings};
 pub use validate::MAX_REPETITIONS;
 
 /// File and folder names inside a data folder.

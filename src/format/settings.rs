@@ -45,6 +45,71 @@ pub struct SiteSettings {
     /// throughput-against-interactivity curve (the one-number summary).
     #[serde(default = "default_interactivity", deserialize_with = "interactivity_levels")]
     pub interactivity: Vec<f64>,
+    /// Where the site is published (`[publish]`): a build over that host's limits fails.
+    #[serde(default)]
+    pub publish: Publish,
+}
+
+/// `[publish]` in site.toml.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Publish {
+    #[serde(default)]
+    pub host: Host,
+}
+
+/// A static host whose limits a build is checked against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Host {
+    GithubPages,
+    GitlabPages,
+    CloudflarePages,
+    CloudflarePagesPaid,
+    Netlify,
+    /// No host named: nothing is checked.
+    #[default]
+    None,
+}
+
+/// What a host takes; `None`: no such limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostLimits {
+    pub bytes: Option<u64>,
+    pub files: Option<usize>,
+    pub file_bytes: Option<u64>,
+    pub files_per_folder: Option<usize>,
+}
+
+impl Host {
+    /// The name site.toml spells it with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Host::GithubPages => "github-pages",
+            Host::GitlabPages => "gitlab-pages",
+            Host::CloudflarePages => "cloudflare-pages",
+            Host::CloudflarePagesPaid => "cloudflare-pages-paid",
+            Host::Netlify => "netlify",
+            Host::None => "none",
+        }
+    }
+
+    /// The hosts' published limits (late 2026): GitHub Pages 1 GB a site and git's 100 MB a
+    /// file; GitLab Pages 1 GB and 200,000 files; Cloudflare Pages 20,000 files (100,000 on
+    /// a paid plan) and 25 MiB a file; Netlify 54,000 files in one folder.
+    pub fn limits(self) -> HostLimits {
+        const GB: u64 = 1_000_000_000;
+        const MIB: u64 = 1 << 20;
+        let none = HostLimits { bytes: None, files: None, file_bytes: None, files_per_folder: None };
+        match self {
+            Host::GithubPages => HostLimits { bytes: Some(GB), file_bytes: Some(100 * 1_000_000), ..none },
+            Host::GitlabPages => HostLimits { bytes: Some(GB), files: Some(200_000), ..none },
+            Host::CloudflarePages => HostLimits { files: Some(20_000), file_bytes: Some(25 * MIB), ..none },
+            Host::CloudflarePagesPaid => HostLimits { files: Some(100_000), file_bytes: Some(25 * MIB), ..none },
+            Host::Netlify => HostLimits { files_per_folder: Some(54_000), ..none },
+            Host::None => none,
+        }
+    }
 }
 
 /// A service-level objective: what a cell must meet for its concurrency to count as
@@ -256,6 +321,7 @@ impl Default for SiteSettings {
             slo: default_slos(),
             slo_order: Vec::new(),
             interactivity: default_interactivity(),
+            publish: Publish::default(),
         }
     }
 }
