@@ -309,6 +309,7 @@ fn one(dir: &Path) {
     site.fingerprint = Some(fingerprint);
     let report = site.build().unwrap();
     let (cold, cold_files) = (t.elapsed().as_secs_f64(), report.files);
+    let site_weight = report.footprint.as_ref().expect("a build measures its site").total;
     eprintln!("cold build\n{}", format_steps(&report.steps));
     let peak = peak_rss_kib();
     // No change: what `site build` does first.
@@ -329,9 +330,15 @@ fn one(dir: &Path) {
     let read_floor = read_floor(&config.data_dir);
     let floor = write_floor(&config.out_dir);
     let render_only = render_only(&config);
+    let data = files_under(&config.data_dir);
+    let data_bytes: u64 = data.iter().map(|e| e.metadata().map_or(0, |m| m.len())).sum();
     println!(
-        "{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor} {watched_ms} {moved_ms} {render_only} {read_floor}",
-        report.stats.run_pages
+        "{} {cold_files} {cold} {peak} {nochange} {onechange} {serve_ms} {floor} {watched_ms} {moved_ms} {render_only} {read_floor} {} {} {} {}",
+        report.stats.run_pages,
+        site_weight.bytes,
+        site_weight.files,
+        data_bytes,
+        data.len()
     );
 }
 
@@ -545,6 +552,7 @@ fn main() {
         "site serve ms",
         "places move ms"
     );
+    let mut weights = Vec::new();
     for n in ns {
         let dir = tempfile::tempdir().unwrap();
         generate(&dir.path().join("data"), n);
@@ -558,6 +566,7 @@ fn main() {
         let (pages, files, secs, kib, nochange, onechange, serve_ms, floor, watched_ms, moved_ms, render_only) =
             (f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10]);
         let read_floor = f[11];
+        weights.push((n, f[12], f[13], f[14], f[15]));
         println!(
             "{:>6} {:>8} {:>9.2} {:>13.2} {:>14.2} {:>15.2} {:>12.0} {:>9.1} {:>14.3} {:>15.2} {:>12.0} {:>15.0} {:>17.0}",
             n,
@@ -573,6 +582,27 @@ fn main() {
             serve_ms,
             watched_ms,
             moved_ms
+        );
+    }
+    println!();
+    println!("published site and data folder, in all and per run (budget: 100 KB and 5 files a run of site, 300 KB of data)");
+    println!(
+        "{:>6} {:>12} {:>10} {:>12} {:>10} {:>12} {:>10} {:>12} {:>10}",
+        "N", "site MB", "site files", "KB/run", "files/run", "data MB", "data files", "KB/run", "files/run"
+    );
+    for (n, site_bytes, site_files, data_bytes, data_files) in weights {
+        let per = |x: f64| x / n as f64;
+        println!(
+            "{:>6} {:>12.1} {:>10.0} {:>12.1} {:>10.1} {:>12.1} {:>10.0} {:>12.1} {:>10.1}",
+            n,
+            site_bytes / 1e6,
+            site_files,
+            per(site_bytes) / 1e3,
+            per(site_files),
+            data_bytes / 1e6,
+            data_files,
+            per(data_bytes) / 1e3,
+            per(data_files)
         );
     }
 }

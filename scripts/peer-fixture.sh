@@ -30,6 +30,18 @@ if [[ "$tool" != inference-perf && -z "${TOKENIZER:-}" ]]; then
   exit 2
 fi
 
+# AIPerf takes a hub name, never a folder: a local tokenizer folder becomes a one-model hub
+# cache (read offline) under the name local/tokenizer.
+if [[ "$tool" == aiperf && -d "${TOKENIZER:-}" ]]; then
+  hub=$(mktemp -d)
+  commit=$(printf 'a%.0s' $(seq 40)) # the hub names a snapshot by a 40-digit commit
+  mkdir -p "$hub/models--local--tokenizer/snapshots/$commit" "$hub/models--local--tokenizer/refs"
+  cp -r "$TOKENIZER"/. "$hub/models--local--tokenizer/snapshots/$commit/"
+  printf '%s' "$commit" >"$hub/models--local--tokenizer/refs/main"
+  export HF_HUB_CACHE=$hub HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  TOKENIZER=local/tokenizer
+fi
+
 if [[ ! -x "$venv/bin/python" ]]; then
   "$python" -m venv "$venv"
 fi
@@ -90,7 +102,7 @@ EOF
     ;;
 esac
 
-printf '%q ' "${cmd[@]}" | sed "s|$root/||g" >"$out/command.txt"
+printf '%q ' "${cmd[@]}" | sed "s|$venv/bin/||g; s|$out/||g; s|$root/||g" >"$out/command.txt"
 echo >>"$out/command.txt"
 "${cmd[@]}"
 echo "$tool $version: fixture in $out"

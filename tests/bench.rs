@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use common::sim::{bench, cell, SimArgs, FAST};
+use common::sim::{bench, cell, request_rows, SimArgs, FAST};
 use common::*;
 use serde_json::Value;
 
@@ -148,9 +148,7 @@ fn multi_token_chunks_are_counted_from_usage() {
     // Per request: (last - first) / (tokens - 1), where the first chunk already brings 3
     // tokens: the truth for a request of k chunks is (tokens - 1) / ((k - 1) x 10 ms).
     let raw = cell(ws.path(), "mtp", "decode-1024-c2.json");
-    let mut truth: Vec<f64> = raw["measurement"]["requests"]
-        .as_array()
-        .unwrap()
+    let mut truth: Vec<f64> = request_rows(&raw)
         .iter()
         .filter(|r| r["chunks"].as_u64().unwrap() >= 2)
         .map(|r| (r["tokens"].as_f64().unwrap() - 1.0) / ((r["chunks"].as_f64().unwrap() - 1.0) * 0.010))
@@ -159,7 +157,7 @@ fn multi_token_chunks_are_counted_from_usage() {
     let n = truth.len();
     let median = if n % 2 == 1 { truth[n / 2] } else { (truth[n / 2 - 1] + truth[n / 2]) / 2.0 };
     within(f["per_request_tps"].as_f64().unwrap(), median, 0.01, "per request");
-    assert_eq!(raw["measurement"]["requests"][0]["token_source"], "usage");
+    assert_eq!(request_rows(&raw)[0]["token_source"], "usage");
 }
 
 #[test]
@@ -207,7 +205,7 @@ fn usage_only_at_the_end_is_not_credited_to_the_window_it_ends_in() {
     assert_eq!(oc["status"], "over_capacity");
     assert_eq!(oc["over_capacity"]["rule"], "C > parallel slots");
     let raw = cell(ws.path(), "llama", "decode-1024-c2.json");
-    assert_eq!(raw["measurement"]["requests"][0]["token_source"], "chunks_checked_by_final_usage");
+    assert_eq!(request_rows(&raw)[0]["token_source"], "chunks_checked_by_final_usage");
     assert_eq!(raw["measurement"]["gauge_source"], "llamacpp:requests_processing");
     let m: Value =
         serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/llama/run.json")).unwrap()).unwrap();

@@ -699,7 +699,7 @@ fn a_reused_run_id_sends_new_prompts_and_a_cached_prefill_is_flagged() {
 
     let cell = fs::read_to_string(ws.path().join("data/runs/again/cells/prefill-1024.json")).unwrap();
     let cell: serde_json::Value = serde_json::from_str(&cell).unwrap();
-    assert_eq!(cell["measurement"]["requests"][0]["cached_prompt_tokens"], 900);
+    assert_eq!(common::sim::request_rows(&cell)[0]["cached_prompt_tokens"], 900);
     assert_ok(&site_in(ws.path(), &["build"]));
     let page = fs::read_to_string(ws.path().join("public/runs/again/index.html")).unwrap();
     assert!(page.contains("prefix_cache_hit"), "no flag on the run page");

@@ -298,3 +298,25 @@ fn a_format_no_reader_reads_is_refused_by_tool_and_release() {
         assert!(!ws.path().join("data/runs/refused").exists(), "nothing written");
     }
 }
+
+/// A release made into a fixture by `scripts/peer-fixture.sh` against the simulated engine
+/// (AIPerf 0.11, which no shared folder holds) imports with the tool's own figures and model.
+#[test]
+fn a_release_the_fixture_script_wrote_imports_with_the_tools_own_figures() {
+    let ws = empty_ws();
+    let out = fixture("peer-new/aiperf-0.11.0/out");
+    let said = import(&ws, &[&out], "a011");
+    assert_ok(&said);
+    assert!(stdout(&said).contains("Imported AIPerf 0.11.0: 2 cells, contexts 256, concurrency 1,2"), "{}", stdout(&said));
+    assert_eq!(json(&ws, "data/runs/a011/run.json")["model"]["id"], "smollm2");
+    for c in [1, 2] {
+        let profile: Value = serde_json::from_str(
+            &fs::read_to_string(out.join(format!("concurrency_{c}/profile_export_aiperf.json"))).unwrap(),
+        )
+        .unwrap();
+        let rep = json(&ws, &format!("data/runs/a011/cells/decode-256-c{c}.json"))["reported"].clone();
+        assert_eq!(rep["total_tps"], profile["output_token_throughput"]["avg"], "concurrency {c}");
+        assert_eq!(rep["ttft_ms"], profile["time_to_first_token"]["p50"], "concurrency {c}");
+        assert_eq!(rep["tbt_ms"], profile["inter_token_latency"]["p50"], "concurrency {c}");
+    }
+}

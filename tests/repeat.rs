@@ -10,7 +10,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::sim::{bench, cell, SimArgs, SimEngine};
+use common::sim::{bench, cell, request_rows, SimArgs, SimEngine};
 use common::*;
 use serde_json::Value;
 
@@ -29,7 +29,7 @@ fn repetitions_interleave_across_the_matrix_and_resume() {
     assert!(stderr(&out).contains("· rep 2/2"), "{}", stderr(&out));
     let d = ws.path();
     for name in ["prefill-256", "decode-256-c1", "prefill-512", "decode-512-c1"] {
-        assert_eq!(cell(d, "r", &format!("{name}.json"))["schema_version"], 2);
+        assert_eq!(cell(d, "r", &format!("{name}.json"))["schema_version"], speed_matrix::format::SCHEMA_VERSION);
         assert_eq!(cell(d, "r", &format!("{name}-r2.json"))["repetition"], 2);
         assert!(cell(d, "r", &format!("{name}.json")).get("repetition").is_none(), "repetition 1 is implied");
     }
@@ -37,7 +37,7 @@ fn repetitions_interleave_across_the_matrix_and_resume() {
     assert!(mtime(d, "r", "decode-512-c1.json") <= mtime(d, "r", "prefill-256-r2.json"));
     // Prefill: three measured samples (the warm-up is not kept), none served from cache.
     let prefill = cell(d, "r", "prefill-256-r2.json");
-    let requests = prefill["measurement"]["requests"].as_array().unwrap();
+    let requests = request_rows(&prefill);
     assert_eq!(requests.len(), 3);
     for r in requests {
         let ttft = r["first_token_s"].as_f64().unwrap() - r["send_s"].as_f64().unwrap();

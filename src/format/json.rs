@@ -145,9 +145,43 @@ pub fn python_floats_as_null(text: &str) -> String {
 
 /// Serializes `value` as pretty JSON with a trailing newline (the form producers write).
 pub fn to_pretty<T: serde::Serialize>(value: &T) -> String {
-    let mut s = serde_json::to_string_pretty(value).expect("data types always serialize");
+    let value = serde_json::to_value(value).expect("data types always serialize");
+    let mut s = String::new();
+    write_pretty(&value, 0, &mut s);
     s.push('\n');
     s
+}
+
+/// Objects a key a line (as `serde_json::to_string_pretty`), but an array of plain values on
+/// one line: a cell's columns (schema 3) are a line each, not a value a line.
+fn write_pretty(v: &Value, depth: usize, out: &mut String) {
+    let indent = |out: &mut String, d: usize| out.extend(std::iter::repeat_n("  ", d));
+    match v {
+        Value::Object(map) if !map.is_empty() => {
+            out.push_str("{\n");
+            for (i, (k, x)) in map.iter().enumerate() {
+                indent(out, depth + 1);
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                write_pretty(x, depth + 1, out);
+                out.push_str(if i + 1 < map.len() { ",\n" } else { "\n" });
+            }
+            indent(out, depth);
+            out.push('}');
+        }
+        Value::Array(items) if items.iter().any(|x| x.is_object() || x.is_array()) => {
+            out.push_str("[\n");
+            for (i, x) in items.iter().enumerate() {
+                indent(out, depth + 1);
+                write_pretty(x, depth + 1, out);
+                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+            }
+            indent(out, depth);
+            out.push(']');
+        }
+        // Plain values, empty objects and arrays of plain values: on one line.
+        _ => out.push_str(&v.to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -150,6 +150,29 @@ pub fn bench(dir: &Path, url: &str, args: &[&str]) -> Output {
 }
 
 /// A cell file of a run, as JSON.
+/// A cell's request records as one object each, whichever shape the file holds them in
+/// (schema 3: columns, a column of equal values written once and one of absent values left
+/// out; schema 2: a list of records).
+pub fn request_rows(cell: &serde_json::Value) -> Vec<serde_json::Value> {
+    let requests = &cell["measurement"]["requests"];
+    if let Some(rows) = requests.as_array() {
+        return rows.clone();
+    }
+    let table = requests.as_object().expect("requests: columns or a list");
+    let n = table["rows"].as_u64().expect("columns say how many rows") as usize;
+    (0..n)
+        .map(|i| {
+            let row = table
+                .iter()
+                .filter(|(k, _)| k.as_str() != "rows")
+                .map(|(k, col)| (k.clone(), col.as_array().map_or_else(|| col.clone(), |c| c[i].clone())))
+                .filter(|(_, v)| !v.is_null())
+                .collect();
+            serde_json::Value::Object(row)
+        })
+        .collect()
+}
+
 pub fn cell(dir: &Path, run: &str, name: &str) -> serde_json::Value {
     let p = dir.join("data/runs").join(run).join("cells").join(name);
     serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()

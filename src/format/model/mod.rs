@@ -4,9 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod columns;
+
 /// The `schema_version` this build writes. Version 2 added repetitions (a cell's
-/// `repetition`, the settings' `repeat` and `prefill_samples`); it reads 1 and 2.
-pub const SCHEMA_VERSION: u32 = 2;
+/// `repetition`, the settings' `repeat` and `prefill_samples`); version 3 writes a cell's
+/// request records and gauge as columns (`columns`). It reads 1 to 3.
+pub const SCHEMA_VERSION: u32 = 3;
 /// The oldest `schema_version` this build reads (unchanged: a version-1 file is a run of
 /// single measurements).
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -388,9 +391,11 @@ pub struct Measurement {
     /// The fixed-duration window (decode cells); absent for prefill samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<Window>,
+    /// On disk as columns (schema 3) or a list of records (schema 2): `columns`.
+    #[serde(with = "columns::requests")]
     pub requests: Vec<RequestRecord>,
     /// Running-requests gauge, read about once a second (more often in a short window).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "columns::gauge")]
     pub gauge: Vec<GaugeSample>,
     /// Metric the gauge came from (e.g. `vllm:num_requests_running`) or `client_in_flight`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
