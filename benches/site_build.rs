@@ -585,7 +585,9 @@ fn main() {
         );
     }
     println!();
-    println!("published site and data folder, in all and per run (budget: 100 KB and 5 files a run of site, 300 KB of data)");
+    println!(
+        "published site and data folder, in all and per run (budget: 100 KB and 5 files a run of site, 300 KB of data)"
+    );
     println!(
         "{:>6} {:>12} {:>10} {:>12} {:>10} {:>12} {:>10} {:>12} {:>10}",
         "N", "site MB", "site files", "KB/run", "files/run", "data MB", "data files", "KB/run", "files/run"

@@ -8,10 +8,10 @@
 pub mod analysis;
 pub mod bench;
 pub mod format;
-pub mod publish;
 pub mod fsutil;
 pub mod httpserve;
 pub mod import;
+pub mod publish;
 pub mod redact;
 pub mod render;
 pub mod serve;

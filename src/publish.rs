@@ -236,7 +236,10 @@ mod tests {
         // Netlify counts files in one folder: 30,000 run folders hold one file each.
         assert!(over_limits(&fp, Host::Netlify).is_empty());
         let flat: Vec<(String, u64)> = (0..60_000).map(|i| (format!("runs/{i}.json"), 10)).collect();
-        assert_eq!(over_limits(&Footprint::of(&flat), Host::Netlify), ["runs/ holds 60000 files, over its 54000 in one folder"]);
+        assert_eq!(
+            over_limits(&Footprint::of(&flat), Host::Netlify),
+            ["runs/ holds 60000 files, over its 54000 in one folder"]
+        );
         // One file over Cloudflare's 25 MiB.
         let big = Footprint::of(&[("index.js".to_string(), 30 << 20)]);
         assert_eq!(over_limits(&big, Host::CloudflarePages), ["index.js is 30.0 MiB, over its 25.0 MiB a file"]);

@@ -116,7 +116,11 @@ fn every_older_release_imports_with_its_model_and_the_tools_figures() {
         let out = import(&ws, &[&fixture(&format!("peer-old/{}/out", r.folder))], "old");
         assert_ok(&out);
         let said = stdout(&out);
-        assert!(said.contains(&format!("Imported {} {}: 2 cells, contexts 256, concurrency 1,2", r.tool, r.version)), "{}: {said}", r.folder);
+        assert!(
+            said.contains(&format!("Imported {} {}: 2 cells, contexts 256, concurrency 1,2", r.tool, r.version)),
+            "{}: {said}",
+            r.folder
+        );
         assert!(!said.contains("model ("), "{}: the model is in the files: {said}", r.folder);
         let run = json(&ws, "data/runs/old/run.json");
         assert_eq!(run["model"]["id"], "smollm2", "{}", r.folder);
@@ -163,7 +167,10 @@ fn guidellm_before_0_7_4_reads_tokens_over_the_benchmark_and_says_why_its_own_me
         let over_duration = b["metrics"]["output_token_count"]["successful"]["total_sum"].as_f64().unwrap()
             / b["duration"].as_f64().unwrap();
         let read = cell["reported"]["total_tps"].as_f64().unwrap();
-        assert!((read / over_duration - 1.0).abs() < 1e-9, "0.7.4's mean is over the benchmark: {read} {over_duration}");
+        assert!(
+            (read / over_duration - 1.0).abs() < 1e-9,
+            "0.7.4's mean is over the benchmark: {read} {over_duration}"
+        );
     }
     assert!(!ws.read("data/runs/g/notes.md").contains("0.7.0 to 0.7.3"), "nothing to explain from 0.7.4");
     let ws = empty_ws();
@@ -200,9 +207,21 @@ fn profiles_of_different_models_or_endpoints_are_never_merged_as_repetitions() {
     // model (or its endpoint), become two runs of one cell each, never one run with a -r2 cell.
     type Edit = fn(&mut Value);
     let cases: [(&str, Edit, &str); 3] = [
-        ("peer/aiperf-0.13.0/single-c2", |v| v["input_config"]["models"]["items"][0]["name"] = "other-model".into(), "other-model"),
-        ("peer-old/aiperf-0.8.0/out/concurrency_2", |v| v["input_config"]["endpoint"]["model_names"][0] = "other-model".into(), "other-model"),
-        ("peer/aiperf-0.13.0/single-c2", |v| v["input_config"]["endpoint"]["urls"][0] = "http://127.0.0.1:9/".into(), "smollm2"),
+        (
+            "peer/aiperf-0.13.0/single-c2",
+            |v| v["input_config"]["models"]["items"][0]["name"] = "other-model".into(),
+            "other-model",
+        ),
+        (
+            "peer-old/aiperf-0.8.0/out/concurrency_2",
+            |v| v["input_config"]["endpoint"]["model_names"][0] = "other-model".into(),
+            "other-model",
+        ),
+        (
+            "peer/aiperf-0.13.0/single-c2",
+            |v| v["input_config"]["endpoint"]["urls"][0] = "http://127.0.0.1:9/".into(),
+            "smollm2",
+        ),
     ];
     for (source, edit, second_model) in cases {
         let ws = empty_ws();
@@ -213,8 +232,10 @@ fn profiles_of_different_models_or_endpoints_are_never_merged_as_repetitions() {
         assert_ok(&out);
         let said = stdout(&out);
         assert_eq!(said.matches("Imported AIPerf").count(), 2, "{source}: {said}");
-        let models: Vec<String> =
-            ["m-1", "m-2"].iter().map(|id| json(&ws, &format!("data/runs/{id}/run.json"))["model"]["id"].to_string()).collect();
+        let models: Vec<String> = ["m-1", "m-2"]
+            .iter()
+            .map(|id| json(&ws, &format!("data/runs/{id}/run.json"))["model"]["id"].to_string())
+            .collect();
         assert_eq!(models, ["\"smollm2\"".to_string(), format!("\"{second_model}\"")], "{source}");
         for id in ["m-1", "m-2"] {
             let cells: Vec<String> = fs::read_dir(ws.path().join(format!("data/runs/{id}/cells")))
@@ -235,7 +256,11 @@ fn a_run_whose_model_the_files_do_not_name_says_so_at_import_and_on_its_page() {
     });
     let out = import(&ws, &[&dir], "nameless");
     assert_ok(&out);
-    assert!(stdout(&out).contains("not in the files: model (the files do not name it; --model-id gives it)"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("not in the files: model (the files do not name it; --model-id gives it)"),
+        "{}",
+        stdout(&out)
+    );
     assert_eq!(json(&ws, "data/runs/nameless/run.json")["model"]["id"], "unknown");
     assert_ok(&ws.site(&["build"]));
     let page = text_of(&ws.read("public/runs/nameless/index.html"));
@@ -265,7 +290,8 @@ fn a_format_no_reader_reads_is_refused_by_tool_and_release() {
     });
     // guidellm: metadata of a release, neither `args` (format 1) nor `config` (format 2).
     let guidellm = ws.path().join("benchmarks.json");
-    let mut g: Value = serde_json::from_str(&fs::read_to_string(fixture("peer/guidellm-0.8.1/benchmarks.json")).unwrap()).unwrap();
+    let mut g: Value =
+        serde_json::from_str(&fs::read_to_string(fixture("peer/guidellm-0.8.1/benchmarks.json")).unwrap()).unwrap();
     g.as_object_mut().unwrap().remove("config");
     g["metadata"]["guidellm_version"] = "0.4.9".into();
     fs::write(&guidellm, serde_json::to_string(&g).unwrap()).unwrap();
@@ -307,7 +333,11 @@ fn a_release_the_fixture_script_wrote_imports_with_the_tools_own_figures() {
     let out = fixture("peer-new/aiperf-0.11.0/out");
     let said = import(&ws, &[&out], "a011");
     assert_ok(&said);
-    assert!(stdout(&said).contains("Imported AIPerf 0.11.0: 2 cells, contexts 256, concurrency 1,2"), "{}", stdout(&said));
+    assert!(
+        stdout(&said).contains("Imported AIPerf 0.11.0: 2 cells, contexts 256, concurrency 1,2"),
+        "{}",
+        stdout(&said)
+    );
     assert_eq!(json(&ws, "data/runs/a011/run.json")["model"]["id"], "smollm2");
     for c in [1, 2] {
         let profile: Value = serde_json::from_str(

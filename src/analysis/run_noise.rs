@@ -80,7 +80,6 @@ impl RunNoise {
     pub fn headline_pct(&self) -> f64 {
         self.of(Metric::TotalTps).map_or(self.assumed_pct, |f| f.pct)
     }
-
 }
 
 /// Evidence of one figure kind: the sum over cells of (k - 1) x between-run variance, and

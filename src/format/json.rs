@@ -145,48 +145,58 @@ pub fn python_floats_as_null(text: &str) -> String {
 
 /// Serializes `value` as pretty JSON with a trailing newline (the form producers write).
 pub fn to_pretty<T: serde::Serialize>(value: &T) -> String {
-    let value = serde_json::to_value(value).expect("data types always serialize");
-    let mut s = String::new();
-    write_pretty(&value, 0, &mut s);
+    let pretty = serde_json::to_string_pretty(value).expect("data types always serialize");
+    let mut s = inline_plain_arrays(&pretty);
     s.push('\n');
     s
 }
 
-/// Objects a key a line (as `serde_json::to_string_pretty`), but an array of plain values on
-/// one line: a cell's columns (schema 3) are a line each, not a value a line.
-fn write_pretty(v: &Value, depth: usize, out: &mut String) {
-    let indent = |out: &mut String, d: usize| out.extend(std::iter::repeat_n("  ", d));
-    match v {
-        Value::Object(map) if !map.is_empty() => {
-            out.push_str("{\n");
-            for (i, (k, x)) in map.iter().enumerate() {
-                indent(out, depth + 1);
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push_str(": ");
-                write_pretty(x, depth + 1, out);
-                out.push_str(if i + 1 < map.len() { ",\n" } else { "\n" });
+/// `serde_json`'s pretty text with every array of plain values (numbers, strings, booleans,
+/// nulls) on one line: a cell's columns (schema 3) are a line each, not a value a line.
+/// Pretty output puts one value a line and escapes newlines inside strings, so a line that
+/// ends in `[` opens an array, and an item line that starts with neither `{` nor `[` is a
+/// plain value.
+fn inline_plain_arrays(pretty: &str) -> String {
+    let lines: Vec<&str> = pretty.lines().collect();
+    let mut out = String::with_capacity(pretty.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line.ends_with('[') {
+            let items: Vec<&str> =
+                lines[i + 1..].iter().map(|l| l.trim()).take_while(|l| !(*l == "]" || *l == "],")).collect();
+            let close = lines.get(i + 1 + items.len()).map(|l| l.trim());
+            if close.is_some() && items.iter().all(|l| !(l.starts_with('{') || l.starts_with('['))) {
+                out.push_str(line);
+                out.push_str(&items.concat());
+                out.push_str(close.unwrap_or("]"));
+                out.push('\n');
+                i += items.len() + 2;
+                continue;
             }
-            indent(out, depth);
-            out.push('}');
         }
-        Value::Array(items) if items.iter().any(|x| x.is_object() || x.is_array()) => {
-            out.push_str("[\n");
-            for (i, x) in items.iter().enumerate() {
-                indent(out, depth + 1);
-                write_pretty(x, depth + 1, out);
-                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
-            }
-            indent(out, depth);
-            out.push(']');
-        }
-        // Plain values, empty objects and arrays of plain values: on one line.
-        _ => out.push_str(&v.to_string()),
+        out.push_str(line);
+        out.push('\n');
+        i += 1;
     }
+    out.pop();
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arrays_of_plain_values_go_on_one_line_and_the_rest_stays_pretty() {
+        let v = serde_json::json!({"b": [1, 2.5, null], "a": [{"x": ["[", "]"]}], "e": [], "s": "ends with ["});
+        let text = to_pretty(&v);
+        assert_eq!(
+            text,
+            "{\n  \"a\": [\n    {\n      \"x\": [\"[\",\"]\"]\n    }\n  ],\n  \"b\": [1,2.5,null],\n  \"e\": [],\n  \"s\": \"ends with [\"\n}\n"
+        );
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), v);
+    }
 
     #[test]
     fn python_floats_become_null_and_errors_keep_their_place() {

@@ -6,12 +6,12 @@
 pub mod facts;
 pub mod ids;
 pub mod json;
-pub mod yaml;
 pub mod load;
 pub mod model;
 pub mod settings;
 pub mod validate;
 pub mod writer;
+pub mod yaml;
 
 pub use load::{
     check_comparison_runs, find_run, load_data_dir, load_data_dir_with, load_run, load_run_dir, runs_beside, DataSet,

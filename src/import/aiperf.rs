@@ -28,7 +28,10 @@ pub const OLDEST: Release = Release(0, 8, 0);
 
 /// How the run's notes begin: how its profiles were bounded (`load_sentence`), then `NOTES`.
 pub fn notes(load: Load) -> String {
-    format!("## How AIPerf measured\n\nEach cell is one AIPerf profile with a `concurrency` phase: {}. {NOTES}", load.sentence())
+    format!(
+        "## How AIPerf measured\n\nEach cell is one AIPerf profile with a `concurrency` phase: {}. {NOTES}",
+        load.sentence()
+    )
 }
 
 const NOTES: &str = "Figures are as AIPerf reported them:\n\n\
@@ -55,9 +58,16 @@ pub enum Load {
 impl Load {
     fn sentence(self) -> String {
         match self {
-            Load::Requests(n) => format!("a fixed number of requests ({n}) with at most that many in flight, not a fixed window"),
-            Load::Seconds(s) => format!("a fixed duration ({} s) with at most that many in flight, not a fixed number of requests", crate::units::numbers::decimal1(s)),
-            Load::Unstated => "at most that many requests in flight, bounded by a count or a duration the file does not record".into(),
+            Load::Requests(n) => {
+                format!("a fixed number of requests ({n}) with at most that many in flight, not a fixed window")
+            }
+            Load::Seconds(s) => format!(
+                "a fixed duration ({} s) with at most that many in flight, not a fixed number of requests",
+                crate::units::numbers::decimal1(s)
+            ),
+            Load::Unstated => {
+                "at most that many requests in flight, bounded by a count or a duration the file does not record".into()
+            }
         }
     }
 }
@@ -144,7 +154,9 @@ fn load(v: &Value, at: &str) -> Result<(u32, Load)> {
         Layout::Loadgen(l) => {
             (l.get("concurrency"), "loadgen.concurrency", l.get("request_count"), l.get("benchmark_duration"))
         }
-        Layout::Phases(p) => (p.get("concurrency"), "phases[profiling].concurrency", p.get("requests"), p.get("duration")),
+        Layout::Phases(p) => {
+            (p.get("concurrency"), "phases[profiling].concurrency", p.get("requests"), p.get("duration"))
+        }
     };
     let Some(c) = c.and_then(Value::as_u64).and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0) else {
         bail!("{at}input_config.{field}: expected the concurrency, a whole number above 0")
@@ -366,7 +378,11 @@ pub fn convert(group: Vec<Profile>) -> Result<(Converted, String)> {
         ));
     }
     if first.models.len() > 1 {
-        notes.push(format!("AIPerf sent to {} models in turn ({model}): each cell's figures mix them.", first.models.len(), model = first.models.join(", ")));
+        notes.push(format!(
+            "AIPerf sent to {} models in turn ({model}): each cell's figures mix them.",
+            first.models.len(),
+            model = first.models.join(", ")
+        ));
     }
     Ok((Converted { settings, cells, model, started_at, engine: None, notes }, first.version))
 }

@@ -142,7 +142,9 @@ fn cell(b: &Value, context: u32, concurrency: u32, rate: OutputRate) -> Cell {
             ToolFigure::of("requests_per_second.mean", stat(b, "requests_per_second", "/mean"), "req/s"),
             ToolFigure::of(
                 "output_tokens_per_second.mean",
-                (rate == OutputRate::TokensOverDuration).then(|| stat(b, "output_tokens_per_second", "/mean")).flatten(),
+                (rate == OutputRate::TokensOverDuration)
+                    .then(|| stat(b, "output_tokens_per_second", "/mean"))
+                    .flatten(),
                 "tok/s",
             ),
         ]
@@ -179,7 +181,10 @@ fn asked_v2(v: &Value, at: &str) -> Result<Asked> {
 fn asked_v1(v: &Value, at: &str) -> Result<Asked> {
     let data = v.pointer("/args/data/0").and_then(Value::as_str).unwrap_or("");
     let field = |name: &str| {
-        data.split(',').filter_map(|kv| kv.split_once('=')).find(|(k, _)| k.trim() == name).and_then(|(_, n)| n.trim().parse::<u64>().ok())
+        data.split(',')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| k.trim() == name)
+            .and_then(|(_, n)| n.trim().parse::<u64>().ok())
     };
     let Some(context) = field("prompt_tokens").and_then(|n| u32::try_from(n).ok()).filter(|c| *c > 0) else {
         bail!("{at}args.data[0]: expected synthetic data of a prompt length (\"prompt_tokens=N,...\"), found {data:?}")
@@ -201,7 +206,13 @@ pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
     } else if v.get("args").is_some() {
         asked_v1(v, at)?
     } else {
-        return Err(refused(at, TOOL, named, OLDEST, "it has neither the args of format version 1 nor the config of version 2"));
+        return Err(refused(
+            at,
+            TOOL,
+            named,
+            OLDEST,
+            "it has neither the args of format version 1 nor the config of version 2",
+        ));
     };
     let rate = OutputRate::of(&version);
     let Some(benchmarks) = v.get("benchmarks").and_then(Value::as_array).filter(|b| !b.is_empty()) else {

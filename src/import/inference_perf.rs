@@ -181,7 +181,9 @@ pub fn convert(stages: &[(String, Value)], records: &[ReportedSample], config: O
         else {
             bail!("{at}load_summary.concurrency: expected the stage's concurrency level")
         };
-        if !PROMPT.iter().any(|p| v.pointer(p).is_some()) && v.pointer("/successes/count").and_then(Value::as_u64) != Some(0) {
+        if !PROMPT.iter().any(|p| v.pointer(p).is_some())
+            && v.pointer("/successes/count").and_then(Value::as_u64) != Some(0)
+        {
             return Err(refused(
                 at,
                 TOOL,

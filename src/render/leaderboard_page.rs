@@ -12,9 +12,9 @@ use serde::Serialize;
 use super::cached::{render_pages, CachedPages, Unit};
 use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::CsvWriter;
-use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
 use crate::analysis::metric::Metric;
 use crate::analysis::run_noise::{NoiseBasis, RunNoise};
+use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
 use crate::units::numbers::{self, context_label, context_slug};
 use crate::units::InputHash;
 use crate::write::Sink;
@@ -134,7 +134,11 @@ impl CachedPages for Boards<'_> {
         let unit = |b: &Leaderboard| {
             let dir = format!("leaderboards/{}", board_slug(b.key));
             let files = vec![format!("{dir}/board.csv"), format!("{dir}/index.html")];
-            Unit::page(dir, board_hash(b, &self.listed, self.frame, &places_noise(&self.site.board_noise, b.key)), files)
+            Unit::page(
+                dir,
+                board_hash(b, &self.listed, self.frame, &places_noise(&self.site.board_noise, b.key)),
+                files,
+            )
         };
         self.site.leaderboards.par_iter().map(unit).collect()
     }

@@ -91,9 +91,8 @@ struct RequestColumns {
 impl RequestColumns {
     fn of(records: &[RequestRecord]) -> RequestColumns {
         let col = |f: &dyn Fn(&RequestRecord) -> f64| Column::of(records.iter().map(|r| us(f(r))).collect());
-        let opt = |f: &dyn Fn(&RequestRecord) -> Option<f64>| {
-            Column::of(records.iter().map(|r| f(r).map(us)).collect())
-        };
+        let opt =
+            |f: &dyn Fn(&RequestRecord) -> Option<f64>| Column::of(records.iter().map(|r| f(r).map(us)).collect());
         macro_rules! plain {
             ($field:ident) => {
                 Column::of(records.iter().map(|r| r.$field.clone()).collect())
@@ -180,7 +179,9 @@ impl GaugeColumns {
         self.t_s.check(n, "t_s")?;
         self.running.check(n, "running")?;
         self.waiting.check(n, "waiting")?;
-        Ok((0..n).map(|i| GaugeSample { t_s: self.t_s.at(i), running: self.running.at(i), waiting: self.waiting.at(i) }).collect())
+        Ok((0..n)
+            .map(|i| GaugeSample { t_s: self.t_s.at(i), running: self.running.at(i), waiting: self.waiting.at(i) })
+            .collect())
     }
 }
 
