@@ -124,21 +124,46 @@ pub fn leaderboards(runs: &[RunView]) -> Vec<Leaderboard> {
 /// two runs of one configuration differ by more than their repetitions say, so a place is
 /// only given where the difference beats that too.
 pub fn ranked(boards: Vec<Leaderboard>, noise: &RunNoise) -> Vec<Leaderboard> {
+    ranked_where(boards, noise, |_| true)
+}
+
+/// `ranked` for the boards in `touched` only; the others keep their places (a mend whose
+/// noise is the one they were numbered with).
+pub fn ranked_only(
+    boards: Vec<Leaderboard>,
+    noise: &RunNoise,
+    touched: &rustc_hash::FxHashSet<BoardKey>,
+) -> Vec<Leaderboard> {
+    ranked_where(boards, noise, |key| touched.contains(key))
+}
+
+fn ranked_where(
+    boards: Vec<Leaderboard>,
+    noise: &RunNoise,
+    due: impl Fn(&BoardKey) -> bool + Sync,
+) -> Vec<Leaderboard> {
     let sd = |m: Metric| noise.of(m).map_or(0.0, |f| f.var_log.sqrt());
     let (prefill, decode) = (sd(Metric::PromptTps), sd(Metric::TotalTps));
     boards
         .into_par_iter()
         .map(|b| {
+            if !due(&b.key) {
+                return b;
+            }
             let sd = if matches!(b.key, BoardKey::Prefill { .. }) { prefill } else { decode };
             rank(b, sd)
         })
         .collect()
 }
 
-/// `leaderboards(runs)` (unranked: `ranked` places them) from the boards made before the runs at `changed` (sorted indexes)
+/// `leaderboards(runs)` (unranked: `ranked` places them), and the boards it touched, from the boards made before the runs at `changed` (sorted indexes)
 /// changed: their entries are taken out everywhere and put back from their cells; only the
 /// boards they were or are on are ranked again. The runs themselves (ids, order) are the same.
-pub fn mend(boards: Vec<Leaderboard>, runs: &[RunView], changed: &[usize]) -> Vec<Leaderboard> {
+pub fn mend(
+    boards: Vec<Leaderboard>,
+    runs: &[RunView],
+    changed: &[usize],
+) -> (Vec<Leaderboard>, rustc_hash::FxHashSet<BoardKey>) {
     let is_changed = |run: usize| changed.binary_search(&run).is_ok();
     let mut fresh = Boards::default();
     for &i in changed {
@@ -158,7 +183,7 @@ pub fn mend(boards: Vec<Leaderboard>, runs: &[RunView], changed: &[usize]) -> Ve
     boards.retain(|_, b| !b.ranked.is_empty() || !b.unranked.is_empty());
     let mut boards: Vec<Leaderboard> = boards.into_values().collect();
     boards.sort_unstable_by_key(|b| b.key);
-    boards
+    let boards = boards
         .into_par_iter()
         .map(|mut b| {
             if touched.contains(&b.key) {
@@ -166,7 +191,8 @@ pub fn mend(boards: Vec<Leaderboard>, runs: &[RunView], changed: &[usize]) -> Ve
             }
             b
         })
-        .collect()
+        .collect();
+    (boards, touched)
 }
 
 type Boards = rustc_hash::FxHashMap<BoardKey, Leaderboard>;

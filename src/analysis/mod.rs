@@ -127,7 +127,7 @@ pub fn analyze(runs: Vec<PreparedRun>, settings: &SiteSettings) -> SiteModel {
         || rayon::join(|| paretos(&runs, &models, settings), || series::series(&runs, &capacity, settings)),
     );
     let grouped = Grouped { runs, models, hardware, engines };
-    assembled(grouped, AcrossRuns { leaderboards, tools, paretos, series }, capacity, settings)
+    assembled(grouped, AcrossRuns { leaderboards, tools, paretos, series, places: Places::All }, capacity, settings)
 }
 
 /// Runs `a` and `b` of the model compared, with their capacity under the site's SLOs.
@@ -185,6 +185,7 @@ pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settin
         hardware,
         engines,
         leaderboards,
+        board_noise: old_board_noise,
         paretos: old_paretos,
         series: old_series,
         ..
@@ -234,12 +235,14 @@ pub fn reanalyze(previous: SiteModel, changed: Vec<(usize, PreparedRun)>, settin
             series::series(&runs, &capacity, settings)
         }
     };
-    let ((leaderboards, tools), (paretos, series)) = rayon::join(
+    let ((mended, tools), (paretos, series)) = rayon::join(
         || (leaderboard::mend(leaderboards, &runs, &indices), tools::tools(&runs)),
         || rayon::join(mended_paretos, mended_series),
     );
+    let (leaderboards, touched) = mended;
     let grouped = Grouped { runs, models, hardware, engines };
-    assembled(grouped, AcrossRuns { leaderboards, tools, paretos, series }, capacity, settings)
+    let places = Places::Mend { touched, noise: old_board_noise };
+    assembled(grouped, AcrossRuns { leaderboards, tools, paretos, series, places }, capacity, settings)
 }
 
 /// The views across runs that `analyze` makes whole and `reanalyze` mends.
@@ -248,6 +251,16 @@ struct AcrossRuns {
     tools: Vec<tools::ToolsView>,
     paretos: Vec<ParetoView>,
     series: Vec<SeriesView>,
+    places: Places,
+}
+
+/// Which boards' places `assembled` numbers once the site's run-to-run noise is known.
+enum Places {
+    /// Every board (a whole analysis).
+    All,
+    /// The boards a mend touched, if the noise the places allow for is the one the previous
+    /// model's were numbered with; else every board.
+    Mend { touched: rustc_hash::FxHashSet<BoardKey>, noise: run_noise::RunNoise },
 }
 
 /// The model from the grouped runs, their views and capacity: what `analyze` and
@@ -260,12 +273,17 @@ fn assembled(
     settings: &SiteSettings,
 ) -> SiteModel {
     let Grouped { runs, models, hardware, engines } = grouped;
-    let AcrossRuns { leaderboards, tools, paretos, series } = views;
+    let AcrossRuns { leaderboards, tools, paretos, series, places } = views;
     let (targets, best) = capacity_views(&capacity, &models, settings);
     let siblings = series::siblings(&runs);
     let noise = run_noise::SiteNoise::new(&runs, &siblings);
     let board_noise = noise.site_wide(settings.change_noise_pct);
-    let leaderboards = leaderboard::ranked(leaderboards, &board_noise);
+    let leaderboards = match places {
+        Places::Mend { touched, noise } if noise == board_noise => {
+            leaderboard::ranked_only(leaderboards, &board_noise, &touched)
+        }
+        _ => leaderboard::ranked(leaderboards, &board_noise),
+    };
     SiteModel {
         runs,
         models,
