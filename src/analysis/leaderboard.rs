@@ -236,7 +236,7 @@ const PLACE_Z: f64 = 1.959_963_984_540_054 / std::f64::consts::SQRT_2;
 /// An entry's interval with the run-to-run noise `run_sd` (log scale) added in quadrature to
 /// its repetitions' interval, on the log scale around its score.
 fn widened(e: &BoardEntry, run_sd: f64) -> (f64, f64) {
-    if !(e.score > 0.0) {
+    if !e.score.is_finite() || e.score <= 0.0 {
         return (e.lo, e.hi);
     }
     let extra = PLACE_Z * run_sd;
