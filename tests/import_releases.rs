@@ -247,6 +247,26 @@ fn profiles_of_different_models_or_endpoints_are_never_merged_as_repetitions() {
     }
 }
 
+/// Two inference-perf report folders imported at once are two runs, never one run whose
+/// cells mix their models.
+#[test]
+fn two_inference_perf_reports_are_two_runs() {
+    let ws = empty_ws();
+    let (a, b) = (ws.path().join("a"), ws.path().join("b"));
+    copy_dir(&fixture("peer-old/inference-perf-0.5.0/out"), &a);
+    copy_dir(&fixture("peer/inference-perf-0.7.0"), &b);
+    let config = b.join("config.yaml");
+    let text = fs::read_to_string(&config).unwrap();
+    fs::write(&config, text.replace("model_name: smollm2", "model_name: other-model")).unwrap();
+    let out = import(&ws, &[&a, &b], "ip");
+    assert_ok(&out);
+    assert_eq!(stdout(&out).matches("Imported inference-perf").count(), 2, "{}", stdout(&out));
+    let model = |id: &str| json(&ws, &format!("data/runs/{id}/run.json"))["model"]["id"].clone();
+    assert_eq!((model("ip-1"), model("ip-2")), ("smollm2".into(), "other-model".into()));
+    let cells = |id: &str| fs::read_dir(ws.path().join(format!("data/runs/{id}/cells"))).unwrap().count();
+    assert_eq!((cells("ip-1"), cells("ip-2")), (2, 3));
+}
+
 #[test]
 fn a_run_whose_model_the_files_do_not_name_says_so_at_import_and_on_its_page() {
     let ws = empty_ws();

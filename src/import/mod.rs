@@ -99,10 +99,26 @@ fn convert_found(found: &[Source]) -> Result<Vec<Imported>> {
             })
             .collect(),
         Format::Aiperf => aiperf_runs(found),
+        // One report folder is one run: the stages of two folders (another model, another
+        // load) are never one run's cells.
         Format::InferencePerf => {
-            let (converted, version) = inference_perf_run(found)?;
-            let tool = BenchTool { name: inference_perf::TOOL.into(), version };
-            Ok(vec![Imported { converted, tool, source }])
+            let mut folders: Vec<(Option<&Path>, Vec<&Source>)> = Vec::new();
+            for s in found {
+                let folder = s.path.parent();
+                match folders.iter_mut().find(|(f, _)| *f == folder) {
+                    Some((_, stages)) => stages.push(s),
+                    None => folders.push((folder, vec![s])),
+                }
+            }
+            folders.sort_by(|a, b| a.0.cmp(&b.0));
+            folders
+                .into_iter()
+                .map(|(_, stages)| {
+                    let (converted, version) = inference_perf_run(&stages)?;
+                    let tool = BenchTool { name: inference_perf::TOOL.into(), version };
+                    Ok(Imported { converted, tool, source: stages[0].path.clone() })
+                })
+                .collect()
         }
         Format::Vllm | Format::Sglang => {
             let tool = found[0].format.serving().expect("vLLM and SGLang are serving formats");
@@ -136,13 +152,13 @@ fn numbered(base: &str, i: usize, many: bool) -> String {
 
 /// inference-perf stages (one report folder: its stages in stage order) as one run, with
 /// the release (no file names it).
-fn inference_perf_run(found: &[Source]) -> Result<(Converted, String)> {
+fn inference_perf_run(found: &[&Source]) -> Result<(Converted, String)> {
     let stage_number = |p: &Path| {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         name.trim_start_matches("stage_").split('_').next().and_then(|n| n.parse::<u32>().ok()).unwrap_or(u32::MAX)
     };
-    let mut ordered: Vec<&Source> = found.iter().collect();
-    ordered.sort_by_key(|s| (s.path.parent().map(Path::to_path_buf), stage_number(&s.path)));
+    let mut ordered: Vec<&Source> = found.to_vec();
+    ordered.sort_by_key(|s| stage_number(&s.path));
     let mut stages = Vec::new();
     for s in &ordered {
         stages.push((format!("{}: ", s.path.display()), format::json::parse_lean(&s.path, &s.text()?, &[])?));
