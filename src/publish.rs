@@ -143,6 +143,24 @@ impl Footprint {
     }
 }
 
+impl Footprint {
+    /// The largest file and page, and the fullest folder, in one line: what a host's
+    /// per-file and per-folder limits read.
+    pub fn extremes(&self) -> String {
+        let file =
+            |f: &Option<(String, u64)>| f.as_ref().map_or("none".into(), |(p, b)| format!("{p} ({})", bytes_text(*b)));
+        let folder = self
+            .fullest_folder
+            .as_ref()
+            .map_or("none".into(), |(p, n)| format!("{p} ({n} {})", if *n == 1 { "file" } else { "files" }));
+        format!(
+            "Largest file: {}; largest page: {}; fullest folder: {folder}",
+            file(&self.largest_file),
+            file(&self.largest_page)
+        )
+    }
+}
+
 /// Bytes as a reader says them: `517 KiB`, `1.9 MiB`, `1.02 GB` (hosts state their limits
 /// in decimal gigabytes).
 pub fn bytes_text(b: u64) -> String {
@@ -243,6 +261,10 @@ mod tests {
         // One file over Cloudflare's 25 MiB.
         let big = Footprint::of(&[("index.js".to_string(), 30 << 20)]);
         assert_eq!(over_limits(&big, Host::CloudflarePages), ["index.js is 30.0 MiB, over its 25.0 MiB a file"]);
+        assert_eq!(
+            fp.extremes(),
+            "Largest file: runs/r0/index.html (40 KiB); largest page: runs/r0/index.html (40 KiB); fullest folder: runs/r0/ (1 file)"
+        );
         let e = check(&fp, Host::GithubPages).unwrap_err().to_string();
         assert!(e.starts_with("the site does not fit github-pages"), "{e}");
         assert!(e.contains("The heaviest part is runs (30000 files, 1.20 GB)"), "{e}");

@@ -402,6 +402,7 @@ fn a_build_prints_its_weight_by_section_and_checks_the_named_host() {
         .lines()
         .skip_while(|l| !l.starts_with("By section:"))
         .skip(1)
+        .take_while(|l| l.starts_with("  "))
         .map(|l| l.split_whitespace().next().unwrap_or(""))
         .collect();
     assert_eq!(sections, ["runs", "cells", "boards", "models,", "site", "assets"], "{said}");
@@ -413,6 +414,7 @@ fn a_build_prints_its_weight_by_section_and_checks_the_named_host() {
         .count();
     let cells_line = said.lines().find(|l| l.trim_start().starts_with("cells")).unwrap();
     assert!(cells_line.contains(&format!(" {cell_pages} files ")), "{cells_line} ({cell_pages} cell files)");
+    assert!(said.contains("Largest file: "), "{said}");
     fs::write(&toml, format!("{base}\n[publish]\nhost = \"geocities\"\n")).unwrap();
     let out = ws.site(&["build"]);
     assert_eq!(out.status.code(), Some(1));

@@ -36,6 +36,7 @@ pub fn run(args: &BuildArgs) -> Result<()> {
     say!("{}", format_steps(&report.steps));
     if let Some(fp) = &report.footprint {
         say!("By section:\n  {}", fp.lines().join("\n  "));
+        say!("{}", fp.extremes());
     }
     Ok(())
 }
