@@ -1,12 +1,11 @@
 //! What a built site weighs, by section, and whether the host it is published on takes it
-//! (`[publish] host` in site.toml): checked on the staged folder before it replaces the
-//! published one, so a build over a host's limits fails here, with the numbers, instead of
+//! (`[publish] host` in site.toml): checked on the staged folder's files (as the build
+//! wrote or kept them) before it replaces the published one, so a build over a host's limits fails here, with the numbers, instead of
 //! at deploy time.
 
 use std::collections::HashMap;
-use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::format::{Host, HostLimits};
 use crate::units::numbers;
@@ -87,22 +86,6 @@ pub struct Footprint {
 }
 
 impl Footprint {
-    /// Every file under `root` (symlinks are not followed: a build writes none).
-    pub fn measure(root: &Path) -> Result<Footprint> {
-        let mut files = Vec::new();
-        for entry in walkdir::WalkDir::new(root).follow_links(false) {
-            let entry = entry.with_context(|| format!("measuring {}", root.display()))?;
-            if !entry.file_type().is_file() {
-                continue;
-            }
-            let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
-            let rel = rel.to_string_lossy().replace('\\', "/");
-            let bytes = entry.metadata().with_context(|| format!("measuring {}", entry.path().display()))?.len();
-            files.push((rel, bytes));
-        }
-        Ok(Footprint::of(&files))
-    }
-
     /// The footprint of files given as (path inside the site, bytes).
     pub fn of(files: &[(String, u64)]) -> Footprint {
         let mut fp = Footprint::default();

@@ -349,7 +349,7 @@ impl Site {
         // Before the staged site replaces the published one: a site its host would refuse
         // is never published (the staging folder goes with `staging`).
         let t = Instant::now();
-        let footprint = Footprint::measure(staging.path())?;
+        let footprint = Footprint::of(&staging.file_sizes());
         crate::publish::check(&footprint, self.settings.publish.host)?;
         steps.push(Step { name: "measure", took: t.elapsed(), detail: self.fits(&footprint) });
         let t = Instant::now();

@@ -116,6 +116,9 @@ pub struct Staging {
     units: Mutex<BTreeMap<String, Vec<String>>>,
     files: AtomicUsize,
     bytes: AtomicU64,
+    /// Each file of the staged site and its bytes, by path (a file rendered again after it
+    /// was kept by link counts once): what the site weighs, without walking it again.
+    sizes: Mutex<rustc_hash::FxHashMap<String, u64>>,
     _lock: Lock,
 }
 
@@ -141,6 +144,7 @@ impl Staging {
             units: Mutex::new(BTreeMap::new()),
             files: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
+            sizes: Mutex::new(rustc_hash::FxHashMap::default()),
             _lock: lock,
         })
     }
@@ -152,6 +156,18 @@ impl Staging {
     /// Files written (or kept by link) so far, and their bytes.
     pub fn written(&self) -> (usize, u64) {
         (self.files.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed))
+    }
+
+    /// Every file written or kept so far, with its bytes, in path order.
+    pub fn file_sizes(&self) -> Vec<(String, u64)> {
+        let sizes = self.sizes.lock().expect("no writer panics");
+        let mut out: Vec<(String, u64)> = sizes.iter().map(|(p, b)| (p.clone(), *b)).collect();
+        out.sort_unstable();
+        out
+    }
+
+    fn record_size(&self, rel_path: &str, bytes: u64) {
+        self.sizes.lock().expect("no writer panics").insert(rel_path.to_string(), bytes);
     }
 
     /// Nothing of the previous build is kept (`site build --force`): every file is written.
@@ -261,6 +277,7 @@ impl Sink for Staging {
         create_new(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
         self.files.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        self.record_size(rel_path, bytes.len() as u64);
         Ok(())
     }
 
@@ -326,6 +343,7 @@ impl Staging {
             Ok(meta) if meta.is_file() => {
                 self.files.fetch_add(1, Ordering::Relaxed);
                 self.bytes.fetch_add(meta.len(), Ordering::Relaxed);
+                self.record_size(rel_path, meta.len());
                 Ok(true)
             }
             _ => {
