@@ -95,7 +95,8 @@ fn score(cell: &CellView) -> Option<f64> {
     .filter(|v| v.is_finite())
 }
 
-/// Every leaderboard of the site, by key, its entries not yet placed (`ranked`). `runs` are sorted by id, so ties list in id order.
+/// Every leaderboard of the site, by key, its entries not yet placed (`ranked`). `runs` are
+/// sorted by id, so ties list in id order.
 pub fn leaderboards(runs: &[RunView]) -> Vec<Leaderboard> {
     // Filled from consecutive slices of the runs on every core (half a million cells at
     // 10,000 runs), then joined in run order, so ties still list in id order.
@@ -156,9 +157,11 @@ fn ranked_where(
         .collect()
 }
 
-/// `leaderboards(runs)` (unranked: `ranked` places them), and the boards it touched, from the boards made before the runs at `changed` (sorted indexes)
-/// changed: their entries are taken out everywhere and put back from their cells; only the
-/// boards they were or are on are ranked again. The runs themselves (ids, order) are the same.
+/// `leaderboards(runs)` (unranked: `ranked` places them), and the boards it touched, from the
+/// boards made before the runs at `changed` (sorted indexes)
+/// changed: their entries are taken out everywhere and put back from their cells; the boards
+/// they were or are on are the touched ones (`ranked_only` numbers those again). The runs
+/// themselves (ids, order) are the same.
 pub fn mend(
     boards: Vec<Leaderboard>,
     runs: &[RunView],

@@ -165,8 +165,7 @@ impl SiteNoise {
                 (NoiseBasis::Assumed, Pools::default(), 0, 0)
             }
         };
-        let figures = Metric::ALL.iter().zip(&pools).map(|(&metric, p)| moderated(metric, *p, assumed_pct)).collect();
-        RunNoise { basis, runs: runs_used, configurations, assumed_pct, figures, processes: None }
+        RunNoise::estimated(basis, &pools, (runs_used, configurations), assumed_pct)
     }
 
     /// The noise between any two runs of the site, from every configuration measured more
@@ -179,8 +178,7 @@ impl SiteNoise {
             (NoiseBasis::Assumed, 0, 0)
         };
         let pools = if has { self.total } else { Pools::default() };
-        let figures = Metric::ALL.iter().zip(&pools).map(|(&metric, p)| moderated(metric, *p, assumed_pct)).collect();
-        RunNoise { basis, runs, configurations, assumed_pct, figures, processes: None }
+        RunNoise::estimated(basis, &pools, (runs, configurations), assumed_pct)
     }
 
     /// The noise between runs `a` and `b`: their own processes' where both spread their
@@ -190,28 +188,32 @@ impl SiteNoise {
         if ma.paired_with.as_deref() == Some(runs[b].id.as_str())
             && mb.paired_with.as_deref() == Some(runs[a].id.as_str())
         {
-            let none = RunNoise {
-                basis: NoiseBasis::Paired,
-                runs: 0,
-                configurations: 0,
-                assumed_pct,
-                figures: Vec::new(),
-                processes: None,
-            };
-            return none;
+            return RunNoise::nothing_added(NoiseBasis::Paired, assumed_pct, None);
         }
         let processes = |i: usize| runs[i].manifest.server_processes.len();
         if processes(a) >= 2 && processes(b) >= 2 {
-            return RunNoise {
-                basis: NoiseBasis::Processes,
-                runs: 0,
-                configurations: 0,
-                assumed_pct,
-                figures: Vec::new(),
-                processes: Some((processes(a), processes(b))),
-            };
+            return RunNoise::nothing_added(NoiseBasis::Processes, assumed_pct, Some((processes(a), processes(b))));
         }
         self.between(runs, (a, b), assumed_pct)
+    }
+}
+
+impl RunNoise {
+    /// Each figure kind's noise from `pools` of evidence (`runs` runs of
+    /// `configurations`), moderated by the assumed noise.
+    fn estimated(
+        basis: NoiseBasis,
+        pools: &Pools,
+        (runs, configurations): (usize, usize),
+        assumed_pct: f64,
+    ) -> RunNoise {
+        let figures = Metric::ALL.iter().zip(pools).map(|(&metric, p)| moderated(metric, *p, assumed_pct)).collect();
+        RunNoise { basis, runs, configurations, assumed_pct, figures, processes: None }
+    }
+
+    /// The repetitions carry the noise (`Processes`) or the pairs cancel it (`Paired`).
+    fn nothing_added(basis: NoiseBasis, assumed_pct: f64, processes: Option<(usize, usize)>) -> RunNoise {
+        RunNoise { basis, runs: 0, configurations: 0, assumed_pct, figures: Vec::new(), processes }
     }
 }
 

@@ -26,7 +26,7 @@ pub const TOOL: &str = "AIPerf";
 /// The oldest release whose export was checked here (`../shared/peer-results-old`).
 pub const OLDEST: Release = Release(0, 8, 0);
 
-/// How the run's notes begin: how its profiles were bounded (`load_sentence`), then `NOTES`.
+/// The run's notes: how its profiles were bounded (`Load::sentence`), then `NOTES`.
 pub fn notes(load: Load) -> String {
     format!(
         "## How AIPerf measured\n\nEach cell is one AIPerf profile with a `concurrency` phase: {}. {NOTES}",
@@ -171,7 +171,7 @@ fn load(v: &Value, at: &str) -> Result<(u32, Load)> {
 
 /// The models a profile sent to: `input_config.models.items[].name` (0.9 on), else
 /// `input_config.endpoint.model_names` (up to 0.8).
-pub fn model_names(v: &Value) -> Vec<String> {
+fn model_names(v: &Value) -> Vec<String> {
     let names = |a: Option<&Value>, key: Option<&str>| -> Vec<String> {
         a.and_then(Value::as_array)
             .map(|items| {
@@ -196,18 +196,13 @@ pub fn model_names(v: &Value) -> Vec<String> {
 }
 
 /// The setting a profile belongs to: everything but the concurrency that makes its figures
-/// another run's (models, endpoint, input and output lengths and their spread, extra inputs,
-/// how the phase was bounded), so that profiles of different settings are never merged as
-/// repetitions of one cell.
-pub fn setting_key(v: &Value) -> String {
+/// another run's (its models, endpoint, input and output lengths and their spread, extra
+/// inputs, how the phase was bounded), so that profiles of different settings are never
+/// merged as repetitions of one cell.
+fn setting_key(v: &Value, models: &[String], load: Load) -> String {
     let p = |ptr: &str| v.pointer(ptr).cloned().unwrap_or(Value::Null);
-    let phase = match layout(v, "") {
-        Ok(Layout::Phases(ph)) => serde_json::json!([ph.get("requests"), ph.get("duration")]),
-        Ok(Layout::Loadgen(l)) => serde_json::json!([l.get("request_count"), l.get("benchmark_duration")]),
-        Err(_) => Value::Null,
-    };
     serde_json::json!([
-        model_names(v),
+        models,
         p("/input_config/endpoint/urls"),
         p("/input_config/endpoint/type"),
         p("/input_config/endpoint/custom_endpoint"),
@@ -218,7 +213,7 @@ pub fn setting_key(v: &Value) -> String {
         first_of(v, &OSL).cloned().unwrap_or(Value::Null),
         p("/input_config/datasets/0/prompts/isl/stddev"),
         p("/input_config/datasets/0/prompts/osl/stddev"),
-        phase,
+        format!("{load:?}"),
     ])
     .to_string()
 }
@@ -294,13 +289,14 @@ pub fn read_profile(at: String, v: &Value, records: &Path) -> Result<Profile> {
         )
     };
     let (c, load) = load(v, &at)?;
+    let models = model_names(v);
     Ok(Profile {
-        key: setting_key(v),
+        key: setting_key(v, &models, load),
         cell: cell(v, context, c, load, samples(records)?),
         osl: first_of(v, &OSL).and_then(Value::as_f64),
         duration_s: metric(v, "benchmark_duration", "avg"),
         started_at: v.get("start_time").and_then(Value::as_str).map(str::to_string),
-        models: model_names(v),
+        models,
         version: v.get("aiperf_version").and_then(Value::as_str).unwrap_or("unknown").to_string(),
         load,
         at,

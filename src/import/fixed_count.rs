@@ -5,29 +5,33 @@ use crate::format::{Cell, DecodeTest, Phase, PrefillMode, ReportedFigures, RunSe
 
 /// The method's warning on every cell, and the failed requests if any.
 pub fn warnings(tool: &str, sent: u64, concurrency: u32, failed: u64) -> Vec<Warning> {
-    let mut out = vec![Warning {
+    let method = Warning {
         code: "fixed_request_count".into(),
         message: format!(
             "{tool} sent {sent} requests, at most {concurrency} at once: its total tok/s spans the whole run, ramp-up and tail included"
         ),
-    }];
-    if failed > 0 {
-        out.push(Warning { code: "request_errors".into(), message: format!("{failed} requests failed in this cell") });
-    }
-    out
+    };
+    with_failures(method, failed)
 }
 
 /// The method's warning of a timed profile (AIPerf `--benchmark-duration`), and the failed
 /// requests if any.
 pub fn timed_warnings(tool: &str, seconds: f64, sent: u64, concurrency: u32, failed: u64) -> Vec<Warning> {
-    let mut out = warnings(tool, sent, concurrency, failed);
-    out[0] = Warning {
+    let method = Warning {
         code: "fixed_duration".into(),
         message: format!(
             "{tool} ran for {} s with at most {concurrency} requests at once ({sent} sent): its total tok/s spans the whole run, ramp-up and tail included",
             crate::units::numbers::decimal1(seconds)
         ),
     };
+    with_failures(method, failed)
+}
+
+fn with_failures(method: Warning, failed: u64) -> Vec<Warning> {
+    let mut out = vec![method];
+    if failed > 0 {
+        out.push(Warning { code: "request_errors".into(), message: format!("{failed} requests failed in this cell") });
+    }
     out
 }
 

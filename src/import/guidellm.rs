@@ -49,13 +49,13 @@ token; 0.7.4 and later over the benchmark), so it differs; it is kept on each ce
     }
 }
 
-/// The run's notes: how guidellm measured, for this release.
-fn notes(version: &str) -> String {
+/// The run's notes: how guidellm measured, for this release and its output rate.
+fn notes(version: &str, rate: OutputRate) -> String {
     format!(
         "## How guidellm measured\n\n\
 Each cell is one guidellm benchmark of the `concurrent` profile: a fixed number of requests with `streams` in flight, \
 not a fixed window. Figures are guidellm {version}'s:\n\n{}{NOTES}",
-        OutputRate::of(version).note(version)
+        rate.note(version)
     )
 }
 
@@ -237,6 +237,6 @@ pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
         .filter(|_| started.is_finite())
         .map(|t| t.to_string());
     let settings = fixed_count::settings(context, &cells, duration, max_output);
-    let notes = vec![notes(&version)];
+    let notes = vec![notes(&version, rate)];
     Ok((Converted { settings, cells, model, started_at, engine: None, notes }, version))
 }

@@ -162,7 +162,7 @@ fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {
 }
 
 /// The model a report's `config.yaml` names (`server.model_name`).
-pub fn model_of_config(config: &Value) -> Option<String> {
+fn model_of_config(config: &Value) -> Option<String> {
     config.pointer("/server/model_name").and_then(Value::as_str).filter(|m| !m.trim().is_empty()).map(str::to_string)
 }
 

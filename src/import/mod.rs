@@ -102,18 +102,13 @@ fn convert_found(found: &[Source]) -> Result<Vec<Imported>> {
         // One report folder is one run: the stages of two folders (another model, another
         // load) are never one run's cells.
         Format::InferencePerf => {
-            let mut folders: Vec<(Option<&Path>, Vec<&Source>)> = Vec::new();
+            let mut folders: std::collections::BTreeMap<Option<&Path>, Vec<&Source>> = Default::default();
             for s in found {
-                let folder = s.path.parent();
-                match folders.iter_mut().find(|(f, _)| *f == folder) {
-                    Some((_, stages)) => stages.push(s),
-                    None => folders.push((folder, vec![s])),
-                }
+                folders.entry(s.path.parent()).or_default().push(s);
             }
-            folders.sort_by(|a, b| a.0.cmp(&b.0));
             folders
-                .into_iter()
-                .map(|(_, stages)| {
+                .into_values()
+                .map(|stages| {
                     let (converted, version) = inference_perf_run(&stages)?;
                     let tool = BenchTool { name: inference_perf::TOOL.into(), version };
                     Ok(Imported { converted, tool, source: stages[0].path.clone() })
@@ -216,15 +211,14 @@ fn write_imported(
 ) -> Result<ImportSummary> {
     format::ids::check_id("run id", id)?;
     let Imported { converted, tool, source } = run;
-    let Converted { settings, cells, model, started_at, engine, notes: method_notes } = converted;
-    let mut method_notes = method_notes;
-    if model.is_none() && facts.model_id.is_none() {
+    let Converted { settings, cells, model, started_at, engine, notes: mut method_notes } = converted;
+    let model_unknown = model.is_none() && facts.model_id.is_none();
+    if model_unknown {
         method_notes.push(format!(
             "The {} results do not name the model, and none was given (`--model-id`): the run's model is \"unknown\".",
             tool.name
         ));
     }
-    let model_unknown = model.is_none() && facts.model_id.is_none();
     let found = Discovered {
         // A model the sources name counts only when the user gave no --model-id (it is
         // often a local path), and is never stored as the served name.
