@@ -139,8 +139,14 @@ pub struct BenchArgs {
     /// A second live server (its base URL): every cell is measured on --endpoint (A) and on
     /// this one (B) in alternating order (A B, then B A, ...), and the two runs are compared on
     /// their paired differences, so the machine's drift cancels.
-    #[arg(long, value_name = "URL", conflicts_with_all = ["launch", "resume", "dry_run"])]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["resume", "dry_run"])]
     pub versus: Option<String>,
+    /// With --versus and --launch: start the second server (B) with this shell command, as
+    /// --launch starts A. Both are restarted together (--restarts), so each pair of
+    /// repetitions runs on a fresh process a side and the pairs carry the noise between
+    /// processes.
+    #[arg(long, value_name = "CMD", requires_all = ["versus", "launch"])]
+    pub versus_launch: Option<String>,
     /// The run id of --versus's run [default: the first run's id with -versus].
     #[arg(long, value_name = "ID", requires = "versus")]
     pub versus_run_id: Option<String>,

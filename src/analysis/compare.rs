@@ -8,9 +8,9 @@ pub use super::command::{diff_commands, FlagChange, FlagDiff};
 use super::interval::{Estimate, Interval};
 use super::metric::{estimate, Metric};
 use super::run::{CellView, RunView};
-use super::run_noise::RunNoise;
+use super::run_noise::{NoiseBasis, RunNoise};
 use super::verdict::{change, judge_all, Between};
-use crate::format::Status;
+use crate::format::{Phase, Status};
 
 /// Changes smaller than this (percent) are not called faster or slower, unless `site.toml`
 /// says otherwise.
@@ -387,12 +387,13 @@ fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
 fn cell_pair(a: &RunView, b: &RunView, (ctx, c): (u32, u32), t: f64, noise: &RunNoise) -> CellPair {
     let (ca, cb) = (a.decode_cell(ctx, c), b.decode_cell(ctx, c));
     let (va, vb) = (valid_cell(ca), valid_cell(cb));
-    let pair = |m: Metric| change(&estimate(va?, m)?, &estimate(vb?, m)?, m.higher_is_better(), t, of(noise, m));
+    let at = (Phase::Decode, ctx, c);
+    let pair = |m: Metric| change(&estimate(va?, m)?, &estimate(vb?, m)?, m.higher_is_better(), t, of(noise, at, m));
     let gpus = |r: &RunView| r.manifest.hardware.count.max(1) as f64;
     let per_gpu = || {
         let ea = per_device(estimate(va?, Metric::TotalTps)?, gpus(a));
         let eb = per_device(estimate(vb?, Metric::TotalTps)?, gpus(b));
-        change(&ea, &eb, true, t, of(noise, Metric::TotalTps))
+        change(&ea, &eb, true, t, of(noise, at, Metric::TotalTps))
     };
     CellPair {
         context: ctx,
@@ -409,12 +410,15 @@ fn cell_pair(a: &RunView, b: &RunView, (ctx, c): (u32, u32), t: f64, noise: &Run
     }
 }
 
-/// What separates the two runs beyond their repetitions, for figure `m`.
-fn of(noise: &RunNoise, m: Metric) -> Between {
-    match (noise.basis, noise.of(m)) {
-        (super::run_noise::NoiseBasis::Paired, _) => Between::Paired,
-        (_, Some(f)) => Between::Runs { var_log: f.var_log, df: f.df },
-        (_, None) => Between::Nothing,
+/// What separates the two runs beyond their repetitions, for figure `m` of the cell at
+/// (phase, context, concurrency; 0 for prefill).
+fn of(noise: &RunNoise, (phase, ctx, c): (Phase, u32, u32), m: Metric) -> Between {
+    let other = noise.spread.get(&(phase, ctx, c, m)).copied().unwrap_or_default();
+    let runs = noise.of(m).map(|f| (f.var_log, f.df));
+    match (noise.paired, noise.basis) {
+        (true, _) => Between::Paired { other, runs },
+        (false, NoiseBasis::Processes) => Between::Processes { other },
+        (false, _) => runs.map_or(Between::Nothing, |(var_log, df)| Between::Runs { var_log, df }),
     }
 }
 
@@ -428,6 +432,6 @@ fn prefill_pair(a: &RunView, b: &RunView, ctx: u32, t: f64, noise: &RunNoise) ->
         b_status: CellState::of(pb),
         a_tps: va.and_then(|v| v.figures.prompt_tps),
         b_tps: vb.and_then(|v| v.figures.prompt_tps),
-        tps: (|| change(&estimate(va?, m)?, &estimate(vb?, m)?, true, t, of(noise, m)))(),
+        tps: (|| change(&estimate(va?, m)?, &estimate(vb?, m)?, true, t, of(noise, (Phase::Prefill, ctx, 0), m)))(),
     }
 }

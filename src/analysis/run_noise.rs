@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::metric::{estimate, Metric};
 use super::run::{CellView, RunView};
+use super::verdict::PooledSpread;
 use crate::format::{Phase, Status};
 
 /// What the assumed noise weighs against evidence, in degrees of freedom.
@@ -38,10 +39,10 @@ pub enum NoiseBasis {
     /// (`--launch --restarts`): each process's mean is a sample, so the repetitions carry
     /// the noise between processes and nothing is added.
     Processes,
-    /// Measured pairwise in one session (`site bench --versus`): judged on the paired
-    /// differences, nothing added.
-    Paired,
 }
+
+/// A cell's figure: phase, context, concurrency (0 for a prefill cell), metric.
+pub type CellKey = (Phase, u32, u32, Metric);
 
 /// The run-to-run noise of one figure: a run level's standard deviation as a percentage,
 /// and the degrees of freedom of its estimate (the assumed noise's included).
@@ -69,6 +70,15 @@ pub struct RunNoise {
     /// `Processes`: how many server processes A's and B's repetitions spread over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub processes: Option<(usize, usize)>,
+    /// Measured pairwise in one session (`site bench --versus`): each figure is judged on
+    /// the differences of its pairs of repetitions.
+    pub paired: bool,
+    /// Other runs (pairs of runs, when paired) of the same design whose repetitions' spread
+    /// is pooled, cell by cell, with the two runs' own.
+    pub pooled_runs: usize,
+    /// That spread, by cell and figure (log scale).
+    #[serde(skip)]
+    pub spread: HashMap<CellKey, PooledSpread>,
 }
 
 impl RunNoise {
@@ -182,20 +192,107 @@ impl SiteNoise {
     }
 
     /// The noise between runs `a` and `b`: their own processes' where both spread their
-    /// repetitions over two or more, else `between`'s.
+    /// repetitions over two or more, else `between`'s; paired (`--versus`) when each names
+    /// the other. The repetitions' spread of the same design's other runs is pooled with
+    /// theirs where the design makes each repetition one draw of the same noise.
     pub fn for_pair(&self, runs: &[RunView], (a, b): (usize, usize), assumed_pct: f64) -> RunNoise {
-        let (ma, mb) = (&runs[a].manifest, &runs[b].manifest);
-        if ma.paired_with.as_deref() == Some(runs[b].id.as_str())
-            && mb.paired_with.as_deref() == Some(runs[a].id.as_str())
-        {
-            return RunNoise::nothing_added(NoiseBasis::Paired, assumed_pct, None);
-        }
-        let processes = |i: usize| runs[i].manifest.server_processes.len();
-        if processes(a) >= 2 && processes(b) >= 2 {
-            return RunNoise::nothing_added(NoiseBasis::Processes, assumed_pct, Some((processes(a), processes(b))));
-        }
-        self.between(runs, (a, b), assumed_pct)
+        let multi = |i: usize| runs[i].manifest.server_processes.len() >= 2;
+        let paired = partner(runs, a) == Some(b) && partner(runs, b) == Some(a);
+        let mut noise = if multi(a) && multi(b) {
+            let processes = (runs[a].manifest.server_processes.len(), runs[b].manifest.server_processes.len());
+            RunNoise::nothing_added(NoiseBasis::Processes, assumed_pct, Some(processes))
+        } else {
+            self.between(runs, (a, b), assumed_pct)
+        };
+        noise.paired = paired;
+        let others = |i: usize| -> Vec<usize> {
+            let group = self.group_of.get(i).copied().flatten();
+            group.map_or(Vec::new(), |g| self.groups[g].iter().copied().filter(|&o| o != a && o != b).collect())
+        };
+        let (spread, pooled_runs) = if paired {
+            let pairs: Vec<(usize, usize)> = others(a)
+                .into_iter()
+                .filter_map(|i| Some((i, partner(runs, i)?)))
+                .filter(|&(i, j)| others(b).contains(&j) && i != j && multi(i) == multi(a) && multi(j) == multi(b))
+                .collect();
+            (pair_spread(runs, &pairs), pairs.len())
+        } else if noise.basis == NoiseBasis::Processes {
+            let mut members: Vec<usize> = others(a).into_iter().chain(others(b)).filter(|&i| multi(i)).collect();
+            members.sort_unstable();
+            members.dedup();
+            (process_spread(runs, &members), members.len())
+        } else {
+            (HashMap::new(), 0)
+        };
+        noise.spread = spread;
+        noise.pooled_runs = pooled_runs;
+        noise
     }
+}
+
+/// The run `i` was measured beside (`--versus`), when it is in the site.
+fn partner(runs: &[RunView], i: usize) -> Option<usize> {
+    let id = runs[i].manifest.paired_with.as_deref()?;
+    runs.iter().position(|r| r.id == id)
+}
+
+/// The log samples of a valid cell's figure, when each is positive and there are two or more.
+fn log_samples(view: &CellView, metric: Metric) -> Option<Vec<f64>> {
+    let e = estimate(view, metric)?;
+    let ok = e.samples.len() >= 2 && e.samples.iter().all(|v| v.is_finite() && *v > 0.0);
+    ok.then(|| e.samples.iter().map(|v| v.ln()).collect())
+}
+
+fn add_spread(out: &mut HashMap<CellKey, PooledSpread>, key: CellKey, values: &[f64]) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let e = out.entry(key).or_default();
+    e.ss += values.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
+    e.df += n - 1.0;
+}
+
+fn key(cell: &CellView, metric: Metric) -> CellKey {
+    let concurrency = if cell.phase == Phase::Prefill { 0 } else { cell.concurrency };
+    (cell.phase, cell.context, concurrency, metric)
+}
+
+fn valid_cells(r: &RunView) -> impl Iterator<Item = &CellView> {
+    r.prefill.iter().chain(&r.decode).filter(|c| c.status == Status::Valid)
+}
+
+/// The spread of each cell's repetitions in runs spread over server processes.
+fn process_spread(runs: &[RunView], members: &[usize]) -> HashMap<CellKey, PooledSpread> {
+    let mut out = HashMap::new();
+    for cell in members.iter().flat_map(|&i| valid_cells(&runs[i])) {
+        for metric in Metric::ALL {
+            if let Some(logs) = log_samples(cell, metric) {
+                add_spread(&mut out, key(cell, metric), &logs);
+            }
+        }
+    }
+    out
+}
+
+/// The spread of each cell's paired log differences in pairs of runs measured side by side.
+fn pair_spread(runs: &[RunView], pairs: &[(usize, usize)]) -> HashMap<CellKey, PooledSpread> {
+    let mut out = HashMap::new();
+    for &(i, j) in pairs {
+        for cell in valid_cells(&runs[i]) {
+            let other = match cell.phase {
+                Phase::Prefill => runs[j].prefill_cell(cell.context),
+                Phase::Decode => runs[j].decode_cell(cell.context, cell.concurrency),
+            };
+            let Some(other) = other.filter(|c| c.status == Status::Valid) else { continue };
+            for metric in Metric::ALL {
+                let (Some(x), Some(y)) = (log_samples(cell, metric), log_samples(other, metric)) else { continue };
+                if x.len() == y.len() {
+                    let d: Vec<f64> = x.iter().zip(&y).map(|(p, q)| q - p).collect();
+                    add_spread(&mut out, key(cell, metric), &d);
+                }
+            }
+        }
+    }
+    out
 }
 
 impl RunNoise {
@@ -208,12 +305,29 @@ impl RunNoise {
         assumed_pct: f64,
     ) -> RunNoise {
         let figures = Metric::ALL.iter().zip(pools).map(|(&metric, p)| moderated(metric, *p, assumed_pct)).collect();
-        RunNoise { basis, runs, configurations, assumed_pct, figures, processes: None }
+        RunNoise {
+            basis,
+            runs,
+            configurations,
+            assumed_pct,
+            figures,
+            ..RunNoise::nothing_added(basis, assumed_pct, None)
+        }
     }
 
-    /// The repetitions carry the noise (`Processes`) or the pairs cancel it (`Paired`).
+    /// The repetitions carry the noise (`Processes`).
     fn nothing_added(basis: NoiseBasis, assumed_pct: f64, processes: Option<(usize, usize)>) -> RunNoise {
-        RunNoise { basis, runs: 0, configurations: 0, assumed_pct, figures: Vec::new(), processes }
+        RunNoise {
+            basis,
+            runs: 0,
+            configurations: 0,
+            assumed_pct,
+            figures: Vec::new(),
+            processes,
+            paired: false,
+            pooled_runs: 0,
+            spread: HashMap::new(),
+        }
     }
 }
 

@@ -114,17 +114,45 @@ fn with_run_noise(w: LogWelch, noise: Option<(f64, f64)>) -> LogWelch {
     LogWelch { se: se2.sqrt(), df, runs_var: var_runs, ..w }
 }
 
+/// Evidence of a repetition's spread from other runs of the same design: the sum of squared
+/// deviations of their logs from each run's mean, and its degrees of freedom.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PooledSpread {
+    pub ss: f64,
+    pub df: f64,
+}
+
 /// The paired t statistics of the log ratios b_i / a_i (each pair measured side by side):
-/// their mean, its standard error sd / sqrt(n), n - 1 degrees of freedom. `sd` is set so
-/// that the repetitions advice (which reads sd * sqrt(2 / n)) asks the same of pairs.
-fn paired_log(a: &[f64], b: &[f64]) -> Option<LogWelch> {
+/// their mean, its standard error s / sqrt(n), where s^2 pools the pairs' own spread (n - 1
+/// degrees of freedom) with `other` pairs' spread of the same cell (their df added). `sd`
+/// is set so that the repetitions advice (which reads sd * sqrt(2 / n)) asks the same of
+/// pairs.
+fn paired_log(a: &[f64], b: &[f64], other: PooledSpread) -> Option<LogWelch> {
     if a.len() < 2 || a.iter().chain(b).any(|v| !(v.is_finite() && *v > 0.0)) {
         return None;
     }
     let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| y.ln() - x.ln()).collect();
     let (mean, sd) = crate::stats::mean_sd(&d)?;
     let n = d.len() as f64;
-    Some(LogWelch { d: mean, se: sd / n.sqrt(), df: n - 1.0, sd: sd / 2f64.sqrt(), base: None, runs_var: 0.0 })
+    let df = n - 1.0 + other.df;
+    let s = ((sd * sd * (n - 1.0) + other.ss) / df).sqrt();
+    Some(LogWelch { d: mean, se: s / n.sqrt(), df, sd: s / 2f64.sqrt(), base: None, runs_var: 0.0 })
+}
+
+/// The two-sample t statistics on the logs with one variance pooled from both samples and
+/// `other` runs' spread of the same cell (Student's pooled t: every sample is one draw of
+/// the same noise, as repetitions each on a server process of its own are). `None` where a
+/// value is not positive (then Welch's test on the values runs).
+fn pooled_log(a: &[f64], b: &[f64], other: PooledSpread) -> Option<LogWelch> {
+    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|v| !(v.is_finite() && *v > 0.0)) {
+        return None;
+    }
+    let logs = |x: &[f64]| x.iter().map(|v| v.ln()).collect::<Vec<f64>>();
+    let ((ma, sa), (mb, sb)) = (crate::stats::mean_sd(&logs(a))?, crate::stats::mean_sd(&logs(b))?);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let df = na - 1.0 + nb - 1.0 + other.df;
+    let s = ((sa * sa * (na - 1.0) + sb * sb * (nb - 1.0) + other.ss) / df).sqrt();
+    Some(LogWelch { d: mb - ma, se: s * (1.0 / na + 1.0 / nb).sqrt(), df, sd: s, base: None, runs_var: 0.0 })
 }
 
 fn log_welch(a: &[f64], b: &[f64]) -> Option<LogWelch> {
@@ -149,9 +177,15 @@ pub enum Between {
     /// Two runs of different sessions: each run's level varies with this variance (log
     /// scale), estimated with `df` degrees of freedom.
     Runs { var_log: f64, df: f64 },
+    /// Both runs spread their repetitions over server processes of their own
+    /// (`--launch --restarts`): each repetition is a draw of the noise between processes, so
+    /// nothing is added, and their spread is pooled with `other` runs' of the cell.
+    Processes { other: PooledSpread },
     /// Measured pairwise in one session (`site bench --versus`): repetition i of A beside
-    /// repetition i of B, so what drifted between them falls on both.
-    Paired,
+    /// repetition i of B, so what drifted between them falls on both. The pairs' spread is
+    /// pooled with `other` pairs'; `runs` is the noise between the two servers' processes
+    /// where each side ran on one process (pairs on processes of their own carry it).
+    Paired { other: PooledSpread, runs: Option<(f64, f64)> },
 }
 
 /// The change of one figure, before the comparison-wide correction ([`judge_all`]) sets
@@ -169,11 +203,17 @@ pub fn change(
     let repeated = |e: &Estimate| e.basis == Basis::Repetitions && e.samples.len() >= 2;
     let welch = match between {
         _ if !(repeated(a) && repeated(b)) => None,
-        Between::Paired if a.samples.len() == b.samples.len() => paired_log(&a.samples, &b.samples),
+        Between::Paired { other, runs } if a.samples.len() == b.samples.len() => {
+            paired_log(&a.samples, &b.samples, other).map(|w| with_run_noise(w, runs))
+        }
+        Between::Paired { runs, .. } => log_welch(&a.samples, &b.samples).map(|w| with_run_noise(w, runs)),
+        Between::Processes { other } => {
+            pooled_log(&a.samples, &b.samples, other).or_else(|| log_welch(&a.samples, &b.samples))
+        }
         Between::Runs { var_log, df } => {
             log_welch(&a.samples, &b.samples).map(|w| with_run_noise(w, Some((var_log, df))))
         }
-        _ => log_welch(&a.samples, &b.samples),
+        Between::Nothing => log_welch(&a.samples, &b.samples),
     };
     let t = welch.as_ref().map(|w| t_quantile(w.df, 1.0 - ALPHA / 2.0));
     let bounds = welch.as_ref().zip(t).map(|(w, t)| (w.pct(w.d - t * w.se), w.pct(w.d + t * w.se)));
@@ -269,14 +309,65 @@ mod tests {
         let a = reps(&[100.0, 120.0, 90.0, 110.0]);
         let b = reps(&[90.0, 108.0, 81.0, 99.0]);
         let mut unpaired = change(&a, &b, true, 5.0, Between::Nothing).unwrap();
-        let mut paired = change(&a, &b, true, 5.0, Between::Paired).unwrap();
+        let mut paired =
+            change(&a, &b, true, 5.0, Between::Paired { other: PooledSpread::default(), runs: None }).unwrap();
         judge_all(&mut [&mut unpaired]);
         judge_all(&mut [&mut paired]);
         assert_eq!((unpaired.verdict, paired.verdict), (Verdict::Inconclusive, Verdict::Slower));
         assert!((paired.lo_pct.unwrap() + 10.0).abs() < 0.01 && (paired.hi_pct.unwrap() + 10.0).abs() < 0.01);
         // Pairs need as many repetitions a side.
         let short = reps(&[90.0, 108.0, 81.0]);
-        assert_eq!(change(&a, &short, true, 5.0, Between::Paired).unwrap().verdict, Verdict::Inconclusive);
+        assert_eq!(
+            change(&a, &short, true, 5.0, Between::Paired { other: PooledSpread::default(), runs: None })
+                .unwrap()
+                .verdict,
+            Verdict::Inconclusive
+        );
+    }
+
+    #[test]
+    fn other_runs_spread_narrows_the_interval_and_adds_its_degrees_of_freedom() {
+        // Three repetitions a side, each on a process of its own, 10% apart at about 2% noise.
+        let a = reps(&[100.0, 103.0, 98.0]);
+        let b = reps(&[90.0, 92.0, 89.0]);
+        let alone = change(&a, &b, true, 5.0, Between::Processes { other: PooledSpread::default() }).unwrap();
+        // Ten other runs of these configurations, two df each, at the same 2% spread.
+        let other = PooledSpread { ss: 20.0 * 0.02f64.powi(2), df: 20.0 };
+        let pooled = change(&a, &b, true, 5.0, Between::Processes { other }).unwrap();
+        let width = |c: &Change| c.hi_pct.unwrap() - c.lo_pct.unwrap();
+        assert!(width(&pooled) < width(&alone), "{} vs {}", width(&pooled), width(&alone));
+        // Student's pooled t by hand: s^2 = (ss_a + ss_b + ss_other) / (2 + 2 + 20).
+        let logs = |v: &[f64]| v.iter().map(|x: &f64| x.ln()).collect::<Vec<_>>();
+        let ss = |v: &[f64]| {
+            let l = logs(v);
+            let m = l.iter().sum::<f64>() / l.len() as f64;
+            l.iter().map(|x| (x - m).powi(2)).sum::<f64>()
+        };
+        let s = ((ss(&a.samples) + ss(&b.samples) + other.ss) / 24.0).sqrt();
+        let se = s * (2.0f64 / 3.0).sqrt();
+        let t = crate::stats::t_quantile(24.0, 0.975);
+        let d = logs(&b.samples).iter().sum::<f64>() / 3.0 - logs(&a.samples).iter().sum::<f64>() / 3.0;
+        assert!((pooled.lo_pct.unwrap() - pct_of(d - t * se)).abs() < 1e-9);
+        // A wide spread elsewhere widens it instead: the pool is evidence, not a discount.
+        let wide = PooledSpread { ss: 20.0 * 0.2f64.powi(2), df: 20.0 };
+        let widened = change(&a, &b, true, 5.0, Between::Processes { other: wide }).unwrap();
+        assert!(width(&widened) > width(&alone));
+    }
+
+    #[test]
+    fn pairs_on_one_process_a_side_allow_for_the_noise_between_the_processes() {
+        // B 6% below A at every pair: the pairs alone call it; with the servers' processes'
+        // levels apart by 4% a run, it is no longer told from their noise.
+        let a = reps(&[100.0, 120.0, 90.0, 110.0]);
+        let b = reps(&[94.1, 112.6, 84.7, 103.3]);
+        let mut alone =
+            change(&a, &b, true, 5.0, Between::Paired { other: PooledSpread::default(), runs: None }).unwrap();
+        let runs = Some((1.04f64.ln().powi(2), 20.0));
+        let mut with_runs =
+            change(&a, &b, true, 5.0, Between::Paired { other: PooledSpread::default(), runs }).unwrap();
+        judge_all(&mut [&mut alone]);
+        judge_all(&mut [&mut with_runs]);
+        assert_eq!((alone.verdict, with_runs.verdict), (Verdict::Slower, Verdict::Inconclusive));
     }
 
     #[test]

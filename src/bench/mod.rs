@@ -108,6 +108,8 @@ pub struct Versus {
     pub endpoint: String,
     /// Default: the first run's id with `-versus`.
     pub run_id: Option<String>,
+    /// `--versus-launch`: B's server started as `--launch` starts A's (with its restarts).
+    pub launch: Option<String>,
 }
 
 /// What the progress line says of a finished cell: the caller's (the site computes the

@@ -13,7 +13,7 @@ use super::cell::{self, CellContext, DecodeRun};
 use super::client::http::{self, HttpClient};
 use super::client::stream::{StreamSettings, WindowClock};
 use super::discover::{self, ServerInfo};
-use super::launch::{self, Launcher};
+use super::launch::{self, LaunchSettings, Launcher};
 use super::plan::{self, Capacity, PlannedCell};
 use super::progress::{LiveRate, Progress};
 use super::prompt::{self, SizedPrompt};
@@ -37,13 +37,7 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
     resolve_hardware(&mut cfg.facts, &client.endpoint)?;
     // Ctrl-C is ours from the start: nothing is written before it can be handled.
     let mut interrupt = ctrl_c_flag();
-    let mut launcher = match &cfg.launch {
-        Some(settings) => Some(Launcher::new(settings.clone(), cfg.credentials.secrets())?),
-        None => None,
-    };
-    if let Some(l) = launcher.as_mut() {
-        l.ensure(1, &client, &interrupt).await?;
-    }
+    let mut launcher = first_process(&cfg, &client, &interrupt).await?;
     let server = Server::discover(&cfg, &client, &mut interrupt).await?;
     if cfg.dry_run {
         if let Some(l) = launcher.as_mut() {
@@ -63,6 +57,18 @@ pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
     measured?;
     logged?;
     session.finish(manifest)
+}
+
+/// With `--launch`: the launcher, its first server process started and answering.
+async fn first_process(
+    cfg: &BenchConfig,
+    client: &HttpClient,
+    interrupt: &watch::Receiver<bool>,
+) -> Result<Option<Launcher>> {
+    let Some(settings) = &cfg.launch else { return Ok(None) };
+    let mut launcher = Launcher::new(settings.clone(), cfg.credentials.secrets())?;
+    launcher.ensure(1, client, interrupt).await?;
+    Ok(Some(launcher))
 }
 
 /// A server as discovered: what it serves, its capacity and the cells planned for it.
@@ -104,10 +110,16 @@ impl Server {
 async fn run_versus(mut cfg: BenchConfig) -> Result<BenchSummary> {
     let versus = cfg.versus.take().expect("run_versus is called with --versus");
     let mut cfg_b = BenchConfig { endpoint: versus.endpoint.clone(), ..cfg.clone() };
+    if let (Some(a), Some(command)) = (&cfg.launch, &versus.launch) {
+        cfg_b.launch = Some(LaunchSettings { command: command.clone(), ..a.clone() });
+        cfg_b.facts.launch_command = Some(command.clone());
+    }
     let (client_a, client_b) = (connect(&cfg)?, connect(&cfg_b)?);
     resolve_hardware(&mut cfg.facts, &client_a.endpoint)?;
     resolve_hardware(&mut cfg_b.facts, &client_b.endpoint)?;
     let mut interrupt = ctrl_c_flag();
+    let launchers =
+        (first_process(&cfg, &client_a, &interrupt).await?, first_process(&cfg_b, &client_b, &interrupt).await?);
     let (a, b) = (
         Server::discover(&cfg, &client_a, &mut interrupt).await?,
         Server::discover(&cfg_b, &client_b, &mut interrupt).await?,
@@ -125,13 +137,17 @@ async fn run_versus(mut cfg: BenchConfig) -> Result<BenchSummary> {
             Session::start(&cfg, client_a, &a.info, a.model.clone(), rec_a, &a.planned, interrupt.clone()).await;
         let mut sb = Session::start(&cfg_b, client_b, &b.info, b.model.clone(), rec_b, &b.planned, interrupt).await;
         (sa.side, sb.side) = (Some("A"), Some("B"));
+        (sa.launcher, sb.launcher) = launchers;
         (m_a, m_b, [sa, sb])
     };
     let [mut sa, mut sb] = sessions;
     let measured = measure_alternating([&mut sa, &mut sb], [&a.planned, &b.planned]).await;
     sa.stop_background().await;
     sb.stop_background().await;
+    let logged = (sa.stop_server().await, sb.stop_server().await);
     measured?;
+    logged.0?;
+    logged.1?;
     let summary_b = sb.finish(manifest_b)?;
     let mut summary = sa.finish(manifest_a)?;
     summary.versus = Some(Box::new(summary_b));
@@ -144,6 +160,16 @@ async fn measure_alternating(sessions: [&mut Session<'_>; 2], planned: [&[Planne
     let [a, b] = sessions;
     let repeat = a.cfg.repeat;
     for rep in 1..=repeat {
+        // With --launch and --versus-launch, both servers move to their next process together.
+        let mut interrupted = false;
+        for (s, p) in [(&mut *a, planned[0]), (&mut *b, planned[1])] {
+            interrupted = interrupted || (!s.todo(p, rep).is_empty() && s.server_for(rep).await?);
+        }
+        if interrupted {
+            a.summary.interrupted = true;
+            b.summary.interrupted = true;
+            return Ok(());
+        }
         let mut contexts = contexts_of(&a.todo(planned[0], rep));
         contexts.extend(contexts_of(&b.todo(planned[1], rep)));
         contexts.sort_unstable();

@@ -56,7 +56,11 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         detect_loops: !a.no_loop_detection,
         facts,
         launch,
-        versus: a.versus.clone().map(|endpoint| bench::Versus { endpoint, run_id: a.versus_run_id.clone() }),
+        versus: a.versus.clone().map(|endpoint| bench::Versus {
+            endpoint,
+            run_id: a.versus_run_id.clone(),
+            launch: a.versus_launch.clone(),
+        }),
         reporter: std::sync::Arc::new(FiguresReporter),
     };
     let dry = cfg.dry_run;
@@ -111,8 +115,11 @@ fn say_written(s: &bench::BenchSummary) -> Result<()> {
 /// `--launch` with its restarts: at most one process per repetition.
 fn launch_settings(a: &BenchArgs) -> Result<Option<bench::launch::LaunchSettings>> {
     let Some(command) = a.launch.clone() else { return Ok(None) };
-    if command.trim().is_empty() {
+    if command.trim().is_empty() || a.versus_launch.as_ref().is_some_and(|c| c.trim().is_empty()) {
         anyhow::bail!("--launch: the command is empty");
+    }
+    if a.versus.is_some() && a.versus_launch.is_none() {
+        anyhow::bail!("--versus with --launch: pass --versus-launch CMD, the command that starts B's server");
     }
     let restarts = a.restarts.unwrap_or(1);
     if restarts > a.repeat {

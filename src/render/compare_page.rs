@@ -152,19 +152,40 @@ pub fn background_sentence((a, b): (f64, f64)) -> String {
     )
 }
 
-/// Which run-to-run noise a comparison's verdicts include, in one sentence (page and
+/// Which run-to-run noise a comparison's verdicts include, in a sentence or three (page and
 /// terminal): `Run-to-run noise 3.8% (total tok/s) from 4 other runs of this configuration.`
 pub fn noise_sentence(n: &RunNoise) -> String {
+    let mut parts = Vec::new();
+    if n.paired {
+        parts.push("Paired: A and B were measured cell by cell in one session (site bench --versus, in A B, B A order), so each figure is judged on the differences of its pairs of repetitions; what drifted on the machine falls on both.".to_string());
+    }
+    parts.push(basis_sentence(n));
+    if n.pooled_runs > 0 {
+        let count = match (n.pooled_runs, n.paired) {
+            (1, true) => "1 other pair of runs".to_string(),
+            (1, false) => "1 other run".to_string(),
+            (k, true) => format!("{k} other pairs of runs"),
+            (k, false) => format!("{k} other runs"),
+        };
+        parts.push(format!(
+            "The spread of each cell's repetitions is pooled with that of {count} of the same design and configurations."
+        ));
+    }
+    parts.join(" ")
+}
+
+fn basis_sentence(n: &RunNoise) -> String {
     let pct = numbers::decimal1(n.headline_pct());
     let runs = |k: usize| if k == 1 { "1 run".to_string() } else { format!("{k} runs") };
+    let servers = if n.paired { " between the two servers' processes" } else { "" };
     match n.basis {
         NoiseBasis::Configuration => format!(
-            "Run-to-run noise {pct}% (total tok/s, one run's level against the next) from {} of {}; each judged figure allows for it beside its repetitions.",
+            "Run-to-run noise{servers} {pct}% (total tok/s, one run's level against the next) from {} of {}; each judged figure allows for it beside its repetitions.",
             runs(n.runs).replacen("run", "other run", 1),
             if n.configurations == 1 { "this configuration" } else { "these configurations" }
         ),
         NoiseBasis::Site => format!(
-            "Run-to-run noise {pct}% (total tok/s, one run's level against the next) from {} of {} other configurations measured more than once; each judged figure allows for it beside its repetitions.",
+            "Run-to-run noise{servers} {pct}% (total tok/s, one run's level against the next) from {} of {} other configurations measured more than once; each judged figure allows for it beside its repetitions.",
             runs(n.runs),
             n.configurations
         ),
@@ -174,9 +195,8 @@ pub fn noise_sentence(n: &RunNoise) -> String {
                 "Run-to-run noise from the runs' own server processes (A {a}, B {b}, each started afresh): one sample per process, so each judged figure's repetitions carry it."
             )
         }
-        NoiseBasis::Paired => "Paired: A and B were measured cell by cell in one session (site bench --versus, in A B, B A order), so each figure is judged on the differences of its pairs of repetitions; what drifted on the machine falls on both.".to_string(),
         NoiseBasis::Assumed => format!(
-            "Run-to-run noise assumed {pct}% (change_noise_pct in site.toml): besides these two runs, no configuration here is measured more than once; each judged figure allows for it beside its repetitions."
+            "Run-to-run noise{servers} assumed {pct}% (change_noise_pct in site.toml): besides these two runs, no configuration here is measured more than once; each judged figure allows for it beside its repetitions."
         ),
     }
 }
