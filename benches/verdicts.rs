@@ -2,10 +2,12 @@
 //! drawn per process (±4%, plus drift, per-step jitter and stalls), in the ways a user
 //! compares runs:
 //!
-//! - **(a) one session, paired**: `site bench --versus` against two simulated servers, A/A
-//!   (alike) and A/B (B 10% slower).
+//! - **(a) paired over processes**: `site bench --versus --launch A --versus-launch B
+//!   --restarts 3 --repeat 3`, A/A (alike) and A/B (B 10% slower, a release of its own).
+//! - **(a') paired, one process a side**: `site bench --versus` against two live servers.
 //! - **(b) across processes, `--restarts 3 --repeat 3`**: each run starts its server three
-//!   times (`--launch`), a level per process.
+//!   times (`--launch`), a level per process; the configuration's other runs in the folder.
+//! - **(b, alone)**: the same runs two at a time in a folder of their own.
 //! - **(b') across processes, with history**: runs on a process each, in one data folder, so a
 //!   comparison's run-to-run noise comes from the configuration's other runs.
 //! - **(c) two single runs, no history**: the same runs two at a time in a folder of their
@@ -13,12 +15,12 @@
 //!
 //! False alarms: A/A comparisons with any figure called faster or slower (target at most 5%).
 //! Detection: A/B comparisons whose gate fires on a slower decode cell (target at least 90%
-//! with `--restarts 3 --repeat 3` and with `--versus`). Then change points on synthetic
-//! 30-run series (a run's level drawn at 3%): a planted 10% step found, and flat series
-//! without any (targets 90% and at most 5%).
+//! with `--restarts 3 --repeat 3` and with `--versus` over processes). Then change points on
+//! synthetic 30-run series (a run's level drawn at 3%): a planted 10% step found, and flat
+//! series without any (targets 90% and at most 5%).
 //!
-//! `cargo bench --bench verdicts -- [RUNS]`: RUNS runs of each kind (default 6). About 12 s a
-//! run, 24 s a paired run: 6 take about 12 minutes on two cores. Run it on a quiet machine:
+//! `cargo bench --bench verdicts -- [RUNS]`: RUNS runs of each kind (default 6). About two and
+//! a half minutes a round on two cores: 6 take about 15 minutes. Run it on a quiet machine:
 //! the simulator's timing is the measurement.
 
 use std::path::Path;
@@ -47,12 +49,18 @@ const NOISE: &[&str] = &[
 const MATRIX: &[&str] = &["--contexts", "256", "--concurrency", "1,4", "--repeat", "3", "--max-output", "512"];
 const TIMING: &[&str] = &["--duration", "1.5s", "--warmup-hold", "0.3s", "--gauge-interval", "0.25s"];
 
+/// The simulated engine's flags at `slowdown_pct`: a slowed server reports a release of
+/// its own, so its runs are another configuration (as a new engine version is).
+fn sim_flags(slowdown_pct: u32) -> String {
+    let version = if slowdown_pct == 0 { "0.0.0-sim" } else { "0.0.1-slow" };
+    format!("{} --slowdown-pct {slowdown_pct} --engine-version {version}", NOISE.join(" "))
+}
+
 fn start_sim(seed: u64, slowdown_pct: u32) -> (Child, String) {
     use std::io::{BufRead, BufReader};
     let mut child = Command::new(SITE)
-        .args(["simulate-engine", "--lifetime-s", "300"])
-        .args(NOISE)
-        .args(["--noise-seed", &seed.to_string(), "--slowdown-pct", &slowdown_pct.to_string()])
+        .args(["simulate-engine", "--lifetime-s", "300", "--noise-seed", &seed.to_string()])
+        .args(sim_flags(slowdown_pct).split(' '))
         .stdout(Stdio::piped())
         .spawn()
         .expect("starting the simulated engine");
@@ -76,26 +84,50 @@ fn bench(dir: &Path, endpoint: &str, run: &str, extra: &[&str]) {
 /// A run on a simulated server of its own (one process).
 fn measure(dir: &Path, run: &str, seed: u64, slowdown_pct: u32) {
     let (mut sim, url) = start_sim(seed, slowdown_pct);
-    // The slowed server is another configuration: its runs are not the baseline's history.
     bench(dir, &url, run, &["--launch-command", &format!("sim --slowdown-pct {slowdown_pct}")]);
     let _ = sim.kill();
     let _ = sim.wait();
 }
 
-/// A run whose three repetitions each start the simulated server afresh (`--launch`), each
-/// process at a seed of its own.
-fn measure_restarted(dir: &Path, run: &str, first_seed: u64, slowdown_pct: u32) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let counter = dir.join(format!("{run}.count"));
-    let command = format!(
-        "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; exec {SITE} simulate-engine --port {port} --lifetime-s 300 {noise} --noise-seed $((n+{first_seed})) --slowdown-pct {slowdown_pct}",
-        c = counter.display(),
-        noise = NOISE.join(" ")
-    );
-    bench(dir, &format!("http://127.0.0.1:{port}"), run, &["--launch", &command, "--restarts", "3"]);
+/// A configuration's launch command: a script in `dir` that starts the simulated server on
+/// a port of its own, each process at the next seed from `first_seed` (a level of its own).
+/// One command for every run of the configuration, so the site knows them as one.
+fn launcher(dir: &Path, name: &str, first_seed: u64, slowdown_pct: u32) -> (String, String) {
+    let script = dir.join(format!("{name}.sh"));
+    let port_file = dir.join(format!("{name}.port"));
+    if !script.exists() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let counter = dir.join(format!("{name}.count"));
+        let body = format!(
+            "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; exec {SITE} simulate-engine --port {port} --lifetime-s 300 --noise-seed $((n+{first_seed})) {flags}\n",
+            c = counter.display(),
+            flags = sim_flags(slowdown_pct)
+        );
+        std::fs::write(&script, body).unwrap();
+        std::fs::write(&port_file, port.to_string()).unwrap();
+    }
+    let port = std::fs::read_to_string(&port_file).unwrap();
+    (format!("sh {}", script.display()), format!("http://127.0.0.1:{port}"))
 }
 
-/// A paired run (`--versus`): A at `seed`, B at `seed + 1`, B `slowdown_pct` slower.
+/// A run whose three repetitions each start the configuration's server afresh (`--launch`).
+fn measure_restarted(dir: &Path, run: &str, slowdown_pct: u32) {
+    let (command, url) =
+        launcher(dir, &format!("restart-{slowdown_pct}"), 1000 + 1000 * slowdown_pct as u64, slowdown_pct);
+    bench(dir, &url, run, &["--launch", &command, "--restarts", "3"]);
+}
+
+/// A paired run over processes: A and B each started afresh three times (`--launch`,
+/// `--versus-launch`), B `slowdown_pct` slower; `twin` names B's configuration.
+fn measure_paired_restarted(dir: &Path, run: &str, twin: &str, slowdown_pct: u32) {
+    let (command_a, url_a) = launcher(dir, "base", 5000, 0);
+    let (command_b, url_b) = launcher(dir, twin, 7000 + 1000 * slowdown_pct as u64, slowdown_pct);
+    let args = ["--versus", &url_b, "--launch", &command_a, "--versus-launch", &command_b, "--restarts", "3"];
+    bench(dir, &url_a, run, &args);
+}
+
+/// A paired run (`--versus`) on one process a side: A at `seed`, B at `seed + 1`, B
+/// `slowdown_pct` slower.
 fn measure_paired(dir: &Path, run: &str, seed: u64, slowdown_pct: u32) {
     let (mut a, url_a) = start_sim(seed, 0);
     let (mut b, url_b) = start_sim(seed + 1, slowdown_pct);
@@ -187,12 +219,15 @@ fn main() {
         std::fs::create_dir_all(&d).unwrap();
         d
     };
-    let (paired, restarted, history) = (folder("paired"), folder("restarted"), folder("history"));
+    let (paired_over, paired, restarted, history) =
+        (folder("paired-over"), folder("paired"), folder("restarted"), folder("history"));
     for i in 0..runs as u64 {
+        measure_paired_restarted(&paired_over, &format!("aa{i}"), "twin", 0);
+        measure_paired_restarted(&paired_over, &format!("ab{i}"), "slow", 10);
         measure_paired(&paired, &format!("aa{i}"), 100 + 10 * i, 0);
         measure_paired(&paired, &format!("ab{i}"), 500 + 10 * i, 10);
-        measure_restarted(&restarted, &format!("a{i}"), 1000 + 10 * i, 0);
-        measure_restarted(&restarted, &format!("b{i}"), 2000 + 10 * i, 10);
+        measure_restarted(&restarted, &format!("a{i}"), 0);
+        measure_restarted(&restarted, &format!("b{i}"), 10);
         measure(&history, &format!("a{i}"), 3000 + i, 0);
         measure(&history, &format!("b{i}"), 4000 + i, 10);
         eprintln!("{} of {runs} rounds measured ({:.0} s)", i + 1, started.elapsed().as_secs_f64());
@@ -201,18 +236,28 @@ fn main() {
     let aa_pairs: Vec<(String, String)> =
         (0..runs / 2).map(|k| (format!("a{}", 2 * k), format!("a{}", 2 * k + 1))).collect();
     let ab_pairs: Vec<(String, String)> = (0..runs).map(|i| (format!("a{i}"), format!("b{i}"))).collect();
-    let versus = |prefix: &str| {
-        (0..runs).map(|i| judge(&paired, &format!("{prefix}{i}"), &format!("{prefix}{i}-versus"))).collect::<Vec<_>>()
+    let versus = |dir: &Path, prefix: &str| {
+        (0..runs).map(|i| judge(dir, &format!("{prefix}{i}"), &format!("{prefix}{i}-versus"))).collect::<Vec<_>>()
     };
     let over = |dir: &Path, pairs: &[(String, String)], alone: bool| -> Vec<(bool, bool)> {
         pairs.iter().map(|(a, b)| if alone { judge_alone(dir, a, b) } else { judge(dir, a, b) }).collect()
     };
     let rows = [
-        ("(a) one session, paired (`--versus`)", versus("aa"), versus("ab")),
+        (
+            "(a) paired over processes (`--versus --versus-launch --restarts 3`)",
+            versus(&paired_over, "aa"),
+            versus(&paired_over, "ab"),
+        ),
+        ("(a') paired, one process a side (`--versus`)", versus(&paired, "aa"), versus(&paired, "ab")),
         (
             "(b) across processes, `--restarts 3 --repeat 3`",
             over(&restarted, &aa_pairs, false),
             over(&restarted, &ab_pairs, false),
+        ),
+        (
+            "(b, alone) the same, two runs in a folder of their own",
+            over(&restarted, &aa_pairs, true),
+            over(&restarted, &ab_pairs, true),
         ),
         ("(b') across processes, with history", over(&history, &aa_pairs, false), over(&history, &ab_pairs, false)),
         ("(c) two single runs, no history", over(&history, &aa_pairs, true), over(&history, &ab_pairs, true)),
@@ -229,7 +274,7 @@ fn main() {
         if called as f64 > 0.05 * aa.len() as f64 {
             misses.push(format!("{what}: false alarms {}", rate(called, aa.len())));
         }
-        if what.starts_with("(a)") || what.starts_with("(b)") {
+        if what.starts_with("(a)") || what.starts_with("(b) ") {
             if (found as f64) < 0.9 * ab.len() as f64 {
                 misses.push(format!("{what}: detection {}", rate(found, ab.len())));
             }

@@ -112,18 +112,29 @@ fn restarts_need_as_many_repetitions_and_a_launch() {
 }
 
 /// A run of `--repeat 3 --restarts 3` against the noisy simulator, each process at a seed
-/// of its own (`first_seed`, +1, +2: a server's level is drawn per process), `slowdown`
-/// percent slower.
-fn measure_restarted(dir: &Path, run: &str, first_seed: u32, slowdown: u32) {
-    let port = free_port();
-    let counter = dir.join(format!("{run}.count"));
-    let command = format!(
-        "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; exec {site} simulate-engine --port {port} --lifetime-s 120 \
-         --step-ms-base 8 --step-ms-per-seq 1 --noise-seed $((n+{first_seed})) --level-pct 1.5 --drift-pct 2 --drift-period-s 7 \
-         --jitter-pct 10 --slowdown-pct {slowdown}",
-        c = counter.display(),
-        site = env!("CARGO_BIN_EXE_site")
-    );
+/// of its own (a server's level is drawn per process), `slowdown` percent slower. Runs of
+/// one `config` share their launch command (a script in `dir` that counts its processes),
+/// so they are one configuration.
+fn measure_restarted(dir: &Path, run: &str, config: &str, slowdown: u32) {
+    let script = dir.join(format!("{config}.sh"));
+    let port = if script.exists() {
+        fs::read_to_string(dir.join(format!("{config}.port"))).unwrap().parse().unwrap()
+    } else {
+        let port = free_port();
+        fs::write(dir.join(format!("{config}.port")), port.to_string()).unwrap();
+        let counter = dir.join(format!("{config}.count"));
+        let body = format!(
+            "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; exec {site} simulate-engine --port {port} --lifetime-s 120 \
+             --step-ms-base 8 --step-ms-per-seq 1 --noise-seed $((n+{seed})) --level-pct 1.5 --drift-pct 2 --drift-period-s 7 \
+             --jitter-pct 10 --slowdown-pct {slowdown}\n",
+            c = counter.display(),
+            site = env!("CARGO_BIN_EXE_site"),
+            seed = 11 + slowdown * 100
+        );
+        fs::write(&script, body).unwrap();
+        port
+    };
+    let command = format!("sh {}", script.display());
     let url = format!("http://127.0.0.1:{port}");
     let args = ["--launch", &command, "--restarts", "3", "--repeat", "3", "--contexts", "256", "--concurrency", "1,4"];
     assert_ok(&bench(dir, &url, &[&args[..], &["--run-id", run]].concat()));
@@ -134,9 +145,9 @@ fn runs_spread_over_processes_are_judged_on_their_processes_and_a_slowdown_is_fo
     let _cpu = shared();
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
-    measure_restarted(d, "a", 11, 0);
-    measure_restarted(d, "a2", 21, 0);
-    measure_restarted(d, "b", 31, 10);
+    measure_restarted(d, "a", "base", 0);
+    measure_restarted(d, "a2", "base", 0);
+    measure_restarted(d, "b", "slow", 10);
     let c: Value =
         serde_json::from_str(&fs::read_to_string(d.join("data/runs/a/cells/decode-256-c4-r3.json")).unwrap()).unwrap();
     assert_eq!(c["server_instance"], 3);
@@ -148,8 +159,17 @@ fn runs_spread_over_processes_are_judged_on_their_processes_and_a_slowdown_is_fo
         stdout(&out)
     );
     assert!(!stdout(&out).contains("slower figures in"), "{}", stdout(&out));
+    // The two runs of the configuration are the ones compared: no other run to pool.
+    assert!(!stdout(&out).contains("is pooled with"), "{}", stdout(&out));
     let out = site_in(d, &["diff", "a", "b", "--out", "ab", "--fail-on-regression"]);
     assert!(!out.status.success(), "{}", stdout(&out));
+    // a2, the baseline's other run over processes, adds its spread to a's and b's.
+    assert!(
+        stdout(&out)
+            .contains("The spread of each cell's repetitions is pooled with that of 1 other run of the same design"),
+        "{}",
+        stdout(&out)
+    );
     // Both decode cells. (The simulator slows prefill alike, but a 256-token prefill takes
     // some 13 ms: on a busy machine its three samples a run may not tell 10%.)
     assert!(stdout(&out).contains("256 x 1, 256 x 4"), "{}", stdout(&out));

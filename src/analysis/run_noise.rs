@@ -210,11 +210,15 @@ impl SiteNoise {
             group.map_or(Vec::new(), |g| self.groups[g].iter().copied().filter(|&o| o != a && o != b).collect())
         };
         let (spread, pooled_runs) = if paired {
-            let pairs: Vec<(usize, usize)> = others(a)
+            let mut pairs: Vec<(usize, usize)> = others(a)
                 .into_iter()
                 .filter_map(|i| Some((i, partner(runs, i)?)))
                 .filter(|&(i, j)| others(b).contains(&j) && i != j && multi(i) == multi(a) && multi(j) == multi(b))
+                .map(|(i, j)| (i.min(j), i.max(j)))
                 .collect();
+            // A and B of one configuration: each pair is found from either side, once.
+            pairs.sort_unstable();
+            pairs.dedup();
             (pair_spread(runs, &pairs), pairs.len())
         } else if noise.basis == NoiseBasis::Processes {
             let mut members: Vec<usize> = others(a).into_iter().chain(others(b)).filter(|&i| multi(i)).collect();

@@ -47,6 +47,10 @@ pub struct SimArgs {
     pub flavor: Flavor,
     #[arg(long, default_value = "sim/model")]
     pub model: String,
+    /// The engine version the server reports (vLLM's /version, SGLang's /server_info): a
+    /// simulated release of its own, so its runs are another configuration.
+    #[arg(long, default_value = "0.0.0-sim")]
+    pub engine_version: String,
     #[arg(long, default_value_t = 32768)]
     pub max_model_len: u64,
     /// Prompt tokens per second without a cached prefix.

@@ -141,11 +141,11 @@ async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
         }
         (Method::GET, "/metrics") => full(StatusCode::OK, "text/plain; version=0.0.4", metrics(&sim)),
         (Method::GET, "/version") if a.flavor == Flavor::Vllm => {
-            json_response(StatusCode::OK, &json!({"version": "0.0.0-sim"}))
+            json_response(StatusCode::OK, &json!({"version": a.engine_version}))
         }
         (Method::GET, "/server_info") if a.flavor == Flavor::Sglang => json_response(
             StatusCode::OK,
-            &json!({"max_total_num_tokens": a.kv_tokens, "version": "0.0.0-sim", "tp_size": 1}),
+            &json!({"max_total_num_tokens": a.kv_tokens, "version": a.engine_version, "tp_size": 1}),
         ),
         (Method::GET, "/props") if a.flavor == Flavor::Llamacpp => json_response(
             StatusCode::OK,
