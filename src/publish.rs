@@ -13,9 +13,10 @@ use crate::units::numbers;
 /// The parts of a site a reader would name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Section {
-    /// `runs/ID/` less its cell pages: run pages and their downloads.
+    /// `runs/ID/` less its cells' evidence: run pages and their downloads.
     Runs,
-    /// `runs/ID/cells/`: one page per cell.
+    /// `runs/ID/evidence.js` and `runs/ID/cell/`: every cell's evidence and the page that
+    /// draws it.
     Cells,
     /// Leaderboards, capacity boards, Pareto fronts, trend series, comparisons.
     Boards,
@@ -46,7 +47,7 @@ impl Section {
     pub fn of(rel: &str) -> Section {
         let mut parts = rel.split('/');
         match (parts.next(), parts.next(), parts.next()) {
-            (Some("runs"), Some(_), Some("cells")) => Section::Cells,
+            (Some("runs"), Some(_), Some("cell" | "evidence.js")) => Section::Cells,
             (Some("runs"), Some(_), Some(_)) => Section::Runs,
             (Some("leaderboards" | "targets" | "pareto" | "series" | "compare" | "trends"), Some(_), _) => {
                 Section::Boards
@@ -211,7 +212,8 @@ mod tests {
 
     #[test]
     fn files_fall_in_the_sections_a_reader_names() {
-        assert_eq!(Section::of("runs/a/cells/decode-1k-x4/index.html"), Section::Cells);
+        assert_eq!(Section::of("runs/a/cell/index.html"), Section::Cells);
+        assert_eq!(Section::of("runs/a/evidence.js"), Section::Cells);
         assert_eq!(Section::of("runs/a/index.html"), Section::Runs);
         assert_eq!(Section::of("runs/index.html"), Section::Site);
         assert_eq!(Section::of("leaderboards/1k-x4/index.html"), Section::Boards);

@@ -367,6 +367,8 @@ mod tests {
 pub struct CellDetail {
     pub cell: Cell,
     pub evidence: Option<Evidence>,
+    /// This repetition's own figures, from its records (a cell's view holds their mean).
+    pub figures: Option<super::Figures>,
     /// From an imported cell's per-request samples (milliseconds).
     pub reported_ttft_ms: Option<Distribution>,
     pub reported_tbt_ms: Option<Distribution>,
@@ -379,7 +381,14 @@ impl CellDetail {
         let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
         let ttfts: Vec<f64> = samples.iter().filter_map(|s| ms(s.ttft_s)).collect();
         let tbts: Vec<f64> = samples.iter().filter_map(|s| ms(s.tbt_s)).collect();
-        CellDetail { evidence, reported_ttft_ms: distribution(&ttfts), reported_tbt_ms: distribution(&tbts), cell }
+        let figures = cell.measurement.as_ref().map(|m| super::Figures::from_measurement(cell.phase, cell.prompt_tokens, m));
+        CellDetail {
+            evidence,
+            figures,
+            reported_ttft_ms: distribution(&ttfts),
+            reported_tbt_ms: distribution(&tbts),
+            cell,
+        }
     }
 }
 

@@ -1,14 +1,19 @@
-//! A page per cell (`runs/<id>/cells/decode-8k-x64/`, `runs/<id>/cells/prefill-8k/`): the
-//! evidence behind its figures, drawn from its raw records where the run kept them; the
-//! figures as reported otherwise; what decided a Looped, Over capacity or error cell; links
-//! to the neighbouring cells and the cell's leaderboard.
+//! Each cell's evidence, for every repetition, in one data file per run
+//! (`runs/<id>/evidence.js`) read by one page per run (`runs/<id>/cell/#decode-8k-x64`,
+//! `#decode-8k-x64/r2`) that draws it in the browser (`static/cell.js`): the figures with
+//! how each was computed, their uncertainty, the timeline of every request, the gauge, the
+//! throughput across the window and the distributions; the figures as reported for an
+//! imported cell; what decided a Looped, Over capacity or error cell; the neighbouring
+//! cells and the cell's leaderboard. A page per cell would be most of a site's files and
+//! bytes (54 files a run of 48 cells); the data file carries numbers rounded to what the
+//! charts resolve, and texts said more than once (formulas, labels) once each.
+//! A `<script>` tag loads it, so it works from `file://` as on any host.
 
 use anyhow::Result;
-use minijinja::{context, Value};
+use minijinja::context;
 use serde::Serialize;
 
-use super::cell_charts;
-use super::common::{put_page, root, ser, PageContext, RenderStats};
+use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::cell_detail;
 use super::leaderboard_page::{board_name, board_slug};
 use crate::analysis::evidence::{self, CellDetail, Distribution, Evidence};
@@ -26,14 +31,6 @@ pub fn cell_slug(c: &CellView) -> String {
     }
 }
 
-/// Every cell page of a run, as paths under the site.
-pub fn files(run: &RunView) -> Vec<String> {
-    run.prefill
-        .iter()
-        .chain(&run.decode)
-        .map(|c| format!("runs/{}/cells/{}/index.html", run.id, cell_slug(c)))
-        .collect()
-}
 
 /// A hash of everything a run's cell pages are made from: the run's view (its cells, facts
 /// and title), what its cell files keep beyond the view (records, samples), the navigation
@@ -75,17 +72,6 @@ struct Formula {
     value: String,
     formula: &'static str,
     inputs: String,
-}
-
-#[derive(Debug, Serialize)]
-struct Stats {
-    name: &'static str,
-    count: usize,
-    p50: String,
-    p90: String,
-    p99: String,
-    max: String,
-    chart: String,
 }
 
 /// One figure of the cell with its uncertainty, as the cell page's table prints it.
@@ -143,156 +129,265 @@ fn uncertainty_rows(view: &CellView) -> Vec<UncertaintyRow> {
         .collect()
 }
 
-#[derive(Debug, Serialize)]
-struct PrefillRequest {
-    sent: String,
-    ttft: String,
-    reported_prompt: Option<u32>,
-    cached: Option<u64>,
-    rate: String,
+/// Texts a run's data file says more than once (formulas, methods, labels), each once: rows
+/// name them by their index in `texts`.
+#[derive(Default)]
+struct Texts {
+    list: Vec<String>,
+    index: std::collections::HashMap<String, usize>,
 }
 
-#[derive(Debug, Default, Serialize)]
-struct EvidenceView {
+impl Texts {
+    fn id(&mut self, text: &str) -> usize {
+        if let Some(&i) = self.index.get(text) {
+            return i;
+        }
+        self.list.push(text.to_string());
+        self.index.insert(text.to_string(), self.list.len() - 1);
+        self.list.len() - 1
+    }
+}
+
+/// A run's evidence file: every cell, each with every repetition.
+#[derive(Serialize)]
+struct RunData {
+    run: String,
+    title: String,
+    bench_tool: String,
+    tool: String,
+    texts: Vec<String>,
+    cells: Vec<CellData>,
+}
+
+/// One cell as the viewer shows it; `reps` in repetition order.
+#[derive(Serialize)]
+struct CellData {
+    slug: String,
+    name: String,
+    phase: Phase,
+    status: Status,
+    status_label: &'static str,
+    subtitle: String,
+    /// What decided an Over capacity, Looped or error cell, in words.
+    detail: String,
+    board: String,
+    /// Figures the site computed from records (not as a tool reported them).
+    measured: bool,
+    repetitions: u32,
+    /// (what, cell slug, cell name).
+    neighbours: Vec<(&'static str, String, String)>,
+    /// [figure, value, interval, method, n, covers, cv, noisy], texts by index.
+    uncertainty: Vec<(usize, String, String, usize, u32, usize, String, bool)>,
+    tool_figures: Vec<(String, String, String)>,
+    warnings: Vec<(String, String)>,
+    /// [channel, period, repeated, excerpt].
+    looped: Option<(Option<String>, Option<u64>, Option<u64>, Option<String>)>,
+    error: Option<(Option<u16>, String)>,
+    reps: Vec<RepData>,
+}
+
+/// One repetition's evidence. Times in seconds from its first send, to the millisecond.
+#[derive(Serialize, Default)]
+struct RepData {
+    rep: u32,
+    instance: Option<u32>,
+    /// [figure, value, formula, numbers], texts by index.
+    formulas: Vec<(usize, String, usize, String)>,
+    /// A prefill cell's requests: [sent, reported prompt tokens, cached, TTFT, prompt tok/s].
+    prefill: Vec<(String, Option<u32>, Option<u64>, String, String)>,
     requests: usize,
     lane_group: usize,
-    timeline: String,
-    gauge: String,
+    window: Option<(f64, f64)>,
+    span: f64,
+    /// [send, first token, end, outcome (0 finished, 1 cancelled, 2 failed), requests].
+    lanes: Vec<(f64, Option<f64>, f64, u8, usize)>,
+    target: u32,
+    /// [time, running, waiting].
+    gauge: Vec<(f64, f64, Option<f64>)>,
     gauge_source: Option<String>,
-    /// How often the gauge was read, in words (`0.3 s`).
     gauge_every: Option<String>,
-    throughput: String,
-    outcomes: Vec<(&'static str, &'static str, usize)>,
-    token_sources: Vec<(&'static str, usize)>,
+    /// [mid-bin time, output tok/s].
+    throughput: Vec<(f64, f64)>,
+    /// [outcome, requests].
+    outcomes: Vec<(u8, usize)>,
+    /// [label, requests], labels by index.
+    token_sources: Vec<(usize, usize)>,
+    ttft: Option<StatsData>,
+    tbt: Option<StatsData>,
 }
 
-/// Every cell page of `run`; `raw` is the run as loaded (its records), `None` where its
-/// cells keep nothing beyond the view (`RunView::detail_hash`). `in_parallel` on every core,
-/// for when this run is about all there is to render (`site serve` after a change). Not
-/// otherwise: a thread waiting on its cells would take up other runs meanwhile, each
-/// holding its raw records.
+#[derive(Serialize)]
+struct StatsData {
+    count: usize,
+    p50: String,
+    p90: String,
+    p99: String,
+    max: String,
+    /// [lo, hi, requests], milliseconds.
+    bins: Vec<(f64, f64, usize)>,
+}
+
+/// Rounded to the millisecond (of seconds) or to a tenth (of milliseconds, rates): what the
+/// charts resolve, and a short number in the file.
+fn r3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+fn r1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+fn outcome_code(o: evidence::Outcome) -> u8 {
+    match o {
+        evidence::Outcome::Finished => 0,
+        evidence::Outcome::Cancelled => 1,
+        evidence::Outcome::Error => 2,
+    }
+}
+
+/// The files a run's cells publish, as paths under the site.
+pub fn files(run: &RunView) -> Vec<String> {
+    vec![format!("runs/{}/cell/index.html", run.id), format!("runs/{}/evidence.js", run.id)]
+}
+
+/// A run's cells: the viewer page and its evidence file; `detail` is every cell file of the
+/// run as loaded (each repetition's records), `None` where its cells keep nothing beyond the
+/// view (`RunView::detail_hash`).
 pub fn render_all(
     cx: &PageContext,
     (run, index): (&RunView, usize),
     detail: Option<&[CellDetail]>,
-    in_parallel: bool,
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
-    let frame = RunFrame::of(run, cx.titles.get(index).map(String::as_str));
-    let views: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
-    let one = |&view: &&CellView, sink: &dyn Sink, st: &mut RenderStats| {
-        let detail = detail.into_iter().flatten().find(|d| {
-            let c = &d.cell;
-            c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency
-        });
-        render(cx, &frame, run, view, detail, sink, st)
+    let title = super::common::run_title(run);
+    let page_title = cx.titles.get(index).cloned().unwrap_or_else(|| title.clone());
+    let tool = &run.manifest.bench_tool;
+    let mut texts = Texts::default();
+    let cells: Vec<CellData> = run
+        .prefill
+        .iter()
+        .chain(&run.decode)
+        .map(|view| {
+            let mut reps: Vec<&CellDetail> = detail
+                .into_iter()
+                .flatten()
+                .filter(|d| {
+                    let c = &d.cell;
+                    c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency
+                })
+                .collect();
+            reps.sort_by_key(|d| d.cell.repetition);
+            cell_data(run, view, &reps, &mut texts)
+        })
+        .collect();
+    stats.charts += cells.iter().flat_map(|c| &c.reps).map(|r| usize::from(!r.lanes.is_empty())).sum::<usize>();
+    let data = RunData {
+        run: run.id.clone(),
+        title: title.clone(),
+        bench_tool: format!("{} v{}", tool.name, tool.version),
+        tool: tool.name.clone(),
+        texts: texts.list,
+        cells,
     };
-    if in_parallel {
-        return super::cached::render_parallel(&views, one, sink, stats);
-    }
-    views.iter().try_for_each(|view| one(view, sink, stats))
+    let json = serde_json::to_string(&data)?;
+    let dir = format!("runs/{}", run.id);
+    put_file(sink, &format!("{dir}/evidence.js"), &format!("window.SPEED_MATRIX_EVIDENCE={json};\n"), stats)?;
+    let names: Vec<Link> =
+        run.prefill.iter().chain(&run.decode).map(|c| Link { name: cell_name(c), slug: cell_slug(c) }).collect();
+    let html = cx.env.get_template("cell.html")?.render(context! {
+        root => root("../../../"),
+        nav_pages => cx.nav_pages(),
+        run_id => run.id.as_str(),
+        run_title => title,
+        page_run_title => page_title,
+        cells => ser(names),
+    })?;
+    put_page(sink, &format!("{dir}/cell/index.html"), &html, stats)
 }
 
-/// What every cell page of one run shows alike, made into template values once per run.
-struct RunFrame {
-    root: Value,
-    run_id: Value,
-    run_title: Value,
-    /// The run's unique name, for the page's `<title>` (tabs, bookmarks, shared links).
-    page_run_title: Value,
-    bench_tool: Value,
-    tool_name: Value,
-}
-
-impl RunFrame {
-    fn of(run: &RunView, unique: Option<&str>) -> RunFrame {
-        let tool = &run.manifest.bench_tool;
-        let title = super::common::run_title(run);
-        RunFrame {
-            root: root("../../../../"),
-            run_id: Value::from(run.id.as_str()),
-            page_run_title: Value::from(unique.map_or_else(|| title.clone(), str::to_string)),
-            run_title: Value::from(title),
-            bench_tool: Value::from(format!("{} v{}", tool.name, tool.version)),
-            tool_name: Value::from(tool.name.as_str()),
-        }
-    }
-}
-
-fn render(
-    cx: &PageContext,
-    frame: &RunFrame,
-    run: &RunView,
-    view: &CellView,
-    detail: Option<&CellDetail>,
-    sink: &dyn Sink,
-    stats: &mut RenderStats,
-) -> Result<()> {
-    let cell = detail.map(|d| &d.cell);
-    let evidence = detail.and_then(|d| d.evidence.as_ref());
-    let (charts, ttft, tbt) = match evidence {
-        Some(e) => evidence_view(e, view.concurrency, cell.and_then(|c| c.measurement.as_ref()?.gauge_source.clone())),
-        None => (
-            None,
-            detail.and_then(|d| d.reported_ttft_ms.as_ref()).map(|d| stats_of(TTFT, d)),
-            detail.and_then(|d| d.reported_tbt_ms.as_ref()).map(|d| stats_of(TBT, d)),
+fn cell_data(run: &RunView, view: &CellView, reps: &[&CellDetail], texts: &mut Texts) -> CellData {
+    let requested = numbers::integer(view.context as f64);
+    let subtitle = match view.phase {
+        Phase::Prefill => format!("prefill of a {requested}-token prompt"),
+        Phase::Decode => format!(
+            "{} request{} at once, {requested}-token context",
+            view.concurrency,
+            if view.concurrency == 1 { "" } else { "s" }
         ),
     };
-    stats.charts +=
-        charts.as_ref().map_or(0, |c| [&c.timeline, &c.gauge, &c.throughput].iter().filter(|s| !s.is_empty()).count());
-    let html = cx.env.get_template("cell.html")?.render(context! {
-        root => frame.root.clone(),
-        nav_pages => cx.nav_pages(),
-        run_id => frame.run_id.clone(),
-        run_title => frame.run_title.clone(),
-        page_run_title => frame.page_run_title.clone(),
-        name => cell_name(view),
-        cell => ser(view),
-        measured => view.source == FigureSource::Measured,
-        bench_tool => frame.bench_tool.clone(),
-        detail => cell_detail(view),
-        formulas => ser(formulas(view, cell, evidence)),
-        uncertainty => ser(uncertainty_rows(view)),
-        evidence => ser(charts),
-        ttft => ser(ttft),
-        tbt => ser(tbt),
-        prefill_requests => ser(prefill_requests(view, cell)),
-        tool_figures => ser(tool_figures(cell)),
-        tool_name => frame.tool_name.clone(),
-        requested_prompt => numbers::integer(view.context as f64),
-        neighbours => ser(neighbours(run, view)),
-        board => ser(Link { name: cell_name(view), slug: board_slug(BoardKey::of(view)) }),
-    })?;
-    put_page(sink, &format!("runs/{}/cells/{}/index.html", run.id, cell_slug(view)), &html, stats)
+    let first = reps.first().map(|d| &d.cell);
+    CellData {
+        slug: cell_slug(view),
+        name: cell_name(view),
+        phase: view.phase,
+        status: view.status,
+        status_label: super::templates::status_label(&ser(view.status).to_string()),
+        subtitle,
+        detail: cell_detail(view),
+        board: board_slug(BoardKey::of(view)),
+        measured: view.source == FigureSource::Measured,
+        repetitions: view.repetitions,
+        neighbours: neighbours(run, view).into_iter().map(|(what, l)| (what, l.slug, l.name)).collect(),
+        uncertainty: uncertainty_rows(view)
+            .into_iter()
+            .map(|u| (texts.id(u.figure), u.value, u.interval, texts.id(u.method), u.n, texts.id(u.covers), u.cv, u.noisy))
+            .collect(),
+        tool_figures: tool_figures(first).into_iter().map(|t| (t.name, t.value, t.unit)).collect(),
+        warnings: view.warnings.iter().map(|w| (w.code.to_string(), w.message.clone())).collect(),
+        looped: view.loop_finding.as_ref().map(|l| (l.channel.clone(), l.period_chars, l.repeated_chars, l.excerpt.clone())),
+        error: view.error.as_ref().map(|e| (e.http_status, e.message.clone())),
+        reps: reps.iter().map(|d| rep_data(view, d, texts)).collect(),
+    }
 }
 
-fn evidence_view(
-    e: &Evidence,
-    target: u32,
-    gauge_source: Option<String>,
-) -> (Option<EvidenceView>, Option<Stats>, Option<Stats>) {
-    use evidence::Outcome::*;
-    let o = &e.outcomes;
-    let outcomes = [(Finished, o.finished), (Cancelled, o.cancelled), (Error, o.error)]
+fn rep_data(view: &CellView, d: &CellDetail, texts: &mut Texts) -> RepData {
+    let cell = &d.cell;
+    let e = d.evidence.as_ref();
+    let formulas = formulas(view, d.figures.as_ref(), Some(cell), e)
         .into_iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| (cell_charts::outcome_label(k), cell_charts::outcome_colour(k), n))
+        .map(|f| (texts.id(f.figure), f.value, texts.id(f.formula), f.inputs))
         .collect();
-    let view = EvidenceView {
-        requests: e.requests,
-        lane_group: e.lane_group,
-        timeline: cell_charts::timeline(e),
-        gauge: cell_charts::gauge(e, target),
-        gauge_source,
-        gauge_every: e.gauge_every_s().map(numbers::seconds_setting),
-        throughput: cell_charts::throughput(e),
-        outcomes,
-        token_sources: e.token_sources.iter().map(|(s, n)| (token_source_label(*s), *n)).collect(),
+    let prefill = prefill_requests(view, Some(cell))
+        .into_iter()
+        .map(|r| (r.sent, r.reported_prompt, r.cached, r.ttft, r.rate))
+        .collect();
+    let stats = |d: &Distribution| StatsData {
+        count: d.count,
+        p50: numbers::millis1(d.p50),
+        p90: percentile_or_max(d.p90, 90.0, d),
+        p99: percentile_or_max(d.p99, 99.0, d),
+        max: numbers::millis1(d.max),
+        bins: d.bins.iter().map(|b| (r1(b.lo), r1(b.hi), b.count)).collect(),
     };
-    let ttft = e.ttft_ms.as_ref().map(|d| stats_of(TTFT, d));
-    let tbt = e.tbt_ms.as_ref().map(|d| stats_of(TBT, d));
-    (Some(view), ttft, tbt)
+    let mut rep = RepData {
+        rep: cell.repetition.max(1),
+        instance: cell.server_instance,
+        formulas,
+        prefill,
+        target: view.concurrency,
+        ttft: e.and_then(|e| e.ttft_ms.as_ref()).or(d.reported_ttft_ms.as_ref()).map(stats),
+        tbt: e.and_then(|e| e.tbt_ms.as_ref()).or(d.reported_tbt_ms.as_ref()).map(stats),
+        ..RepData::default()
+    };
+    let Some(e) = e else { return rep };
+    rep.requests = e.requests;
+    rep.lane_group = e.lane_group;
+    rep.window = e.window.map(|(a, b)| (r3(a), r3(b)));
+    rep.span = r3(e.span_s);
+    rep.lanes = e
+        .lanes
+        .iter()
+        .map(|l| (r3(l.send_s), l.first_token_s.map(r3), r3(l.end_s), outcome_code(l.outcome), l.requests))
+        .collect();
+    rep.gauge = e.gauge.iter().map(|g| (r3(g.t_s), g.running, g.waiting)).collect();
+    rep.gauge_source = cell.measurement.as_ref().and_then(|m| m.gauge_source.clone());
+    rep.gauge_every = e.gauge_every_s().map(numbers::seconds_setting);
+    rep.throughput = e.throughput.iter().map(|b| (r3(b.start_s + b.seconds / 2.0), r1(b.tps))).collect();
+    let o = &e.outcomes;
+    rep.outcomes = [(0, o.finished), (1, o.cancelled), (2, o.error)].into_iter().filter(|(_, n)| *n > 0).collect();
+    rep.token_sources = e.token_sources.iter().map(|(s, n)| (texts.id(token_source_label(*s)), *n)).collect();
+    rep
 }
 
 /// A percentile where n supports it, else what n does allow: "max of 8" is the honest
@@ -306,21 +401,6 @@ fn percentile_or_max(value: Option<f64>, p: f64, d: &Distribution) -> String {
             d.count,
             numbers::millis1(d.max)
         ),
-    }
-}
-
-const TTFT: &str = "Time to first token";
-const TBT: &str = "Time between tokens";
-
-fn stats_of(name: &'static str, d: &Distribution) -> Stats {
-    Stats {
-        name,
-        count: d.count,
-        p50: numbers::millis1(d.p50),
-        p90: percentile_or_max(d.p90, 90.0, d),
-        p99: percentile_or_max(d.p99, 99.0, d),
-        max: numbers::millis1(d.max),
-        chart: cell_charts::histogram(d, &format!("{} (ms)", name.to_lowercase())),
     }
 }
 
@@ -340,8 +420,9 @@ fn tool_figures(cell: Option<&Cell>) -> Vec<ToolFigureRow> {
         .collect()
 }
 
-fn formulas(view: &CellView, cell: Option<&Cell>, e: Option<&Evidence>) -> Vec<Formula> {
-    let f = &view.figures;
+/// How each of a repetition's figures was computed (`figures`: its own, from its records).
+fn formulas(view: &CellView, figures: Option<&Figures>, cell: Option<&Cell>, e: Option<&Evidence>) -> Vec<Formula> {
+    let Some(f) = figures else { return Vec::new() };
     let (Some(cell), Some(e)) = (cell, e) else { return Vec::new() };
     if view.status != Status::Valid {
         return Vec::new();
@@ -480,6 +561,14 @@ fn server_formulas(f: &Figures, cell: &Cell) -> Vec<Formula> {
         });
     }
     rows
+}
+
+struct PrefillRequest {
+    sent: String,
+    ttft: String,
+    reported_prompt: Option<u32>,
+    cached: Option<u64>,
+    rate: String,
 }
 
 fn prefill_requests(view: &CellView, cell: Option<&Cell>) -> Vec<PrefillRequest> {

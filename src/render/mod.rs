@@ -3,7 +3,6 @@
 //! share.
 
 pub mod cached;
-pub mod cell_charts;
 pub mod cell_page;
 pub mod charts;
 pub mod common;

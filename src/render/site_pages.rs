@@ -170,11 +170,7 @@ impl SitePages<'_> {
             .into_par_iter()
             .map(|i| cell_page::input_hash(cx, &site.runs[i], i, self.template_hash))
             .collect();
-        // Fewer runs' cells to render than cores (a change while serving): their cells in
-        // parallel.
-        let stale = site.runs.iter().zip(&cell_hashes).filter(|(r, &h)| self.previous.get(&cells_key(r)) != Some(&h));
-        let in_parallel = stale.count() < rayon::current_num_threads();
-        let cells = CellPages { cx, site, hashes: cell_hashes, in_parallel, details: self.cell_details };
+        let cells = CellPages { cx, site, hashes: cell_hashes, details: self.cell_details };
         by_folder.extend(render_pages(&cells, self.previous, sink, stats)?);
         // What the views and comparisons are made from: a run's page but its places, which
         // none of them shows.
@@ -441,15 +437,13 @@ fn cells_key(run: &RunView) -> String {
     format!("runs/{}/cells", run.id)
 }
 
-/// Each run's cell pages as a unit of their own: they do not show the run's places, which
-/// one run's change can move on thousands of runs.
+/// Each run's cells (its viewer page and evidence file) as a unit of their own: they do not
+/// show the run's places, which one run's change can move on thousands of runs.
 struct CellPages<'a> {
     cx: &'a PageContext<'a>,
     site: &'a SiteModel,
     /// By run: `cell_page::input_hash`.
     hashes: Vec<u64>,
-    /// Whether a run's cells are rendered on every core (see `cell_page::render_all`).
-    in_parallel: bool,
     details: &'a (dyn Fn(&RunView) -> Result<Vec<CellDetail>> + Sync),
 }
 
@@ -460,8 +454,7 @@ impl CachedPages for CellPages<'_> {
             .par_iter()
             .zip(&self.hashes)
             .map(|(r, &hash)| {
-                let cells = r.prefill.len() + r.decode.len();
-                let kept = RenderStats { pages: cells, files: cells, ..Default::default() };
+                let kept = RenderStats { pages: 1, files: 2, ..Default::default() };
                 Unit { patch: None, key: cells_key(r), files: Box::new(move || cell_page::files(r)), hash, kept }
             })
             .collect()
@@ -470,7 +463,7 @@ impl CachedPages for CellPages<'_> {
     fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
         let run = &self.site.runs[i];
         let details = run.detail_hash.map(|_| (self.details)(run)).transpose()?;
-        cell_page::render_all(self.cx, (run, i), details.as_deref(), self.in_parallel, sink, stats)
+        cell_page::render_all(self.cx, (run, i), details.as_deref(), sink, stats)
             .with_context(|| format!("rendering the cells of run {}", run.id))
     }
 }

@@ -13,6 +13,7 @@ pub const DEFAULT_ASSETS: &[(&str, &[u8])] = &[
     ("style.css", include_bytes!("../../static/style.css")),
     ("favicon.svg", include_bytes!("../../static/favicon.svg")),
     ("runs.js", include_bytes!("../../static/runs.js")),
+    ("cell.js", include_bytes!("../../static/cell.js")),
     // Drawn by scripts/make-icons.py: a PNG favicon, the touch icon, and the picture a shared
     // link shows.
     ("icon-32.png", include_bytes!("../../static/icon-32.png")),

@@ -1,0 +1,317 @@
+// Draws one cell of a run from the run's evidence file (evidence.js, loaded by a script tag
+// so that the page works from file:// as on any host): `#decode-8k-x4` shows the cell's
+// first repetition, `#decode-8k-x4/r2` its second, `#decode-8k-x4/warnings` scrolls to a
+// section. Every text from the data goes in with textContent, never as markup.
+(function () {
+  "use strict";
+  var data = window.SPEED_MATRIX_EVIDENCE;
+  var view = document.getElementById("cell-view");
+  if (!data || !view) return;
+  var root = view.getAttribute("data-root") || "";
+  var listing = view.cloneNode(true);
+  var baseTitle = document.title;
+  var SVG = "http://www.w3.org/2000/svg";
+  var OUTCOMES = [
+    ["finished", "#0072b2"],
+    ["cancelled at the window's end", "#009e73"],
+    ["failed", "#d55e00"],
+  ];
+  var SERIES = ["#0072b2", "#e69f00", "#009e73", "#cc79a7"];
+  var WIDTH = 720, LEFT = 44, RIGHT = 12;
+
+  function text(i) { return data.texts[i]; }
+
+  function el(tag, attrs, children) {
+    var e = document.createElement(tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    (children || []).forEach(function (c) {
+      if (c === null || c === undefined) return;
+      e.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+    });
+    return e;
+  }
+
+  function svg(tag, attrs, children) {
+    var e = document.createElementNS(SVG, tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    (children || []).forEach(function (c) {
+      e.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    });
+    return e;
+  }
+
+  function fixed(v, d) { return Number(v).toFixed(d); }
+  function secs(t) { return fixed(t, 2) + " s"; }
+
+  // 1, 2 or 5 times a power of ten, about span / 6.
+  function tickStep(span) {
+    var raw = Math.max(span / 6, 1e-9);
+    var p = Math.pow(10, Math.floor(Math.log10(raw)));
+    var steps = [1, 2, 5, 10];
+    for (var i = 0; i < steps.length; i++) if (steps[i] * p >= raw) return steps[i] * p;
+    return 10 * p;
+  }
+
+  function axisLabel(v) {
+    return Math.abs(v - Math.round(v)) < 1e-9 ? Math.round(v).toLocaleString("en-US") : fixed(v, 1);
+  }
+
+  function chartFrame(cls, height, title, desc) {
+    return svg("svg", { class: "chart " + cls, role: "img", viewBox: "0 0 " + WIDTH + " " + height,
+      preserveAspectRatio: "xMidYMid meet" }, [svg("title", {}, [title]), svg("desc", {}, [desc])]);
+  }
+
+  function xAxis(s, y, span, x, desc) {
+    s.appendChild(svg("line", { x1: LEFT, y1: y, x2: WIDTH - RIGHT, y2: y, stroke: "currentColor" }));
+    var step = tickStep(span);
+    for (var t = 0; t <= span + 1e-9; t += step) {
+      s.appendChild(svg("text", { x: fixed(x(t), 1), y: y + 15, "font-size": 12, "text-anchor": "middle",
+        fill: "currentColor" }, [axisLabel(t)]));
+    }
+    s.appendChild(svg("text", { x: (LEFT + WIDTH - RIGHT) / 2, y: y + 31, "font-size": 12,
+      "text-anchor": "middle", fill: "currentColor" }, [desc]));
+  }
+
+  // Every request from send to end: thin until its first token, thick after, coloured by how
+  // it ended; the measurement window shaded.
+  function timeline(rep) {
+    if (!rep.lanes.length || rep.span <= 0) return null;
+    var laneH = Math.min(24, Math.max(2, 300 / rep.lanes.length));
+    var top = 8, plotH = laneH * rep.lanes.length, height = Math.round(top + plotH + 36);
+    var x = function (t) { return LEFT + (WIDTH - LEFT - RIGHT) * Math.min(1, Math.max(0, t / rep.span)); };
+    var s = chartFrame("timeline", height, "Every request of the cell, from send to end",
+      rep.requests + " requests" + (rep.lane_group > 1 ? ", " + rep.lane_group + " to a lane" : "") +
+      "; thin until the first token, thick while streaming, coloured by how each ended; the shaded band is the measurement window.");
+    if (rep.window) {
+      s.appendChild(svg("rect", { x: fixed(x(rep.window[0]), 1), y: top, width: fixed(Math.max(0.5, x(rep.window[1]) - x(rep.window[0])), 1),
+        height: fixed(plotH, 1), fill: "currentColor", "fill-opacity": 0.08 },
+        [svg("title", {}, ["measurement window: " + secs(rep.window[0]) + " to " + secs(rep.window[1])])]));
+    }
+    var thick = Math.max(1.5, laneH * 0.7);
+    rep.lanes.forEach(function (l, i) {
+      var send = l[0], first = l[1] === null ? l[2] : l[1], end = l[2], o = OUTCOMES[l[3]], n = l[4];
+      var y = fixed(top + laneH * (i + 0.5), 1);
+      var who = rep.lane_group === 1 ? "request " + (i + 1)
+        : "requests " + (i * rep.lane_group + 1) + "–" + (i * rep.lane_group + n);
+      var title = who + ": sent at " + secs(send) + ", first token at " + (l[1] === null ? "none" : secs(l[1])) +
+        ", ended at " + secs(end) + " (" + o[0] + ")";
+      s.appendChild(svg("g", {}, [
+        svg("title", {}, [title]),
+        svg("line", { x1: fixed(x(send), 1), y1: y, x2: fixed(x(first), 1), y2: y, stroke: "currentColor", "stroke-opacity": 0.45 }),
+        svg("line", { x1: fixed(x(first), 1), y1: y, x2: fixed(Math.max(x(end), x(first) + 1), 1), y2: y, stroke: o[1], "stroke-width": fixed(thick, 1) }),
+      ]));
+    });
+    xAxis(s, top + plotH, rep.span, x, "seconds from the first request");
+    return s;
+  }
+
+  // Lines over time: `series` of {label, points: [[t, v]]}, from zero up.
+  function lineChart(cls, title, xDesc, yDesc, series) {
+    var all = [].concat.apply([], series.map(function (s) { return s.points; }));
+    if (!all.length) return null;
+    var t0 = Math.min.apply(null, all.map(function (p) { return p[0]; }));
+    var t1 = Math.max.apply(null, all.map(function (p) { return p[0]; }));
+    var top = Math.max.apply(null, all.map(function (p) { return p[1]; })) * 1.1 || 1;
+    var height = 240, plotTop = 12, plotH = 180;
+    var span = Math.max(t1 - t0, 1e-9);
+    var x = function (t) { return LEFT + (WIDTH - LEFT - RIGHT) * (t - t0) / span; };
+    var y = function (v) { return plotTop + plotH * (1 - v / top); };
+    var s = chartFrame(cls, height, title, series.map(function (se) { return se.label + ": " + se.points.length + " points"; }).join("; ") + ".");
+    series.forEach(function (se, i) {
+      var pts = se.points.map(function (p) { return fixed(x(p[0]), 1) + "," + fixed(y(p[1]), 1); }).join(" ");
+      s.appendChild(svg("polyline", { points: pts, fill: "none", stroke: SERIES[i % SERIES.length], "stroke-width": 2 },
+        [svg("title", {}, [se.label])]));
+      s.appendChild(svg("text", { x: WIDTH - RIGHT, y: plotTop + 14 * (i + 1), "font-size": 12, "text-anchor": "end",
+        fill: SERIES[i % SERIES.length] }, [se.label]));
+    });
+    s.appendChild(svg("text", { x: 4, y: plotTop + 10, "font-size": 12, fill: "currentColor" }, [axisLabel(Math.round(top))]));
+    s.appendChild(svg("text", { x: 4, y: plotTop + plotH - 2, "font-size": 12, fill: "currentColor" }, [yDesc]));
+    xAxis(s, plotTop + plotH, span, function (t) { return x(t0 + t); }, xDesc);
+    return s;
+  }
+
+  function histogram(d, what) {
+    var w = 360, h = 170, top = 8, plotH = h - top - 36;
+    var most = Math.max(1, Math.max.apply(null, d.bins.map(function (b) { return b[2]; })));
+    var barW = (w - LEFT - RIGHT) / Math.max(1, d.bins.length);
+    var s = svg("svg", { class: "chart histogram", role: "img", viewBox: "0 0 " + w + " " + h, preserveAspectRatio: "xMidYMid meet" },
+      [svg("title", {}, ["Histogram of " + what]), svg("desc", {}, [d.count + " requests; p50 " + d.p50 + ", max " + d.max + "."])]);
+    d.bins.forEach(function (b, i) {
+      var bh = plotH * b[2] / most;
+      s.appendChild(svg("rect", { x: fixed(LEFT + barW * i + 0.5, 1), y: fixed(top + plotH - bh, 1), width: fixed(Math.max(0.5, barW - 1), 1),
+        height: fixed(bh, 1), fill: "#0072b2" }, [svg("title", {}, [b[0] + " ms to " + b[1] + " ms: " + b[2] + " request" + (b[2] === 1 ? "" : "s")])]));
+    });
+    var y = top + plotH;
+    s.appendChild(svg("line", { x1: LEFT, y1: y, x2: w - RIGHT, y2: y, stroke: "currentColor" }));
+    if (d.bins.length) {
+      s.appendChild(svg("text", { x: LEFT, y: y + 15, "font-size": 12, fill: "currentColor" }, [d.bins[0][0] + " ms"]));
+      s.appendChild(svg("text", { x: w - RIGHT, y: y + 15, "font-size": 12, "text-anchor": "end", fill: "currentColor" }, [d.bins[d.bins.length - 1][1] + " ms"]));
+    }
+    s.appendChild(svg("text", { x: w / 2, y: y + 31, "font-size": 12, "text-anchor": "middle", fill: "currentColor" }, [what]));
+    s.appendChild(svg("text", { x: 4, y: top + 10, "font-size": 12, fill: "currentColor" }, [String(most)]));
+    return s;
+  }
+
+  function table(label, head, rows) {
+    var thead = el("thead", {}, [el("tr", {}, head.map(function (h) {
+      return el("th", { scope: "col", class: h[1] ? "num" : "" }, [h[0]]);
+    }))]);
+    var tbody = el("tbody", {}, rows.map(function (r) {
+      return el("tr", r.noisy ? { class: "noisy" } : {}, r.cells.map(function (c, i) {
+        return i === 0 ? el("th", { scope: "row" }, [c]) : el("td", { class: head[i][1] ? "num" : "" }, [c]);
+      }));
+    }));
+    return el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": label }, [el("table", {}, [thead, tbody])]);
+  }
+
+  function section(id, title, children) {
+    return el("section", id ? { id: id } : {}, [el("h2", {}, [title])].concat(children));
+  }
+
+  function figure(chart, caption) {
+    return chart ? el("figure", { class: "chart", tabindex: "0" }, [chart, el("figcaption", {}, caption)]) : null;
+  }
+
+  function cellHref(slug, rep) { return "#" + slug + (rep > 1 ? "/r" + rep : ""); }
+
+  function header(cell, rep) {
+    var nav = el("nav", { class: "cell-nav", "aria-label": "Neighbouring cells" }, cell.neighbours.map(function (n) {
+      return el("a", { href: cellHref(n[1], 1) }, [n[0] + ": " + n[2]]);
+    }).concat([el("a", { href: root + "leaderboards/" + cell.board + "/index.html" }, ["Leaderboard " + cell.name])]));
+    var out = [el("h1", {}, [cell.name]),
+      el("p", { class: "subtitle" }, [el("span", { class: "status " + cell.status }, [cell.status_label]), " · " + cell.subtitle]), nav];
+    if (cell.reps.length > 1) {
+      out.push(el("nav", { class: "cell-nav reps", "aria-label": "Repetitions" }, ["Repetition: "].concat(cell.reps.map(function (r) {
+        var attrs = { href: cellHref(cell.slug, r.rep) };
+        if (r === rep) attrs["aria-current"] = "page";
+        return el("a", attrs, [String(r.rep) + (r.instance ? " (server process " + r.instance + ")" : "")]);
+      }))));
+    }
+    return out;
+  }
+
+  function outcomeSections(cell) {
+    if (cell.status === "looped") {
+      var l = cell.looped || [];
+      return [section(null, "Looped", [el("p", {}, ["The model kept repeating the same text, so the measurement was discarded." + (cell.detail ? " " + cell.detail + "." : "")]),
+        l[3] ? el("pre", { class: "excerpt" }, [l[3]]) : null])];
+    }
+    if (cell.status === "over_capacity") return [section(null, "Over capacity", [el("p", {}, ["Not run" + (cell.detail ? ": " + cell.detail : "") + "."])])];
+    if (cell.status === "error" && cell.error) {
+      return [section(null, "Error", [el("p", {}, ["The server or the connection failed" + (cell.error[0] ? " (HTTP " + cell.error[0] + ")" : "") + ":"]),
+        el("pre", { class: "excerpt" }, [cell.error[1]])])];
+    }
+    return [];
+  }
+
+  function figures(cell, rep) {
+    var out = [];
+    if (cell.status !== "valid") return out;
+    var note = cell.measured ? null : el("p", { class: "note" }, ["As reported by " + data.bench_tool + "; this site did not compute them from raw records."]);
+    if (rep && rep.formulas.length) {
+      out.push(section(null, "Figures" + (cell.reps.length > 1 ? " of repetition " + rep.rep : ""), [note, table("How each figure was computed",
+        [["Figure"], ["Value", true], ["Formula"], ["Numbers"]],
+        rep.formulas.map(function (f) { return { cells: [text(f[0]), f[1], text(f[2]), f[3]] }; }))]));
+    } else if (note) {
+      out.push(section(null, "Figures", [note]));
+    }
+    if (cell.uncertainty.length) {
+      out.push(section("uncertainty", "Uncertainty", [el("p", { class: "note" }, [cell.repetitions > 1
+        ? "This cell was measured " + cell.repetitions + " times: each figure is the mean of the repetitions, and its interval covers the noise from one run to the next. A coefficient of variation (CV) above 10% is marked noisy."
+        : "This cell was measured once: these intervals describe the spread within one window (its requests, or its throughput in 5-second batches) and do not cover the next run's noise. A coefficient of variation (CV) above 10% is marked noisy."]),
+        table("Each figure with its interval", [["Figure"], ["Value", true], ["Interval"], ["n", true], ["Covers"], ["CV", true]],
+          cell.uncertainty.map(function (u) {
+            return { noisy: u[7], cells: [text(u[0]) + (u[7] ? " (noisy)" : ""), u[1], u[2] + " (" + text(u[3]) + ")", String(u[4]), text(u[5]), u[6]] };
+          }))]));
+    }
+    return out;
+  }
+
+  function extras(cell) {
+    var out = [];
+    if (cell.tool_figures.length) {
+      out.push(section(null, "Figures as " + data.tool + " named them", [
+        el("p", { class: "note" }, ["Reported by the tool but not shown in this site's columns, because their definitions differ from this site's."]),
+        table("Figures as the tool named them", [["Field"], ["Value", true], ["Unit"]],
+          cell.tool_figures.map(function (t) { return { cells: [t[0], t[1], t[2]] }; }))]));
+    }
+    if (cell.warnings.length) {
+      out.push(section("warnings", "Warnings", [el("ul", { class: "details" }, cell.warnings.map(function (w) {
+        return el("li", { class: "warned" }, [el("code", {}, [w[0]]), ": " + w[1]]);
+      }))]));
+    }
+    return out;
+  }
+
+  function evidence(cell, rep) {
+    if (!rep) return [];
+    var out = [];
+    if (rep.prefill.length) {
+      out.push(section(null, "The prefill sample", [table("Prefill requests",
+        [["Sent"], ["Prompt tokens reported", true], ["Cached", true], ["TTFT", true], ["Prompt tok/s", true]],
+        rep.prefill.map(function (r) { return { cells: [r[0], r[1] === null ? "—" : r[1].toLocaleString("en-US"), r[2] === null ? "—" : r[2].toLocaleString("en-US"), r[3], r[4]] }; }))]));
+    }
+    if (rep.lanes.length) {
+      out.push(section("timeline", "Every request", [
+        el("p", {}, [rep.requests + " requests" + (rep.lane_group > 1 ? ", " + rep.lane_group + " to a lane" : "") +
+          ": a thin line while waiting for the first token, a thick line while streaming, coloured by how it ended; the shaded band is the measurement window."]),
+        figure(timeline(rep), ["Requests by send time."].concat([].concat.apply([], rep.outcomes.map(function (o) {
+          return [" ", el("span", { class: "swatch", style: "background:" + OUTCOMES[o[0]][1] }), OUTCOMES[o[0]][0] + ": " + o[1]];
+        }))))]));
+    }
+    if (rep.gauge.length) {
+      var t0 = rep.gauge[0][0], t1 = rep.gauge[rep.gauge.length - 1][0];
+      var series = [{ label: "running", points: rep.gauge.map(function (g) { return [g[0], g[1]]; }) },
+        { label: "target: " + rep.target, points: [[t0, rep.target], [t1, rep.target]] }];
+      var waiting = rep.gauge.filter(function (g) { return g[2] !== null; }).map(function (g) { return [g[0], g[2]]; });
+      if (waiting.length) series.push({ label: "waiting", points: waiting });
+      out.push(section("gauge", "Requests on the server", [figure(lineChart("gauge", "Requests in flight over the cell",
+        "seconds from the first request", "requests", series),
+        ["Running" + (rep.gauge_source ? " (" + rep.gauge_source + ")" : "") + " against the target of " + rep.target +
+          (rep.gauge_every ? ", read every " + rep.gauge_every : "") + "."])]));
+    }
+    if (rep.throughput.length) {
+      out.push(section("throughput", "Output tokens per second across the window", [figure(lineChart("throughput",
+        "Output tokens per second across the window", "seconds into the measurement window", "output tok/s",
+        [{ label: "output tok/s", points: rep.throughput }]),
+        ["One-second bins. Records keep each request's tokens inside the window and when the first and last of them came, so a request's tokens are spread evenly between those times."])]));
+    }
+    var dists = [[rep.ttft, "Time to first token"], [rep.tbt, "Time between tokens"]].filter(function (d) { return d[0]; });
+    if (dists.length) {
+      out.push(section("distributions", "Distributions", [el("div", { class: "columns" }, dists.map(function (d) {
+        var s = d[0];
+        return figure(histogram(s, d[1].toLowerCase() + " (ms)"), [d[1] + ": " + s.count + " requests · p50 " + s.p50 + " · p90 " + s.p90 + " · p99 " + s.p99 + " · max " + s.max]);
+      }))]));
+    }
+    if (rep.token_sources.length) {
+      out.push(section(null, "How tokens were counted", [el("ul", {}, rep.token_sources.map(function (t) {
+        return el("li", {}, [t[1] + " request" + (t[1] === 1 ? "" : "s") + ": " + text(t[0])]);
+      }))]));
+    }
+    return out;
+  }
+
+  function show() {
+    var parts = decodeURIComponent(location.hash.slice(1)).split("/");
+    var cell = data.cells.filter(function (c) { return c.slug === parts[0]; })[0];
+    var fresh = listing.cloneNode(true);
+    if (!cell) {
+      view.replaceWith(fresh);
+      view = fresh;
+      document.title = baseTitle;
+      return;
+    }
+    var want = /^r(\d+)$/.test(parts[1] || "") ? Number(parts[1].slice(1)) : 1;
+    var rep = cell.reps.filter(function (r) { return r.rep === want; })[0] || cell.reps[0];
+    var page = el("div", { id: "cell-view", "data-root": root }, [].concat(header(cell, rep), outcomeSections(cell),
+      figures(cell, rep), extras(cell), evidence(cell, rep)));
+    view.replaceWith(page);
+    view = page;
+    document.title = cell.name + " · " + baseTitle.replace(/^Cells · /, "");
+    var target = parts[1] && !/^r\d+$/.test(parts[1]) ? document.getElementById(parts[1]) : null;
+    if (target) target.scrollIntoView();
+  }
+
+  window.addEventListener("hashchange", show);
+  show();
+})();
