@@ -257,7 +257,7 @@ fn a_looping_output_makes_a_looped_cell() {
     assert_ok(&site_in(ws.path(), &["build"]));
     let page = fs::read_to_string(ws.path().join("public/runs/loop/index.html")).unwrap();
     assert!(page.contains(
-        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"cells/decode-2k-x2/index.html\">Looped</a></td>"
+        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"cell/index.html#decode-2k-x2\">Looped</a></td>"
     ));
 }
 
@@ -607,8 +607,9 @@ fn a_server_that_over_reports_is_flagged_and_llama_cpp_timings_are_set_beside_ou
     let page = fs::read_to_string(ws.path().join("public/runs/skewed/index.html")).unwrap();
     assert!(page.contains("<h2>Client against server</h2>"));
     assert!(text_of(&page).contains("client and server disagree: total tok/s against the server's token counter"));
-    let cell_page = fs::read_to_string(ws.path().join("public/runs/skewed/cells/decode-1k-x4/index.html")).unwrap();
-    assert!(cell_page.contains("<th scope=\"row\">Server tok&#x2f;s</th>"), "{cell_page}");
+    let evidence = evidence_cell(ws.path(), "skewed", "decode-1k-x4");
+    let formulas = &evidence["reps"][0]["formulas"];
+    assert!(formulas.as_array().unwrap().iter().any(|f| f[0] == "Server tok/s"), "{formulas}");
 
     // llama.cpp counts tokens only when a request ends: its per-request timings are the check.
     let llama = SimArgs::new().flavor("llamacpp").slots(4).step_ms(8).start();

@@ -101,9 +101,9 @@ fn shipped_seed_runs_carry_every_published_figure() {
         assert!(page.contains(&format!("<h1>{title}</h1>")), "{run_id}: title {title:?}");
         let launch = seed.lines().skip_while(|l| *l != "Launch command").nth(1).unwrap();
         assert!(text.contains(launch), "{run_id}: launch command differs");
-        // Over capacity cells are styled as such and link to their cell page.
+        // Over capacity cells are styled as such and link to their cell's evidence.
         let over = page
-            .matches("<td class=\"cell over-capacity\" data-status=\"over_capacity\"><a href=\"cells/decode-")
+            .matches("<td class=\"cell over-capacity\" data-status=\"over_capacity\"><a href=\"cell/index.html#decode-")
             .count();
         assert_eq!(over, page.matches("data-status=\"over_capacity\"").count(), "{run_id}");
         // The prefill curve and throughput vs interactivity: a point per valid cell.
@@ -114,7 +114,7 @@ fn shipped_seed_runs_carry_every_published_figure() {
     }
     let vllm = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[0].1));
     let looped =
-        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"cells/decode-64k-x4/index.html\">Looped</a></td>";
+        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"cell/index.html#decode-64k-x4\">Looped</a></td>";
     assert_eq!(vllm.matches(looped).count(), 1);
     assert_eq!(vllm.matches("data-status=\"over_capacity\"").count(), 15);
     // Seed 2's cells whose active requests stray from their column are flagged.
@@ -359,8 +359,9 @@ fn every_run_and_cell_page_has_a_title_of_its_own() {
     let model = "SmolLM2-135M-Instruct · llama.cpp xllamacpp 2026.10.11549 · 1× AMD EPYC (2 cores)";
     assert_eq!(titles[0], format!("{model} · 2026-12-02 · smollm2-135m-llamacpp-cpu-2-slots · Speed Matrix"));
     assert_eq!(titles[1], format!("{model} · 2026-12-03 · Speed Matrix"));
-    let cell = title("public/runs/smollm2-135m-llamacpp-cpu-2-slots/cells/decode-1k-x2/index.html");
-    assert!(cell.starts_with(&format!("1K × 2 · {}", titles[0].trim_end_matches(" · Speed Matrix"))), "{cell}");
+    // The page that draws a run's cells names the run the same way (and each cell, once drawn).
+    let cells = title("public/runs/smollm2-135m-llamacpp-cpu-2-slots/cell/index.html");
+    assert_eq!(cells, format!("Cells · {}", titles[0]));
 }
 
 #[test]
@@ -406,12 +407,17 @@ fn a_build_prints_its_weight_by_section_and_checks_the_named_host() {
         .map(|l| l.split_whitespace().next().unwrap_or(""))
         .collect();
     assert_eq!(sections, ["runs", "cells", "boards", "models,", "site", "assets"], "{said}");
-    // The cells line counts the cell pages the build wrote.
+    // The cells line counts each run's evidence file and the page that draws it.
     let cell_pages = walkdir::WalkDir::new(ws.path().join("public/runs"))
         .into_iter()
         .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file() && e.path().components().any(|c| c.as_os_str() == "cells"))
+        .filter(|e| {
+            e.file_type().is_file()
+                && (e.file_name() == "evidence.js" || e.path().components().any(|c| c.as_os_str() == "cell"))
+        })
         .count();
+    let runs = fs::read_dir(ws.path().join("data/runs")).unwrap().count();
+    assert_eq!(cell_pages, 2 * runs, "two files a run");
     let cells_line = said.lines().find(|l| l.trim_start().starts_with("cells")).unwrap();
     assert!(cells_line.contains(&format!(" {cell_pages} files ")), "{cells_line} ({cell_pages} cell files)");
     assert!(said.contains("Largest file: "), "{said}");

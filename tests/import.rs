@@ -91,7 +91,7 @@ fn both_shared_files_import_with_reconstructed_over_capacity_cells() {
     assert_ok(&ws.site(&["build"]));
     let page = ws.read("public/runs/unsound/index.html");
     // The heatmap cell of 1K x 2 is marked warned.
-    let at = page.find("<a class=\"tps\" href=\"cells/decode-1k-x2/index.html\"").expect("the 1K x 2 heatmap cell");
+    let at = page.find("<a class=\"tps\" href=\"cell/index.html#decode-1k-x2\"").expect("the 1K x 2 heatmap cell");
     let td = &page[page[..at].rfind("<td class=\"").unwrap()..at];
     assert!(td.contains(" warned"), "{td}");
     assert!(page.contains("usage_not_continuous"));
@@ -122,7 +122,7 @@ fn looped_cells_of_newer_versions_become_looped() {
     assert_eq!(c["loop_finding"]["period_chars"], 37);
     assert_ok(&ws.site(&["build"]));
     let page = ws.read("public/runs/newer/index.html");
-    assert!(page.contains("data-status=\"looped\"><a href=\"cells/decode-512-x1/index.html\">Looped</a></td>"));
+    assert!(page.contains("data-status=\"looped\"><a href=\"cell/index.html#decode-512-x1\">Looped</a></td>"));
 }
 
 #[test]
@@ -453,11 +453,11 @@ fn figures_without_a_column_of_ours_are_kept_under_the_tools_names() {
     assert_eq!(tool_figure(&m, "server_spec_pos_accept[2]"), None, "a null is not a figure");
     assert_eq!(tool_figure(&m, "accept_norm_tps"), None);
 
-    // On the cell page, under the tool's names; the mapping on the methodology page.
+    // In the cell's evidence, under the tool's names; the mapping on the methodology page.
     assert_ok(&ws.site(&["build"]));
-    let page = ws.read("public/runs/vllm/cells/decode-286-x1/index.html");
-    assert!(page.contains("<h2>Figures as vllm bench serve named them</h2>"), "{page}");
-    assert!(page.contains("<th scope=\"row\"><code>median_itl_ms</code></th><td class=\"num\">15.83</td><td>ms</td>"));
+    assert_eq!(evidence(ws.path(), "vllm")["tool"], "vllm bench serve");
+    let shown = evidence_cell(ws.path(), "vllm", "decode-286-x1")["tool_figures"].clone();
+    assert!(shown.as_array().unwrap().contains(&serde_json::json!(["median_itl_ms", "15.83", "ms"])), "{shown}");
     let glossary = text_of(&ws.read("public/glossary/index.html"));
     assert!(glossary.contains("vllm bench serve → our columns"), "{glossary}");
     assert!(glossary.contains("server_spec_accepted_tokens"));

@@ -63,6 +63,14 @@ fn repetitions_interleave_across_the_matrix_and_resume() {
     let cells: Value = serde_json::from_str(&fs::read_to_string(d.join("public/runs/r/cells.json")).unwrap()).unwrap();
     let c = cells["cells"].as_array().unwrap().iter().find(|c| c["phase"] == "decode" && c["context"] == 256).unwrap();
     assert_eq!(c["repetitions"], 3, "{c}");
+    // Every repetition's evidence, each with its own requests and figures.
+    let e = evidence_cell(d, "r", "decode-256-x1");
+    let reps = e["reps"].as_array().unwrap();
+    assert_eq!(reps.iter().map(|r| r["rep"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2, 3]);
+    for r in reps {
+        assert!(!r["lanes"].as_array().unwrap().is_empty(), "repetition {}: no requests", r["rep"]);
+        assert!(r["formulas"].as_array().unwrap().iter().any(|f| f[0] == "Total tok/s"), "{r}");
+    }
 }
 
 /// Noise like a shared machine's: the server's level for its life, slow drift, per-step

@@ -6,7 +6,7 @@ mod common;
 
 use std::fs;
 
-use common::{assert_ok, copy_dir, fixture, stderr, table_rows, text_of, Workspace};
+use common::{assert_ok, copy_dir, evidence, evidence_cell, fixture, stderr, table_rows, text_of, Workspace};
 
 fn built_series() -> Workspace {
     let ws = Workspace::from_fixture("valid/series");
@@ -210,12 +210,12 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
         fs::metadata(ws.path().join("public").join(rel)).unwrap().ino()
     };
     let moved_run = "runs/d-vllm-0.11.0/index.html";
-    let moved_cell = "runs/d-vllm-0.11.0/cells/decode-8k-x4/index.html";
+    let moved_cell = "runs/d-vllm-0.11.0/evidence.js";
     let moved_download = "runs/d-vllm-0.11.0/cells.json";
     let before = (inode(moved_run), inode(moved_cell), inode(moved_download));
     // One figure changes: that run is re-rendered; every run whose place on the 8K x 4
     // board moves (c drops from =4 to last, d rises to 5th; a's page reads #4 either way) gets its
-    // page from the previous one with the new places, its downloads and cell pages kept by a
+    // page from the previous one with the new places, its downloads and cells' evidence kept by a
     // link; the others are kept whole. (c is measured once, so the site's run-to-run noise,
     // and with it every other board's places, stays as it was.)
     let cell = ws.path().join("data/runs/c-vllm-0.9.1/cells/decode-8192-c4.json");
@@ -231,19 +231,20 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
     assert_eq!(rebuilt, fresh, "a rebuild that kept pages differs from a fresh build");
     assert!(ws.read("public/runs/d-vllm-0.11.0/index.html").contains("#5 of 6<!--/place--></a>"));
     assert_ne!(inode(moved_run), before.0, "the moved run's page was kept");
-    assert_eq!(inode(moved_cell), before.1, "the moved run's cell page was rendered again");
+    assert_eq!(inode(moved_cell), before.1, "the moved run's evidence was written again");
     assert_eq!(inode(moved_download), before.2, "the moved run's download was written again");
 }
 
 #[test]
-fn a_rebuild_renders_a_cell_page_again_when_only_its_samples_changed() {
-    // An imported cell's per-request samples are drawn on its page but are not among the
-    // run's figures: changing one must still reach the page a rebuild would otherwise keep.
+fn a_rebuild_renders_a_runs_evidence_again_when_only_its_samples_changed() {
+    // An imported cell's per-request samples are drawn from its evidence but are not among
+    // the run's figures: changing one must still reach the evidence a rebuild would otherwise
+    // keep.
     let ws = Workspace::from_repo_data();
     assert_ok(&ws.site(&["build"]));
     let run = "smollm2-135m-llamacpp-cpu-sglang-bench-serving";
-    let page = format!("public/runs/{run}/cells/decode-256-x1/index.html");
-    let before = ws.read(&page);
+    let max = |ws: &Workspace| evidence_cell(ws.path(), run, "decode-256-x1")["reps"][0]["ttft"]["max"].clone();
+    let before = max(&ws);
     let cell = ws.path().join(format!("data/runs/{run}/cells/decode-256-c1.json"));
     let mut json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&cell).unwrap()).unwrap();
     let samples = json["reported"]["samples"].as_array_mut().unwrap();
@@ -252,9 +253,8 @@ fn a_rebuild_renders_a_cell_page_again_when_only_its_samples_changed() {
     }
     fs::write(&cell, serde_json::to_string_pretty(&json).unwrap()).unwrap();
     assert_ok(&ws.site(&["build"]));
-    let after = ws.read(&page);
-    assert!(!before.contains("max 9,876.0 ms"), "{before}");
-    assert!(after.contains("max 9,876.0 ms"), "the cell page kept its old samples");
+    assert_ne!(before, "9,876.0 ms");
+    assert_eq!(max(&ws), "9,876.0 ms", "the evidence kept its old samples");
     let rebuilt = common::tree(&ws.path().join("public"));
     assert_ok(&ws.site(&["build", "--force", "--out", "fresh"]));
     assert_eq!(rebuilt, common::tree(&ws.path().join("fresh")), "a rebuild differs from a fresh build");
@@ -276,54 +276,56 @@ fn a_changed_site_toml_reaches_the_pages_a_rebuild_would_keep() {
 }
 
 #[test]
-fn every_cell_has_a_page_linked_from_the_heatmap_and_the_table() {
+fn every_cell_has_its_evidence_linked_from_the_heatmap_and_the_table() {
     let ws = Workspace::from_fixture("valid/measured");
     assert_ok(&ws.site(&["build"]));
     let run = ws.read("public/runs/tiny-vllm-l4/index.html");
     let cells = fs::read_dir(ws.path().join("data/runs/tiny-vllm-l4/cells")).unwrap().count();
-    let pages = fs::read_dir(ws.path().join("public/runs/tiny-vllm-l4/cells")).unwrap().count();
-    assert_eq!(pages, cells);
-    // Heatmap and table both link the 8K x 2 cell.
-    assert!(run.contains("<a class=\"tps\" href=\"cells/decode-8k-x2/index.html\">150.0</a>"), "heatmap link");
-    assert!(run.contains("<td><a href=\"cells/decode-8k-x2/index.html\">Sustained decode</a></td>"), "table link");
-    let page = ws.read("public/runs/tiny-vllm-l4/cells/decode-8k-x2/index.html");
+    assert_eq!(evidence(ws.path(), "tiny-vllm-l4")["cells"].as_array().unwrap().len(), cells);
+    // Heatmap and table both link the 8K x 2 cell; the cells' page lists every cell without
+    // scripts and loads the run's evidence with a script tag (file:// allows no fetch).
+    assert!(run.contains("<a class=\"tps\" href=\"cell/index.html#decode-8k-x2\">150.0</a>"), "heatmap link");
+    assert!(run.contains("<td><a href=\"cell/index.html#decode-8k-x2\">Sustained decode</a></td>"), "table link");
+    let viewer = ws.read("public/runs/tiny-vllm-l4/cell/index.html");
+    assert!(viewer.contains("<li><a href=\"#decode-8k-x2\">8K × 2</a></li>"), "{viewer}");
+    assert!(viewer.contains("<script src=\"../evidence.js\"></script>"));
+    assert!(viewer.contains("<script src=\"../../../static/cell.js\"></script>"));
+    let cell = evidence_cell(ws.path(), "tiny-vllm-l4", "decode-8k-x2");
+    let rep = &cell["reps"][0];
     // The formula with its numbers, a lane per request, the gauge against the target.
-    assert!(page.contains("<td>4,500 tokens &#x2f; 30.000 s</td>"), "total tok/s formula");
-    assert_eq!(page.matches("<g><title>request ").count(), 2);
-    assert!(page.contains("target: 2"));
-    assert!(
-        page.contains("against the target of 2, read every 1 s.</figcaption>"),
-        "the gauge's interval, from its reads"
-    );
+    let formulas = rep["formulas"].as_array().unwrap();
+    let total = formulas.iter().find(|f| f[0] == "Total tok/s").unwrap();
+    let expected =
+        ["Total tok/s", "150.0", "output tokens inside the window / measured seconds", "4,500 tokens / 30.000 s"];
+    assert_eq!(total, &serde_json::json!(expected));
+    assert_eq!(rep["lanes"].as_array().unwrap().len(), 2);
+    assert_eq!(rep["target"], 2);
+    assert_eq!(rep["gauge_every"], "1 s", "the gauge's interval, from its reads");
     // Two requests support a median, not a tail: p90 and p99 give way to the max of 2.
-    assert!(page.contains("<figcaption>Time to first token: 2 requests · p50 75.0 ms · p90 needs 10 requests (max of 2: 100.0 ms) · p99 needs 100 requests (max of 2: 100.0 ms) · max 100.0 ms</figcaption>"));
+    assert_eq!(rep["ttft"]["p50"], "75.0 ms");
+    assert_eq!(rep["ttft"]["p90"], "needs 10 requests (max of 2: 100.0 ms)");
+    assert_eq!(rep["ttft"]["p99"], "needs 100 requests (max of 2: 100.0 ms)");
     // Neighbours along the row and the column, and the cell's leaderboard.
-    assert!(page.contains("<a href=\"../decode-8k-x1/index.html\">Fewer requests: 8K × 1</a>"));
-    assert!(page.contains("<a href=\"../decode-16k-x2/index.html\">Longer context: 16K × 2</a>"));
-    assert!(page.contains("<a href=\"../../../../leaderboards/8k-x2/index.html\">Leaderboard 8K × 2</a>"));
+    let neighbours = cell["neighbours"].as_array().unwrap();
+    assert!(neighbours.contains(&serde_json::json!(["Fewer requests", "decode-8k-x1", "8K × 1"])), "{neighbours:?}");
+    assert!(neighbours.contains(&serde_json::json!(["Longer context", "decode-16k-x2", "16K × 2"])), "{neighbours:?}");
+    assert_eq!(cell["board"], "8k-x2");
     // A looped cell shows its finding; an Over capacity cell its rule.
-    let looped = ws.read("public/runs/tiny-vllm-l4/cells/decode-16k-x1/index.html");
-    assert!(looped.contains("<h2>Looped</h2>"), "looped cell page");
-    assert!(looped.contains(
-        "measurement was discarded. output repeated with a period of 37 characters over 4107 characters.</p>"
-    ));
-    let over = ws.read("public/runs/tiny-vllm-l4/cells/decode-16k-x2/index.html");
-    assert!(over.contains("<h2>Over capacity</h2>"), "over capacity cell page");
-    assert!(
-        over.contains("<p>Not run: C x (context + max output) &gt; KV budget: needs 40960 tokens, budget 40000.</p>")
-    );
+    let looped = evidence_cell(ws.path(), "tiny-vllm-l4", "decode-16k-x1");
+    assert_eq!(looped["status"], "looped");
+    assert_eq!(looped["detail"], "output repeated with a period of 37 characters over 4107 characters");
+    let over = evidence_cell(ws.path(), "tiny-vllm-l4", "decode-16k-x2");
+    assert_eq!(over["status"], "over_capacity");
+    assert_eq!(over["detail"], "C x (context + max output) > KV budget: needs 40960 tokens, budget 40000");
 }
 
 #[test]
-fn a_looped_cell_without_a_finding_ends_its_sentence_once() {
+fn a_looped_cell_without_a_finding_has_no_detail() {
     // The seed run's looped cells say only that they looped: no empty detail after it.
     let ws = Workspace::from_repo_data();
     assert_ok(&ws.site(&["build"]));
-    let page = ws.read("public/runs/step-3.5-flash-vllm-0.29.0-4x-h200-sxm/cells/decode-64k-x4/index.html");
-    assert!(
-        page.contains("<p>The model kept repeating the same text, so the measurement was discarded.</p>"),
-        "{page}"
-    );
+    let cell = evidence_cell(ws.path(), "step-3.5-flash-vllm-0.29.0-4x-h200-sxm", "decode-64k-x4");
+    assert_eq!((cell["status"].as_str(), cell["detail"].as_str()), (Some("looped"), Some("")));
 }
 
 #[test]
@@ -343,11 +345,12 @@ fn a_cell_of_thousands_of_requests_stays_small() {
     cell["measurement"]["requests"] = serde_json::Value::Array(requests);
     fs::write(&path, serde_json::to_string(&cell).unwrap()).unwrap();
     assert_ok(&ws.site(&["build"]));
-    let page = ws.read("public/runs/tiny-vllm-l4/cells/decode-8k-x2/index.html");
-    assert!(page.len() < 300_000, "{} bytes", page.len());
+    let file = ws.read("public/runs/tiny-vllm-l4/evidence.js");
+    assert!(file.len() < 60_000, "{} bytes", file.len());
     // 5,000 requests, 17 to a lane: 295 lanes.
-    assert!(page.contains("5000 requests, 17 to a lane"));
-    assert_eq!(page.matches("<g><title>requests ").count(), 295);
+    let rep = &evidence_cell(ws.path(), "tiny-vllm-l4", "decode-8k-x2")["reps"][0];
+    assert_eq!((rep["requests"].as_u64(), rep["lane_group"].as_u64()), (Some(5000), Some(17)));
+    assert_eq!(rep["lanes"].as_array().unwrap().len(), 295);
 }
 
 #[test]

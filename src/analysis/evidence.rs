@@ -381,7 +381,8 @@ impl CellDetail {
         let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
         let ttfts: Vec<f64> = samples.iter().filter_map(|s| ms(s.ttft_s)).collect();
         let tbts: Vec<f64> = samples.iter().filter_map(|s| ms(s.tbt_s)).collect();
-        let figures = cell.measurement.as_ref().map(|m| super::Figures::from_measurement(cell.phase, cell.prompt_tokens, m));
+        let figures =
+            cell.measurement.as_ref().map(|m| super::Figures::from_measurement(cell.phase, cell.prompt_tokens, m));
         CellDetail {
             evidence,
             figures,

@@ -31,7 +31,6 @@ pub fn cell_slug(c: &CellView) -> String {
     }
 }
 
-
 /// A hash of everything a run's cell pages are made from: the run's view (its cells, facts
 /// and title), what its cell files keep beyond the view (records, samples), the navigation
 /// and the templates (not its leaderboard places: a cell page links to its board without
@@ -245,9 +244,10 @@ fn outcome_code(o: evidence::Outcome) -> u8 {
     }
 }
 
-/// The files a run's cells publish, as paths under the site.
+/// The files a run's cells publish, as paths under the site, in the order `render_all`
+/// writes them (a unit's digest reads them in order).
 pub fn files(run: &RunView) -> Vec<String> {
-    vec![format!("runs/{}/cell/index.html", run.id), format!("runs/{}/evidence.js", run.id)]
+    vec![format!("runs/{}/evidence.js", run.id), format!("runs/{}/cell/index.html", run.id)]
 }
 
 /// A run's cells: the viewer page and its evidence file; `detail` is every cell file of the
@@ -331,11 +331,16 @@ fn cell_data(run: &RunView, view: &CellView, reps: &[&CellDetail], texts: &mut T
         neighbours: neighbours(run, view).into_iter().map(|(what, l)| (what, l.slug, l.name)).collect(),
         uncertainty: uncertainty_rows(view)
             .into_iter()
-            .map(|u| (texts.id(u.figure), u.value, u.interval, texts.id(u.method), u.n, texts.id(u.covers), u.cv, u.noisy))
+            .map(|u| {
+                (texts.id(u.figure), u.value, u.interval, texts.id(u.method), u.n, texts.id(u.covers), u.cv, u.noisy)
+            })
             .collect(),
         tool_figures: tool_figures(first).into_iter().map(|t| (t.name, t.value, t.unit)).collect(),
         warnings: view.warnings.iter().map(|w| (w.code.to_string(), w.message.clone())).collect(),
-        looped: view.loop_finding.as_ref().map(|l| (l.channel.clone(), l.period_chars, l.repeated_chars, l.excerpt.clone())),
+        looped: view
+            .loop_finding
+            .as_ref()
+            .map(|l| (l.channel.clone(), l.period_chars, l.repeated_chars, l.excerpt.clone())),
         error: view.error.as_ref().map(|e| (e.http_status, e.message.clone())),
         reps: reps.iter().map(|d| rep_data(view, d, texts)).collect(),
     }

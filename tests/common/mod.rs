@@ -61,6 +61,40 @@ impl Workspace {
     }
 }
 
+/// A run's published evidence file (`public/runs/RUN/evidence.js`) as data, under `dir`.
+pub fn evidence(dir: &Path, run: &str) -> serde_json::Value {
+    let p = dir.join("public/runs").join(run).join("evidence.js");
+    let js = fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
+    let json = js.strip_prefix("window.SPEED_MATRIX_EVIDENCE=").and_then(|j| j.trim_end().strip_suffix(';'));
+    serde_json::from_str(json.unwrap_or_else(|| panic!("{} is not an evidence file", p.display()))).unwrap()
+}
+
+/// Cell `slug` (`decode-8k-x2`) of a run's evidence, with the file's texts put back in
+/// place of their indexes (formulas, uncertainty methods, token sources).
+pub fn evidence_cell(dir: &Path, run: &str, slug: &str) -> serde_json::Value {
+    let data = evidence(dir, run);
+    let texts: Vec<String> =
+        data["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
+    let mut cell = data["cells"].as_array().unwrap().iter().find(|c| c["slug"] == slug).cloned();
+    let cell = cell.as_mut().unwrap_or_else(|| panic!("{run} has no cell {slug}"));
+    let text = |v: &mut serde_json::Value| *v = serde_json::Value::from(texts[v.as_u64().unwrap() as usize].clone());
+    for row in cell["uncertainty"].as_array_mut().unwrap() {
+        for i in [0, 3, 5] {
+            text(&mut row[i]);
+        }
+    }
+    for rep in cell["reps"].as_array_mut().unwrap() {
+        for row in rep["formulas"].as_array_mut().unwrap() {
+            text(&mut row[0]);
+            text(&mut row[2]);
+        }
+        for row in rep["token_sources"].as_array_mut().unwrap() {
+            text(&mut row[0]);
+        }
+    }
+    cell.clone()
+}
+
 pub fn site_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_site")).args(args).current_dir(dir).output().expect("running site")
 }
