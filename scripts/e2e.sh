@@ -125,9 +125,9 @@ CHECKS=$(cat <<JSON
   {"name": "engine", "path": "/engines/llama-cpp/"},
   {"name": "compare", "path": "/compare/$VLLM_RUN--$SGLANG_RUN/", "svg": "figure.chart svg"},
   {"name": "methodology", "path": "/glossary/"},
-  {"name": "cell-e2e", "path": "/runs/e2e-llamacpp/cells/decode-512-x2/", "svg": "svg.timeline"},
-  {"name": "cell-cpu", "path": "/runs/smollm2-135m-llamacpp-cpu-2-slots/cells/decode-1k-x2/", "svg": "svg.timeline"},
-  {"name": "cell-seed", "path": "/runs/$VLLM_RUN/cells/decode-64k-x4/"},
+  {"name": "cell-e2e", "path": "/runs/e2e-llamacpp/cell/#decode-512-x2", "svg": "svg.timeline"},
+  {"name": "cell-cpu", "path": "/runs/smollm2-135m-llamacpp-cpu-2-slots/cell/#decode-1k-x2", "svg": "svg.timeline"},
+  {"name": "cell-seed", "path": "/runs/$VLLM_RUN/cell/#decode-64k-x4"},
   {"name": "tools", "path": "/tools/huggingfacetb-smollm2-135m-instruct-llama-cpp-xllamacpp-2026-10-11549-1x-amd-epyc-2-cores/"},
   {"name": "leaderboards", "path": "/leaderboards/"},
   {"name": "leaderboard", "path": "/leaderboards/8k-x64/"},
@@ -140,6 +140,16 @@ JSON
 )
 mkdir -p target/screenshots
 node tests/browser/check.mjs "$BASE" "$ROOT/target/screenshots" "$CHECKS"
+kill "$SERVE"; wait "$SERVE" 2>/dev/null || true; SERVE=
+
+step "a run's cells page: every repetition's evidence, over HTTP and from file://"
+(cd "$WORK/aa" && "$SITE" build >/dev/null)
+(cd "$WORK/aa" && exec "$SITE" serve --port 0 >"$WORK/aa-serve.log" 2>&1) &
+SERVE=$!
+for _ in $(seq 1 100); do grep -q 'Serving .* at http' "$WORK/aa-serve.log" && break; sleep 0.1; done
+BASE=$(sed -n 's/^Serving .* at \(http[^ ]*\)\/ .*/\1/p' "$WORK/aa-serve.log" | head -1)
+[ -n "$BASE" ] || { cat "$WORK/aa-serve.log" >&2; echo "e2e: site serve printed no URL" >&2; exit 1; }
+node tests/browser/cells.mjs "$BASE" "$WORK/aa/public" aa-a decode-256-x2 3
 kill "$SERVE"; wait "$SERVE" 2>/dev/null || true; SERVE=
 
 step "runs listing script: 230 runs, over HTTP and from file://"

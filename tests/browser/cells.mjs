@@ -1,0 +1,95 @@
+// Browser checks of a run's cells page (runs/ID/cell/), which draws each cell's evidence from
+// the run's evidence.js, in Debian's Chromium: every repetition of a repeated cell renders,
+// over HTTP and from file://, with no console error and no serious axe violation; a former
+// cell page's address (runs/ID/cells/NAME/) reaches the cell through the 404 page; with
+// JavaScript off, the run page's tables read and the cells page says where the figures are.
+// Usage: node cells.mjs BASE_URL SITE_DIR RUN_ID CELL_SLUG REPETITIONS
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+
+const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const [base, siteDir, run, slug, reps] = process.argv.slice(2);
+const failures = [];
+let passed = 0;
+const ok = (cond, what) => { if (cond) passed++; else failures.push(what); };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+});
+
+async function open(url, options = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => {
+    // The 404 page logs its own status before it sends the reader on.
+    if (m.type() === 'error' && !m.text().includes('status of 404')) errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url, { waitUntil: 'load' });
+  return { context, page, errors };
+}
+
+async function axe(page, what) {
+  await page.addScriptTag({ content: axeSource });
+  const violations = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.nodes.length}x)`);
+  });
+  ok(violations.length === 0, `${what}: axe: ${violations.join('; ')}`);
+}
+
+const fileBase = 'file://' + path.resolve(siteDir);
+for (const [scheme, root, page0] of [['http', base, '/cell/'], ['file', fileBase, '/cell/index.html']]) {
+  for (let rep = 1; rep <= Number(reps); rep++) {
+    const url = `${root}/runs/${run}${page0}#${slug}${rep > 1 ? '/r' + rep : ''}`;
+    const what = `${scheme} ${slug} r${rep}`;
+    const { context, page, errors } = await open(url);
+    const lanes = await page.locator('svg.timeline g > title').count();
+    ok(lanes > 0, `${what}: the timeline draws no request (${url})`);
+    const current = await page.locator('nav.reps a[aria-current="page"]').innerText().catch(() => '');
+    ok(current.startsWith(String(rep)), `${what}: the repetition shown is ${JSON.stringify(current)}`);
+    const formulas = await page.locator('table thead th').allInnerTexts();
+    ok(formulas.includes('Formula'), `${what}: no table of how each figure was computed`);
+    ok(await page.locator('svg.histogram rect').count() > 0, `${what}: no distribution drawn`);
+    const title = await page.title();
+    ok(!title.startsWith('Cells'), `${what}: the title does not name the cell: ${title}`);
+    // axe reads the styles with XHR, which file:// refuses: it runs over HTTP.
+    if (rep === 1 && scheme === 'http') await axe(page, what);
+    await page.screenshot({ path: path.join('target/screenshots', `cells-${scheme}-r${rep}.png`), fullPage: true });
+    ok(errors.length === 0, `${what}: console errors: ${errors.join(' | ')}`);
+    await context.close();
+  }
+}
+
+// A former cell page's address reaches the cell.
+{
+  const { context, page, errors } = await open(`${base}/runs/${run}/cells/${slug}/`);
+  await page.waitForURL((u) => u.hash === `#${slug}`, { timeout: 10000 }).catch(() => {});
+  ok(page.url().endsWith(`/runs/${run}/cell/#${slug}`), `old cell address: landed on ${page.url()}`);
+  ok(await page.locator('svg.timeline').count() === 1, 'old cell address: the cell is not drawn');
+  ok(errors.length === 0, `old cell address: console errors: ${errors.join(' | ')}`);
+  await context.close();
+}
+
+// With JavaScript off: the run page's tables, and the cells page's list and note.
+{
+  const { context, page } = await open(`${base}/runs/${run}/`, { javaScriptEnabled: false });
+  const rows = await page.locator('table.measurements tbody tr').count();
+  ok(rows > 0, `no script: the run page's measurements table has ${rows} rows`);
+  ok(await page.locator('table.heatmap td.cell').count() > 0, 'no script: the run page has no heatmap cells');
+  const page2 = await context.newPage();
+  await page2.goto(`${base}/runs/${run}/cell/`, { waitUntil: 'load' });
+  ok(await page2.locator(`ul.cell-list a[href="#${slug}"]`).count() === 1, 'no script: the cells page does not list the cell');
+  ok((await page2.locator('main').innerText()).includes('run page'), 'no script: the cells page does not say where the figures are');
+  await context.close();
+}
+
+await browser.close();
+for (const f of failures) console.log(`FAIL ${f}`);
+console.log(`cells checks: ${passed} passed, ${failures.length} failed`);
+process.exit(failures.length ? 1 : 0);
