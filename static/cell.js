@@ -21,6 +21,28 @@
 
   function text(i) { return data.texts[i]; }
 
+  // Empty fields are left out of the data file: read them as empty.
+  function filled(cell) {
+    ["neighbours", "uncertainty", "tool_figures", "warnings", "reps"].forEach(function (k) { cell[k] = cell[k] || []; });
+    cell.detail = cell.detail || "";
+    cell.reps.forEach(function (r) {
+      ["formulas", "prefill", "lanes", "gauge", "throughput", "outcomes", "token_sources"].forEach(function (k) { r[k] = r[k] || []; });
+      r.requests = r.requests || 0;
+      r.lane_group = r.lane_group || 1;
+      r.span = r.span || 0;
+      r.target = cell.concurrency;
+    });
+    return cell;
+  }
+  data.cells.forEach(filled);
+
+  function tokens(n) { return Number(n).toLocaleString("en-US"); }
+
+  function subtitle(cell) {
+    return cell.phase === "prefill" ? "prefill of a " + tokens(cell.context) + "-token prompt"
+      : cell.concurrency + " request" + (cell.concurrency === 1 ? "" : "s") + " at once, " + tokens(cell.context) + "-token context";
+  }
+
   function el(tag, attrs, children) {
     var e = document.createElement(tag);
     for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
@@ -176,10 +198,11 @@
 
   function header(cell, rep) {
     var nav = el("nav", { class: "cell-nav", "aria-label": "Neighbouring cells" }, cell.neighbours.map(function (n) {
-      return el("a", { href: cellHref(n[1], 1) }, [n[0] + ": " + n[2]]);
+      var other = data.cells[n[1]];
+      return el("a", { href: cellHref(other.slug, 1) }, [text(n[0]) + ": " + other.name]);
     }).concat([el("a", { href: root + "leaderboards/" + cell.board + "/index.html" }, ["Leaderboard " + cell.name])]));
     var out = [el("h1", {}, [cell.name]),
-      el("p", { class: "subtitle" }, [el("span", { class: "status " + cell.status }, [cell.status_label]), " · " + cell.subtitle]), nav];
+      el("p", { class: "subtitle" }, [el("span", { class: "status " + cell.status }, [text(cell.status_label)]), " · " + subtitle(cell)]), nav];
     if (cell.reps.length > 1) {
       out.push(el("nav", { class: "cell-nav reps", "aria-label": "Repetitions" }, ["Repetition: "].concat(cell.reps.map(function (r) {
         var attrs = { href: cellHref(cell.slug, r.rep) };

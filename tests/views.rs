@@ -299,7 +299,7 @@ fn every_cell_has_its_evidence_linked_from_the_heatmap_and_the_table() {
         ["Total tok/s", "150.0", "output tokens inside the window / measured seconds", "4,500 tokens / 30.000 s"];
     assert_eq!(total, &serde_json::json!(expected));
     assert_eq!(rep["lanes"].as_array().unwrap().len(), 2);
-    assert_eq!(rep["target"], 2);
+    assert_eq!(cell["concurrency"], 2, "the gauge's target");
     assert_eq!(rep["gauge_every"], "1 s", "the gauge's interval, from its reads");
     // Two requests support a median, not a tail: p90 and p99 give way to the max of 2.
     assert_eq!(rep["ttft"]["p50"], "75.0 ms");

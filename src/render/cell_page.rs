@@ -158,61 +158,97 @@ struct RunData {
     cells: Vec<CellData>,
 }
 
-/// One cell as the viewer shows it; `reps` in repetition order.
+/// One cell as the viewer shows it; `reps` in repetition order. Empty fields are left out
+/// (the viewer reads a missing one as empty).
 #[derive(Serialize)]
 struct CellData {
     slug: String,
     name: String,
     phase: Phase,
+    context: u32,
+    concurrency: u32,
     status: Status,
-    status_label: &'static str,
-    subtitle: String,
+    /// Text index.
+    status_label: usize,
     /// What decided an Over capacity, Looped or error cell, in words.
+    #[serde(skip_serializing_if = "String::is_empty")]
     detail: String,
     board: String,
     /// Figures the site computed from records (not as a tool reported them).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     measured: bool,
     repetitions: u32,
-    /// (what, cell slug, cell name).
-    neighbours: Vec<(&'static str, String, String)>,
+    /// (what, as a text index; the neighbour's index among the run's cells).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    neighbours: Vec<(usize, usize)>,
     /// [figure, value, interval, method, n, covers, cv, noisy], texts by index.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     uncertainty: Vec<(usize, String, String, usize, u32, usize, String, bool)>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_figures: Vec<(String, String, String)>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     warnings: Vec<(String, String)>,
     /// [channel, period, repeated, excerpt].
+    #[serde(skip_serializing_if = "Option::is_none")]
     looped: Option<(Option<String>, Option<u64>, Option<u64>, Option<String>)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<(Option<u16>, String)>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     reps: Vec<RepData>,
 }
 
-/// One repetition's evidence. Times in seconds from its first send, to the millisecond.
+/// One repetition's evidence. Times in seconds from its first send, to the millisecond;
+/// empty fields left out.
 #[derive(Serialize, Default)]
 struct RepData {
     rep: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     instance: Option<u32>,
     /// [figure, value, formula, numbers], texts by index.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     formulas: Vec<(usize, String, usize, String)>,
     /// A prefill cell's requests: [sent, reported prompt tokens, cached, TTFT, prompt tok/s].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     prefill: Vec<(String, Option<u32>, Option<u64>, String, String)>,
+    #[serde(skip_serializing_if = "is_zero")]
     requests: usize,
+    #[serde(skip_serializing_if = "is_zero")]
     lane_group: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
     window: Option<(f64, f64)>,
+    #[serde(skip_serializing_if = "is_zero_f")]
     span: f64,
     /// [send, first token, end, outcome (0 finished, 1 cancelled, 2 failed), requests].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     lanes: Vec<(f64, Option<f64>, f64, u8, usize)>,
-    target: u32,
     /// [time, running, waiting].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     gauge: Vec<(f64, f64, Option<f64>)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     gauge_source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     gauge_every: Option<String>,
     /// [mid-bin time, output tok/s].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     throughput: Vec<(f64, f64)>,
     /// [outcome, requests].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     outcomes: Vec<(u8, usize)>,
     /// [label, requests], labels by index.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     token_sources: Vec<(usize, usize)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     ttft: Option<StatsData>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     tbt: Option<StatsData>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero_f(x: &f64) -> bool {
+    *x == 0.0
 }
 
 #[derive(Serialize)]
@@ -307,28 +343,25 @@ pub fn render_all(
 }
 
 fn cell_data(run: &RunView, view: &CellView, reps: &[&CellDetail], texts: &mut Texts) -> CellData {
-    let requested = numbers::integer(view.context as f64);
-    let subtitle = match view.phase {
-        Phase::Prefill => format!("prefill of a {requested}-token prompt"),
-        Phase::Decode => format!(
-            "{} request{} at once, {requested}-token context",
-            view.concurrency,
-            if view.concurrency == 1 { "" } else { "s" }
-        ),
-    };
     let first = reps.first().map(|d| &d.cell);
+    let cells: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
+    let index_of = |slug: &str| cells.iter().position(|c| cell_slug(c) == slug);
     CellData {
         slug: cell_slug(view),
         name: cell_name(view),
         phase: view.phase,
+        context: view.context,
+        concurrency: view.concurrency,
         status: view.status,
-        status_label: super::templates::status_label(&ser(view.status).to_string()),
-        subtitle,
+        status_label: texts.id(super::templates::status_label(&ser(view.status).to_string())),
         detail: cell_detail(view),
         board: board_slug(BoardKey::of(view)),
         measured: view.source == FigureSource::Measured,
         repetitions: view.repetitions,
-        neighbours: neighbours(run, view).into_iter().map(|(what, l)| (what, l.slug, l.name)).collect(),
+        neighbours: neighbours(run, view)
+            .into_iter()
+            .filter_map(|(what, l)| Some((texts.id(what), index_of(&l.slug)?)))
+            .collect(),
         uncertainty: uncertainty_rows(view)
             .into_iter()
             .map(|u| {
@@ -370,7 +403,6 @@ fn rep_data(view: &CellView, d: &CellDetail, texts: &mut Texts) -> RepData {
         instance: cell.server_instance,
         formulas,
         prefill,
-        target: view.concurrency,
         ttft: e.and_then(|e| e.ttft_ms.as_ref()).or(d.reported_ttft_ms.as_ref()).map(stats),
         tbt: e.and_then(|e| e.tbt_ms.as_ref()).or(d.reported_tbt_ms.as_ref()).map(stats),
         ..RepData::default()

@@ -69,21 +69,41 @@ pub fn evidence(dir: &Path, run: &str) -> serde_json::Value {
     serde_json::from_str(json.unwrap_or_else(|| panic!("{} is not an evidence file", p.display()))).unwrap()
 }
 
-/// Cell `slug` (`decode-8k-x2`) of a run's evidence, with the file's texts put back in
-/// place of their indexes (formulas, uncertainty methods, token sources).
+/// Cell `slug` (`decode-8k-x2`) of a run's evidence as the viewer reads it: the file's texts
+/// put back in place of their indexes (formulas, methods, labels), neighbours as [what, slug,
+/// name], and the fields the file leaves out when empty filled in as empty.
 pub fn evidence_cell(dir: &Path, run: &str, slug: &str) -> serde_json::Value {
+    use serde_json::{json, Value};
     let data = evidence(dir, run);
     let texts: Vec<String> =
         data["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
-    let mut cell = data["cells"].as_array().unwrap().iter().find(|c| c["slug"] == slug).cloned();
-    let cell = cell.as_mut().unwrap_or_else(|| panic!("{run} has no cell {slug}"));
-    let text = |v: &mut serde_json::Value| *v = serde_json::Value::from(texts[v.as_u64().unwrap() as usize].clone());
+    let cells = data["cells"].as_array().unwrap();
+    let mut cell =
+        cells.iter().find(|c| c["slug"] == slug).cloned().unwrap_or_else(|| panic!("{run} has no cell {slug}"));
+    let text = |v: &mut Value| *v = Value::from(texts[v.as_u64().unwrap() as usize].clone());
+    let fill = |v: &mut Value, keys: &[&str]| {
+        for k in keys {
+            if v.get(k).is_none() {
+                v[*k] = json!([]);
+            }
+        }
+    };
+    fill(&mut cell, &["neighbours", "uncertainty", "tool_figures", "warnings", "reps"]);
+    if cell.get("detail").is_none() {
+        cell["detail"] = json!("");
+    }
+    text(&mut cell["status_label"]);
     for row in cell["uncertainty"].as_array_mut().unwrap() {
         for i in [0, 3, 5] {
             text(&mut row[i]);
         }
     }
+    for n in cell["neighbours"].as_array_mut().unwrap() {
+        let other = &cells[n[1].as_u64().unwrap() as usize];
+        *n = json!([texts[n[0].as_u64().unwrap() as usize], other["slug"], other["name"]]);
+    }
     for rep in cell["reps"].as_array_mut().unwrap() {
+        fill(rep, &["formulas", "prefill", "lanes", "gauge", "throughput", "outcomes", "token_sources"]);
         for row in rep["formulas"].as_array_mut().unwrap() {
             text(&mut row[0]);
             text(&mut row[2]);
@@ -92,7 +112,7 @@ pub fn evidence_cell(dir: &Path, run: &str, slug: &str) -> serde_json::Value {
             text(&mut row[0]);
         }
     }
-    cell.clone()
+    cell
 }
 
 pub fn site_in(dir: &Path, args: &[&str]) -> Output {
