@@ -128,7 +128,7 @@ pub fn line_chart(spec: &ChartSpec) -> String {
 /// The drawn SVG with our class, its name and summary first, and our own elements (markers,
 /// labels) last.
 fn finish_svg(svg: &str, class: &str, title: &str, summary: &str, marks: &str) -> String {
-    let svg = svg.replace("#000000", "currentColor");
+    let svg = lean(&svg.replace("#000000", "currentColor"));
     let Some(open_end) = svg.find('>') else { return String::new() };
     let Some(close) = svg.rfind("</svg>") else { return String::new() };
     format!(
@@ -142,6 +142,112 @@ fn finish_svg(svg: &str, class: &str, title: &str, summary: &str, marks: &str) -
         xml_escape(summary),
         &svg[open_end + 1..close]
     )
+}
+
+/// The drawn SVG made smaller without changing what it draws: numbers inside tags rounded
+/// to a tenth (a pixel's tenth, at a 600-pixel-wide chart), `opacity="1"` left out, and runs
+/// of lines, rects and circles that share their style grouped under one `<g>` carrying it,
+/// each keeping only its geometry. Plotters writes an element a line; text stays as it is.
+fn lean(svg: &str) -> String {
+    let mut out = String::with_capacity(svg.len());
+    let mut group: Option<(String, Vec<String>)> = None;
+    let flush = |out: &mut String, group: &mut Option<(String, Vec<String>)>| {
+        if let Some((style, items)) = group.take() {
+            if items.len() == 1 {
+                out.push_str(&items[0].replacen(' ', &format!(" {style} "), 1));
+            } else {
+                out.push_str(&format!("<g {style}>"));
+                items.iter().for_each(|i| out.push_str(i));
+                out.push_str("</g>");
+            }
+            out.push('\n');
+        }
+    };
+    for line in svg.lines() {
+        let line = round_in_tags(line).replace(" opacity=\"1\"", "");
+        match split_style(&line) {
+            Some((style, shape)) if group.as_ref().is_some_and(|(s, _)| *s == style) => {
+                group.as_mut().expect("checked").1.push(shape);
+            }
+            Some((style, shape)) => {
+                flush(&mut out, &mut group);
+                group = Some((style, vec![shape]));
+            }
+            None => {
+                flush(&mut out, &mut group);
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    }
+    flush(&mut out, &mut group);
+    out
+}
+
+/// A one-line self-closing `<line>`, `<rect>` or `<circle>` split into its style attributes
+/// and the element with its geometry only.
+fn split_style(line: &str) -> Option<(String, String)> {
+    const GEOMETRY: &[&str] = &["x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "width", "height"];
+    let body = line.trim().strip_suffix("/>")?;
+    let (tag, attrs) = body.strip_prefix('<')?.split_once(' ')?;
+    if !matches!(tag, "line" | "rect" | "circle") {
+        return None;
+    }
+    let (mut style, mut shape) = (Vec::new(), vec![format!("<{tag}")]);
+    let mut rest = attrs.trim();
+    while !rest.is_empty() {
+        let (name, after) = rest.split_once("=\"")?;
+        let (value, tail) = after.split_once('"')?;
+        let attr = format!("{}=\"{value}\"", name.trim());
+        if GEOMETRY.contains(&name.trim()) {
+            shape.push(attr)
+        } else {
+            style.push(attr)
+        }
+        rest = tail.trim_start();
+    }
+    Some((style.join(" "), format!("{}/>", shape.join(" "))))
+}
+
+/// Numbers inside tags (attribute values) rounded to one decimal; text between tags kept.
+fn round_in_tags(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_tag = false;
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            _ => {}
+        }
+        if in_tag && (c.is_ascii_digit() || c == '-') && !out.ends_with(|p: char| p.is_ascii_alphanumeric() || p == '#')
+        {
+            let end = line[i..]
+                .find(|ch: char| !(ch.is_ascii_digit() || ch == '.' || ch == '-'))
+                .map_or(line.len(), |e| i + e);
+            let number = &line[i..end];
+            match number.parse::<f64>() {
+                Ok(v) if number.contains('.') => out.push_str(&axis_tenth(v)),
+                _ => out.push_str(number),
+            }
+            while chars.peek().is_some_and(|(j, _)| *j < end) {
+                chars.next();
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A coordinate to a tenth, without a trailing `.0`.
+fn axis_tenth(v: f64) -> String {
+    let r = (v * 10.0).round() / 10.0;
+    if r == r.trunc() {
+        format!("{}", r as i64)
+    } else {
+        format!("{r:.1}")
+    }
 }
 
 /// What a line chart shows, in words: each series' range.
@@ -676,6 +782,29 @@ fn axis_number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lean_svg_groups_shared_styles_and_rounds_only_attribute_numbers() {
+        let drawn = concat!(
+            "<line opacity=\"0.2\" stroke=\"currentColor\" stroke-width=\"1\" x1=\"122\" y1=\"271.123456\" x2=\"122\" y2=\"12\"/>\n",
+            "<line opacity=\"0.2\" stroke=\"currentColor\" stroke-width=\"1\" x1=\"197\" y1=\"271\" x2=\"197\" y2=\"12\"/>\n",
+            "<text x=\"12.04\" font-size=\"15.32258064516129\" opacity=\"1\" fill=\"#0072b2\">\n",
+            "1.23456 tok/s\n",
+            "</text>\n",
+            "<circle cx=\"3\" cy=\"4\" r=\"2\" fill=\"#e69f00\"/>\n",
+        );
+        let lean = lean(drawn);
+        assert_eq!(
+            lean,
+            concat!(
+                "<g opacity=\"0.2\" stroke=\"currentColor\" stroke-width=\"1\"><line x1=\"122\" y1=\"271.1\" x2=\"122\" y2=\"12\"/><line x1=\"197\" y1=\"271\" x2=\"197\" y2=\"12\"/></g>\n",
+                "<text x=\"12\" font-size=\"15.3\" fill=\"#0072b2\">\n",
+                "1.23456 tok/s\n",
+                "</text>\n",
+                "<circle fill=\"#e69f00\" cx=\"3\" cy=\"4\" r=\"2\"/>\n",
+            )
+        );
+    }
 
     #[test]
     fn huge_values_are_left_out_instead_of_hanging_the_axis() {
