@@ -145,6 +145,35 @@ impl Footprint {
     }
 }
 
+/// The most a page should weigh: past it, a reader on a slow link waits seconds for one
+/// page (the budget every page of ours is built to).
+pub const PAGE_BUDGET_BYTES: u64 = 200 * 1024;
+/// The most any file should weigh: a fifth of the strictest host's per-file limit (25 MiB).
+pub const FILE_BUDGET_BYTES: u64 = 5 << 20;
+
+impl Footprint {
+    /// The largest page over `PAGE_BUDGET_BYTES` and the largest file over
+    /// `FILE_BUDGET_BYTES`, in words: what a build warns of (any host serves them).
+    pub fn over_budget(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some((p, b)) = self.largest_page.as_ref().filter(|(_, b)| *b > PAGE_BUDGET_BYTES) {
+            out.push(format!(
+                "{p} is {}, over the {} a page should weigh: readers on slow links wait for it",
+                bytes_text(*b),
+                bytes_text(PAGE_BUDGET_BYTES)
+            ));
+        }
+        if let Some((p, b)) = self.largest_file.as_ref().filter(|(_, b)| *b > FILE_BUDGET_BYTES) {
+            out.push(format!(
+                "{p} is {}, over the {} a file should weigh (hosts refuse files from 25 MiB)",
+                bytes_text(*b),
+                bytes_text(FILE_BUDGET_BYTES)
+            ));
+        }
+        out
+    }
+}
+
 /// Bytes as a reader says them: `517 KiB`, `1.9 MiB`, `1.02 GB` (hosts state their limits
 /// in decimal gigabytes).
 pub fn bytes_text(b: u64) -> String {
@@ -209,6 +238,20 @@ pub fn check(fp: &Footprint, host: Host) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_and_files_over_budget_are_named() {
+        let fp = Footprint::of(&[
+            ("runs/a/index.html".to_string(), 300 * 1024),
+            ("index.js".to_string(), 6 << 20),
+            ("runs/b/index.html".to_string(), 10),
+        ]);
+        let over = fp.over_budget();
+        assert_eq!(over.len(), 2, "{over:?}");
+        assert!(over[0].starts_with("runs/a/index.html is 300 KiB, over the 200 KiB a page"), "{}", over[0]);
+        assert!(over[1].starts_with("index.js is 6.0 MiB, over the 5.0 MiB a file"), "{}", over[1]);
+        assert!(Footprint::of(&[("runs/a/index.html".to_string(), 1000)]).over_budget().is_empty());
+    }
 
     #[test]
     fn files_fall_in_the_sections_a_reader_names() {

@@ -37,6 +37,9 @@ pub fn run(args: &BuildArgs) -> Result<()> {
     if let Some(fp) = &report.footprint {
         say!("By section:\n  {}", fp.lines().join("\n  "));
         say!("{}", fp.extremes());
+        for over in fp.over_budget() {
+            eprintln!("warning: {}", speed_matrix::units::terminal_safe(&over));
+        }
     }
     Ok(())
 }
