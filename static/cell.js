@@ -4,9 +4,10 @@
 // section. Every text from the data goes in with textContent, never as markup.
 (function () {
   "use strict";
-  var data = window.SPEED_MATRIX_EVIDENCE;
+  var packed = window.SPEED_MATRIX_EVIDENCE_GZIP;
   var view = document.getElementById("cell-view");
-  if (!data || !view) return;
+  if (!packed || !view || !window.DecompressionStream) return;
+  var data;
   var root = view.getAttribute("data-root") || "";
   var listing = view.cloneNode(true);
   var baseTitle = document.title;
@@ -21,6 +22,14 @@
 
   function text(i) { return data.texts[i]; }
 
+  // The file is gzip in base64: unpacked here, in memory (file:// allows no fetch).
+  function unpack(b64) {
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+
   // Empty fields are left out of the data file: read them as empty.
   function filled(cell) {
     ["neighbours", "uncertainty", "tool_figures", "warnings", "reps"].forEach(function (k) { cell[k] = cell[k] || []; });
@@ -34,7 +43,6 @@
     });
     return cell;
   }
-  data.cells.forEach(filled);
 
   function tokens(n) { return Number(n).toLocaleString("en-US"); }
 
@@ -335,6 +343,10 @@
     if (target) target.scrollIntoView();
   }
 
-  window.addEventListener("hashchange", show);
-  show();
+  unpack(packed).then(function (d) {
+    data = d;
+    data.cells.forEach(filled);
+    window.addEventListener("hashchange", show);
+    show();
+  });
 })();

@@ -49,6 +49,8 @@ for (const [scheme, root, page0] of [['http', base, '/cell/'], ['file', fileBase
     const url = `${root}/runs/${run}${page0}#${slug}${rep > 1 ? '/r' + rep : ''}`;
     const what = `${scheme} ${slug} r${rep}`;
     const { context, page, errors } = await open(url);
+    // The evidence is unpacked after load.
+    await page.waitForSelector('svg.timeline', { timeout: 10000 }).catch(() => {});
     const lanes = await page.locator('svg.timeline g > title').count();
     ok(lanes > 0, `${what}: the timeline draws no request (${url})`);
     const current = await page.locator('nav.reps a[aria-current="page"]').innerText().catch(() => '');
@@ -70,6 +72,7 @@ for (const [scheme, root, page0] of [['http', base, '/cell/'], ['file', fileBase
 {
   const { context, page, errors } = await open(`${base}/runs/${run}/cells/${slug}/`);
   await page.waitForURL((u) => u.hash === `#${slug}`, { timeout: 10000 }).catch(() => {});
+  await page.waitForSelector('svg.timeline', { timeout: 10000 }).catch(() => {});
   ok(page.url().endsWith(`/runs/${run}/cell/#${slug}`), `old cell address: landed on ${page.url()}`);
   ok(await page.locator('svg.timeline').count() === 1, 'old cell address: the cell is not drawn');
   ok(errors.length === 0, `old cell address: console errors: ${errors.join(' | ')}`);

@@ -65,8 +65,14 @@ impl Workspace {
 pub fn evidence(dir: &Path, run: &str) -> serde_json::Value {
     let p = dir.join("public/runs").join(run).join("evidence.js");
     let js = fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
-    let json = js.strip_prefix("window.SPEED_MATRIX_EVIDENCE=").and_then(|j| j.trim_end().strip_suffix(';'));
-    serde_json::from_str(json.unwrap_or_else(|| panic!("{} is not an evidence file", p.display()))).unwrap()
+    use base64::Engine as _;
+    use std::io::Read as _;
+    let packed = js.strip_prefix("window.SPEED_MATRIX_EVIDENCE_GZIP=\"").and_then(|j| j.trim_end().strip_suffix("\";"));
+    let packed = packed.unwrap_or_else(|| panic!("{} is not an evidence file", p.display()));
+    let gz = base64::engine::general_purpose::STANDARD.decode(packed).unwrap();
+    let mut json = String::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut json).unwrap();
+    serde_json::from_str(&json).unwrap()
 }
 
 /// Cell `slug` (`decode-8k-x2`) of a run's evidence as the viewer reads it: the file's texts
