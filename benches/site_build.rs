@@ -137,16 +137,22 @@ fn cell(phase: Phase, ctx: u32, c: u32, i: usize) -> Cell {
 }
 
 /// The shipped runs measured by `site bench` (raw per-request records in every cell).
-const MEASURED: [&str; 2] = ["smollm2-135m-llamacpp-cpu-2-slots", "smollm2-135m-llamacpp-cpu-4-slots"];
+/// A run of 48 decode cells (6 contexts x 8 concurrency levels up to 128) and 6 prefill
+/// contexts at `--repeat 3`, 1 s windows, measured by `site bench` on the simulated engine:
+/// every request's records, compressed as the bench stores them. The run the site's
+/// budgets are set for (at most 100 KB and 5 files a run published, 300 KB of data).
+const MEASURED_48X3: &str = "benches/fixtures/measured-48x3";
 
-/// Every fifth run is a copy of a shipped measured run (with raw records), the rest
-/// seed-sized imported runs: the mix a real site of many runs has.
+/// Every run a copy of `MEASURED_48X3` (SITE_BENCH_MIX=measured; the first run is still an
+/// imported one, the cell the change timings edit), or (the default) 4 in 5 seed-sized
+/// imported runs and every fifth such a copy: the mix a real site of many runs has.
 fn generate(data: &Path, n: usize) {
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/runs");
+    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join(MEASURED_48X3);
+    let all_measured = std::env::var("SITE_BENCH_MIX").is_ok_and(|m| m == "measured");
     for i in 0..n {
-        if i % 5 == 4 {
+        if (all_measured && i > 0) || i % 5 == 4 {
             let dir = data.join("runs").join(format!("measured-{i:05}"));
-            copy_run(&shipped.join(MEASURED[i % 2]), &dir, i);
+            copy_run(&template, &dir, i);
             continue;
         }
         let dir = data.join("runs").join(format!("run-{i:05}"));
@@ -170,6 +176,10 @@ fn copy_run(from: &Path, to: &Path, i: usize) {
         fs::copy(entry.path(), to.join("cells").join(entry.file_name())).unwrap();
     }
     let manifest = fs::read_to_string(from.join("run.json")).unwrap();
+    // A model and device of twenty and five, as the imported runs have.
+    let manifest = manifest
+        .replacen("\"id\": \"sim/model\"", &format!("\"id\": \"sim/model-{}\"", i % 20), 1)
+        .replacen("\"device\": \"Sim GPU\"", &format!("\"device\": \"Sim GPU {}\"", i % 5), 1);
     let day = format!("\"started_at\": \"2026-{:02}-{:02}T", 1 + i % 12, 1 + i % 28);
     let manifest = match manifest.find("\"started_at\": \"") {
         Some(at) => format!("{}{day}{}", &manifest[..at], &manifest[at + day.len()..]),
@@ -533,7 +543,12 @@ fn main() {
         .map(|s| s.trim().parse().expect("SITE_BENCH_NS: numbers"))
         .collect();
     println!(
-        "site build on N runs (4 in 5 seed-sized imported, 1 in 5 measured with raw records), {} threads",
+        "site build on N runs ({}), {} threads",
+        if std::env::var("SITE_BENCH_MIX").is_ok_and(|m| m == "measured") {
+            "every one a copy of a measured 48-cell run at --repeat 3"
+        } else {
+            "4 in 5 seed-sized imported, 1 in 5 a measured 48-cell run at --repeat 3 with raw records"
+        },
         rayon::current_num_threads()
     );
     println!(

@@ -263,6 +263,33 @@ pub fn read_data_file(path: &Path, limit: u64) -> Result<String> {
     })
 }
 
+/// A gzip file's text, read as `read_data_file` reads a plain one: a regular file, never
+/// through a symlink, of at most `limit` bytes, and at most `limit` bytes once unpacked (a
+/// small file that unpacks to gigabytes is refused, not held).
+pub fn read_gzip_data_file(path: &Path, limit: u64) -> Result<String> {
+    let (file, _) = open_regular_file(path, limit)?;
+    let mut text = Vec::new();
+    let mut unpacked = flate2::read::GzDecoder::new(file).take(limit + 1);
+    unpacked.read_to_end(&mut text).with_context(|| format!("{}: not a readable gzip file", path.display()))?;
+    if text.len() as u64 > limit {
+        bail!("{}: unpacks to more than the {limit} bytes a data file may have", path.display());
+    }
+    String::from_utf8(text).map_err(|e| {
+        anyhow!(
+            "{}: not UTF-8 text once unpacked (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// `bytes` gzip-compressed, deterministically (no name and no time in the header).
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(bytes).expect("writing to memory");
+    gz.finish().expect("writing to memory")
+}
+
 /// Opens a regular file (not a symlink, FIFO, device or folder) of at most `limit` bytes to
 /// read it as a stream; returns it with its size.
 pub fn open_regular_file(path: &Path, limit: u64) -> Result<(fs::File, u64)> {

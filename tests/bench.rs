@@ -415,9 +415,9 @@ fn resume_runs_only_the_missing_cells() {
     let ws = tempfile::tempdir().unwrap();
     let args = ["--contexts", "1k", "--concurrency", "1,2", "--run-id", "r"];
     assert_ok(&bench(ws.path(), &sim.url, &args));
-    let cells = ws.path().join("data/runs/r/cells");
-    let kept = fs::read(cells.join("decode-1024-c1.json")).unwrap();
-    fs::remove_file(cells.join("decode-1024-c2.json")).unwrap();
+    let file = |name: &str| common::sim::cell_file(ws.path(), "r", name);
+    let kept = fs::read(file("decode-1024-c1.json")).unwrap();
+    fs::remove_file(file("decode-1024-c2.json")).unwrap();
     // Without --resume an existing run is never overwritten.
     let kept_tree = common::tree(&ws.path().join("data"));
     let out = bench(ws.path(), &sim.url, &args);
@@ -430,8 +430,8 @@ fn resume_runs_only_the_missing_cells() {
     let out = bench(ws.path(), &sim.url, &resumed);
     assert_ok(&out);
     assert!(stdout(&out).contains("Wrote 1 cells") && stdout(&out).contains("2 kept from before"), "{}", stdout(&out));
-    assert_eq!(fs::read(cells.join("decode-1024-c1.json")).unwrap(), kept, "a finished cell was rewritten");
-    assert!(cells.join("decode-1024-c2.json").is_file());
+    assert_eq!(fs::read(file("decode-1024-c1.json")).unwrap(), kept, "a finished cell was rewritten");
+    assert!(file("decode-1024-c2.json").is_file());
     assert!(sim.get_json("/sim/stats")["requests"].as_u64().unwrap() > before);
     // A resume with another matrix is refused.
     let before = common::tree(&ws.path().join("data"));
@@ -468,10 +468,10 @@ fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let cells = ws.path().join("data/runs/int/cells");
     // Wait for the first decode cell to be written, then interrupt the second.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !cells.join("decode-1024-c1.json").exists() {
+    let file = |name: &str| common::sim::cell_file(ws.path(), "int", name);
+    while !file("decode-1024-c1.json").exists() {
         assert!(std::time::Instant::now() < deadline, "no cell written");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -484,15 +484,15 @@ fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success());
     assert!(stderr(&out).contains("--resume --run-id int"), "{}", stderr(&out));
-    assert!(cells.join("prefill-1024.json").is_file() && cells.join("decode-1024-c1.json").is_file());
-    assert!(!cells.join("decode-1024-c2.json").exists(), "the interrupted cell must not be written");
+    assert!(file("prefill-1024.json").is_file() && file("decode-1024-c1.json").is_file());
+    assert!(!file("decode-1024-c2.json").exists(), "the interrupted cell must not be written");
     let out = bench(
         ws.path(),
         &sim.url,
         &["--contexts", "1k", "--concurrency", "1,2,4", "--run-id", "int", "--resume", "--duration", "3s"],
     );
     assert_ok(&out);
-    assert!(cells.join("decode-1024-c4.json").is_file());
+    assert!(file("decode-1024-c4.json").is_file());
 }
 
 #[test]
@@ -844,7 +844,7 @@ fn a_flooding_telemetry_tool_is_kept_to_the_sampling_rate_and_absurd_readings_ar
         .unwrap();
     assert_ok(&out);
     assert!(stderr(&out).contains("device power (W): dropped an out-of-range reading (1e308)"), "{}", stderr(&out));
-    let path = ws.path().join("data/runs/flood/cells/decode-1024-c2.json");
+    let path = common::sim::cell_file(ws.path(), "flood", "decode-1024-c2.json");
     let size = fs::metadata(&path).unwrap().len();
     assert!(size < 200_000, "the cell is {size} bytes");
     let c = cell(ws.path(), "flood", "decode-1024-c2.json");

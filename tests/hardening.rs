@@ -152,7 +152,7 @@ fn check_lists_every_entry_it_skips() {
     assert_ok(&out);
     let text = stdout(&out);
     for (path, reason) in [
-        ("cells/extra.JSON", "not a .json cell file"),
+        ("cells/extra.JSON", "not a .json or .json.gz cell file"),
         ("cells/old", "a folder inside cells/"),
         ("stray.txt", "not part of a run folder"),
         ("runs/README", "not a run folder"),
@@ -319,9 +319,7 @@ fn a_cell_without_tokens_is_an_error_not_zero_tokens_per_second() {
     let out = site_in(ws.path(), &bench_args(&server.url, &["--run-id", "empty"]));
     assert_ok(&out);
     for name in ["prefill-1024.json", "decode-1024-c1.json"] {
-        let v: serde_json::Value =
-            serde_json::from_str(&fs::read_to_string(ws.path().join("data/runs/empty/cells").join(name)).unwrap())
-                .unwrap();
+        let v = common::sim::cell(ws.path(), "empty", name);
         assert_eq!(v["status"], "error", "{name}: {v}");
         assert_eq!(v["error"]["cause"], "nothing_measured", "{name}: {v}");
     }
@@ -455,7 +453,7 @@ fn endless_lines_and_huge_bodies_are_bounded_errors() {
     let ws = tempfile::tempdir().unwrap();
     let out = site_in(ws.path(), &bench_args(&server.url, &["--run-id", "long"]));
     assert_ok(&out);
-    let v = fs::read_to_string(ws.path().join("data/runs/long/cells/prefill-1024.json")).unwrap();
+    let v = common::sim::cell_text(&common::sim::cell_file(ws.path(), "long", "prefill-1024.json"));
     assert!(v.contains("malformed stream: an event line longer than 1048576 bytes"), "{v}");
     assert!(v.len() < 10_000, "{} bytes stored", v.len());
 
@@ -475,7 +473,7 @@ fn endless_lines_and_huge_bodies_are_bounded_errors() {
         })
     });
     assert_ok(&site_in(ws.path(), &bench_args(&page.url, &["--run-id", "page"])));
-    let v = fs::read_to_string(ws.path().join("data/runs/page/cells/prefill-1024.json")).unwrap();
+    let v = common::sim::cell_text(&common::sim::cell_file(ws.path(), "page", "prefill-1024.json"));
     assert!(v.contains("HTTP 500: (an error body over 65536 bytes, not read)"), "{}", &v[..500.min(v.len())]);
     assert!(v.len() < 10_000);
 }
@@ -697,7 +695,7 @@ fn a_reused_run_id_sends_new_prompts_and_a_cached_prefill_is_flagged() {
     assert!(tags[0].starts_with("[v0 ctx-1024 ") && tags[0].ends_with(" speed-matrix"), "{tags:?}");
     assert_ne!(tags[0], tags[1], "the same run id sent the same prompt tag twice");
 
-    let cell = fs::read_to_string(ws.path().join("data/runs/again/cells/prefill-1024.json")).unwrap();
+    let cell = common::sim::cell_text(&common::sim::cell_file(ws.path(), "again", "prefill-1024.json"));
     let cell: serde_json::Value = serde_json::from_str(&cell).unwrap();
     assert_eq!(common::sim::request_rows(&cell)[0]["cached_prompt_tokens"], 900);
     assert_ok(&site_in(ws.path(), &["build"]));

@@ -148,8 +148,7 @@ fn runs_spread_over_processes_are_judged_on_their_processes_and_a_slowdown_is_fo
     measure_restarted(d, "a", "base", 0);
     measure_restarted(d, "a2", "base", 0);
     measure_restarted(d, "b", "slow", 10);
-    let c: Value =
-        serde_json::from_str(&fs::read_to_string(d.join("data/runs/a/cells/decode-256-c4-r3.json")).unwrap()).unwrap();
+    let c = cell(d, "a", "decode-256-c4-r3.json");
     assert_eq!(c["server_instance"], 3);
     let out = site_in(d, &["diff", "a", "a2", "--out", "aa", "--fail-on-regression"]);
     assert_ok(&out);

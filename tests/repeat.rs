@@ -15,7 +15,7 @@ use common::*;
 use serde_json::Value;
 
 fn mtime(dir: &Path, run: &str, name: &str) -> std::time::SystemTime {
-    fs::metadata(dir.join("data/runs").join(run).join("cells").join(name)).unwrap().modified().unwrap()
+    fs::metadata(cell_file(dir, run, name)).unwrap().modified().unwrap()
 }
 
 #[test]
@@ -50,13 +50,13 @@ fn repetitions_interleave_across_the_matrix_and_resume() {
         (Some(2), Some(3))
     );
     // --resume with --repeat 3 measures the third repetition and what went missing.
-    fs::remove_file(d.join("data/runs/r/cells/decode-256-c1-r2.json")).unwrap();
+    fs::remove_file(cell_file(d, "r", "decode-256-c1-r2.json")).unwrap();
     let mut more: Vec<&str> = args[..args.len() - 1].to_vec();
     more.extend(["3", "--resume"]);
     let out = bench(d, &sim.url, &more);
     assert_ok(&out);
     assert!(stdout(&out).contains("Wrote 5 cells") && stdout(&out).contains("7 kept from before"), "{}", stdout(&out));
-    assert!(d.join("data/runs/r/cells/decode-256-c1-r2.json").is_file());
+    assert!(cell_file(d, "r", "decode-256-c1-r2.json").is_file());
     assert_eq!(cell(d, "r", "decode-512-c1-r3.json")["repetition"], 3);
     // The site shows the mean of three with its interval and n.
     assert_ok(&site_in(d, &["build"]));

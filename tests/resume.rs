@@ -69,7 +69,7 @@ fn a_lost_first_repetition_is_measured_again_and_the_larger_repeat_is_kept() {
     assert_ok(&bench(d, &sim.url, &args));
     let all = cells(d);
     assert_eq!(all.len(), 9, "{all:?}");
-    fs::remove_file(d.join("data/runs/r/cells/decode-256-c2.json")).unwrap();
+    fs::remove_file(common::sim::cell_file(d, "r", "decode-256-c2.json")).unwrap();
     // A dry run plans only what is missing, after the same checks.
     let mut dry = args.clone();
     dry.extend(["--resume", "--dry-run"]);

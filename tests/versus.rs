@@ -21,7 +21,7 @@ fn manifest(dir: &Path, run: &str) -> Value {
 }
 
 fn modified(dir: &Path, run: &str, cell: &str) -> std::time::SystemTime {
-    fs::metadata(dir.join("data/runs").join(run).join("cells").join(cell)).unwrap().modified().unwrap()
+    fs::metadata(common::sim::cell_file(dir, run, cell)).unwrap().modified().unwrap()
 }
 
 #[test]
@@ -134,10 +134,7 @@ fn both_servers_launched_are_restarted_together_and_judged_on_pairs_over_their_p
             m["server_processes"].as_array().unwrap().iter().map(|p| p["instance"].as_u64().unwrap()).collect();
         assert_eq!(instances, [1, 2], "{run}: {m}");
         assert!(m["launch_command"].as_str().unwrap().contains(&format!("--port {port}")), "{run}: {m}");
-        let c: Value = serde_json::from_str(
-            &fs::read_to_string(d.join("data/runs").join(run).join("cells/decode-256-c1-r2.json")).unwrap(),
-        )
-        .unwrap();
+        let c = common::sim::cell(d, run, "decode-256-c1-r2.json");
         assert_eq!(c["server_instance"], 2, "{run}");
         assert!(d.join("data/runs").join(run).join("server.log").is_file(), "{run}");
     }

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 
 use super::plan::PlannedCell;
 use crate::format::json::to_pretty;
-use crate::format::writer::{cell_path, run_lock};
+use crate::format::writer::{cell_bytes, cell_path, run_lock};
 use crate::format::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil::{write_atomic, Lock};
 use crate::redact::Scrubber;
@@ -95,7 +95,16 @@ impl Recorder {
         format::validate::validate_cell(cell)
             .with_context(|| format!("refusing to write {}: site check would refuse it", path.display()))?;
         let json = self.scrubber.scrub(&to_pretty(cell));
-        write_atomic(&path, json.as_bytes())?;
+        write_atomic(&path, &cell_bytes(&path, &json))?;
+        // The same cell stored the other way before (an older build, a re-measured cell)
+        // would be a duplicate beside it.
+        let twin = match path.to_str().and_then(|p| p.strip_suffix(".gz")) {
+            Some(plain) => std::path::PathBuf::from(plain),
+            None => path.with_extension("json.gz"),
+        };
+        if twin.exists() {
+            std::fs::remove_file(&twin).with_context(|| format!("removing {}", twin.display()))?;
+        }
         self.done.insert((cell.phase, cell.context, cell.concurrency, cell.repetition));
         Ok(())
     }

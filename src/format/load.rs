@@ -483,7 +483,7 @@ fn read_run_folder(dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skippe
     Ok(notes_markdown)
 }
 
-/// Every `.json` file of `cells/`, read and validated one by one.
+/// Every `.json` and `.json.gz` file of `cells/`, read and validated one by one.
 fn load_cells(cells_dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipped>) -> Result<Vec<LoadedCell>> {
     let entries = match fs::symlink_metadata(cells_dir) {
         Ok(m) if m.file_type().is_dir() || m.file_type().is_symlink() => {
@@ -493,13 +493,14 @@ fn load_cells(cells_dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipp
     };
     let mut cells = Vec::new();
     for (path, ft) in entries {
-        let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let is_json = name.ends_with(".json") || name.ends_with(".json.gz");
         if ft.is_dir() {
             skipped.push(Skipped { path, reason: "a folder inside cells/ (cells are read from cells/ only)" });
             continue;
         }
         if !is_json && !ft.is_symlink() {
-            skipped.push(Skipped { path, reason: "not a .json cell file" });
+            skipped.push(Skipped { path, reason: "not a .json or .json.gz cell file" });
             continue;
         }
         let cell = read_versioned::<Cell>(&path).and_then(|mut c| {
@@ -574,7 +575,11 @@ fn read_versioned<T>(path: &Path) -> Result<T>
 where
     T: serde::de::DeserializeOwned + HasSchemaVersion,
 {
-    let text = fsutil::read_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?;
+    let text = if path.extension().is_some_and(|e| e == "gz") {
+        fsutil::read_gzip_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?
+    } else {
+        fsutil::read_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?
+    };
     match json::parse::<T>(path, &text) {
         Ok(v) => {
             check_version(path, Some(&serde_json::Value::from(v.schema_version())))?;

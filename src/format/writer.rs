@@ -16,9 +16,20 @@ pub fn run_lock(runs_dir: &Path, id: &str) -> Result<Lock> {
     Lock::try_acquire(&runs_dir.join(format!(".{id}.lock")), &format!("run {id}"))
 }
 
-/// `runs/<id>/cells/<cell's file name>`, relative to a run folder.
+/// `runs/<id>/cells/<cell's file name>`, relative to a run folder: `.json.gz` for a cell
+/// that keeps its requests' records (`Cell::stored_compressed`), `.json` otherwise.
 pub fn cell_path(run_dir: &Path, cell: &Cell) -> PathBuf {
-    run_dir.join(CELLS_DIR).join(cell.file_name())
+    let name = cell.file_name();
+    run_dir.join(CELLS_DIR).join(if cell.stored_compressed() { format!("{name}.gz") } else { name })
+}
+
+/// A cell file's bytes as `cell_path` names it: gzip for a `.json.gz` path.
+pub fn cell_bytes(path: &Path, json: &str) -> Vec<u8> {
+    if path.extension().is_some_and(|e| e == "gz") {
+        fsutil::gzip(json.as_bytes())
+    } else {
+        json.as_bytes().to_vec()
+    }
 }
 
 /// Lists run `b` against run `a` in `data/compare.json` (made when missing), unless the pair
@@ -76,7 +87,8 @@ impl RunWriter {
     }
 
     pub fn cell(&self, c: &Cell) -> Result<()> {
-        write_atomic(&cell_path(self.staged(), c), to_pretty(c).as_bytes())
+        let path = cell_path(self.staged(), c);
+        write_atomic(&path, &cell_bytes(&path, &to_pretty(c)))
     }
 
     pub fn notes(&self, markdown: &str) -> Result<()> {

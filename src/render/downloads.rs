@@ -15,7 +15,7 @@ const TRAILING_COLUMNS: &[&str] = &["warnings", "detail"];
 
 fn figure_text(v: Option<FigureValue>) -> String {
     match v {
-        Some(FigureValue::Rate(x)) => x.to_string(),
+        Some(FigureValue::Rate(x)) => significant(x).to_string(),
         Some(FigureValue::Count(n)) => n.to_string(),
         None => String::new(),
     }
@@ -131,10 +131,46 @@ pub fn cells_json(run: &RunView) -> String {
         cells: run.prefill.iter().chain(&run.decode).collect(),
     };
     // Compact: a download for programs (a browser's viewer indents it for a reader), and
-    // a third smaller than indented at 10,000 runs' worth of cells.
-    let mut json = serde_json::to_string(&doc).expect("download types always serialize");
+    // a third smaller than indented at 10,000 runs' worth of cells; every figure to six
+    // significant digits (no measurement here has more), not the 17 a float prints.
+    let mut value = serde_json::to_value(&doc).expect("download types always serialize");
+    round_numbers(&mut value);
+    let mut json = value.to_string();
     json.push('\n');
     json
+}
+
+/// Every fractional number in `v` to `SIGNIFICANT` digits; integers stay as they are.
+fn round_numbers(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(x) = n.as_f64().map(significant).and_then(serde_json::Number::from_f64) {
+                *n = x;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(round_numbers),
+        Value::Object(map) => map.values_mut().for_each(round_numbers),
+        _ => {}
+    }
+}
+
+/// Digits a download keeps of a figure.
+const SIGNIFICANT: i32 = 6;
+
+/// `x` to `SIGNIFICANT` significant digits.
+pub fn significant(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let shift = SIGNIFICANT - 1 - x.abs().log10().floor() as i32;
+    if shift >= 0 {
+        let m = 10f64.powi(shift);
+        (x * m).round() / m
+    } else {
+        let m = 10f64.powi(-shift);
+        (x / m).round() * m
+    }
 }
 
 #[cfg(test)]
@@ -145,6 +181,17 @@ mod tests {
         let mut w = CsvWriter::new(&["x"]);
         w.row(vec![s.to_string()]);
         w.finish().strip_prefix("x\n").unwrap().strip_suffix('\n').unwrap().to_string()
+    }
+
+    #[test]
+    fn figures_keep_six_significant_digits() {
+        use super::significant;
+        assert_eq!(significant(1555.515197166065), 1555.52);
+        assert_eq!(significant(2.7970827173267908e-05), 2.79708e-5);
+        assert_eq!(significant(123_456_789.0), 123_457_000.0);
+        assert_eq!(significant(-0.5), -0.5);
+        assert_eq!(significant(0.0), 0.0);
+        assert_eq!(format!("{}", significant(0.1 + 0.2)), "0.3");
     }
 
     #[test]

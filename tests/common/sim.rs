@@ -173,7 +173,31 @@ pub fn request_rows(cell: &serde_json::Value) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Cell file `name` (`decode-256-c1.json`) of a run as written: `name` itself, or
+/// `name.gz` where the cell keeps its requests' records (stored compressed).
+pub fn cell_file(dir: &Path, run: &str, name: &str) -> std::path::PathBuf {
+    let plain = dir.join("data/runs").join(run).join("cells").join(name);
+    let packed = plain.with_file_name(format!("{name}.gz"));
+    if packed.exists() {
+        packed
+    } else {
+        plain
+    }
+}
+
+/// A cell file's JSON text, unpacked where it is stored compressed.
+pub fn cell_text(path: &Path) -> String {
+    if path.extension().is_some_and(|e| e == "gz") {
+        use std::io::Read as _;
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut text).unwrap();
+        text
+    } else {
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+}
+
 pub fn cell(dir: &Path, run: &str, name: &str) -> serde_json::Value {
-    let p = dir.join("data/runs").join(run).join("cells").join(name);
-    serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+    serde_json::from_str(&cell_text(&cell_file(dir, run, name))).unwrap()
 }
