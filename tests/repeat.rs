@@ -10,7 +10,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::sim::{bench, cell, request_rows, SimArgs, SimEngine};
+use common::sim::{bench, cell, cell_file, request_rows, SimArgs, SimEngine};
 use common::*;
 use serde_json::Value;
 
