@@ -13,7 +13,8 @@
 //! - **(c) two single runs, no history**: the same runs two at a time in a folder of their
 //!   own, so only the assumed noise (5%) is known.
 //!
-//! False alarms: A/A comparisons with any figure called faster or slower (target at most 5%).
+//! False alarms: A/A comparisons with any figure called faster or slower (target at most 5%):
+//! pairs of runs of one configuration, the baseline's and the slowed one's alike.
 //! Detection: A/B comparisons whose gate fires on a slower decode cell (target at least 90%
 //! with `--restarts 3 --repeat 3` and with `--versus` over processes). Then change points on
 //! synthetic 30-run series (a run's level drawn at 3%): a planted 10% step found, and flat
@@ -232,9 +233,12 @@ fn main() {
         measure(&history, &format!("b{i}"), 4000 + i, 10);
         eprintln!("{} of {runs} rounds measured ({:.0} s)", i + 1, started.elapsed().as_secs_f64());
     }
-    // A/A: disjoint pairs of baseline runs; A/B: baseline i against slowed i.
-    let aa_pairs: Vec<(String, String)> =
-        (0..runs / 2).map(|k| (format!("a{}", 2 * k), format!("a{}", 2 * k + 1))).collect();
+    // A/A: disjoint pairs of the baseline's runs and of the slowed configuration's (alike
+    // too); A/B: baseline i against slowed i.
+    let aa_pairs: Vec<(String, String)> = ["a", "b"]
+        .iter()
+        .flat_map(|c| (0..runs / 2).map(move |k| (format!("{c}{}", 2 * k), format!("{c}{}", 2 * k + 1))))
+        .collect();
     let ab_pairs: Vec<(String, String)> = (0..runs).map(|i| (format!("a{i}"), format!("b{i}"))).collect();
     let versus = |dir: &Path, prefix: &str| {
         (0..runs).map(|i| judge(dir, &format!("{prefix}{i}"), &format!("{prefix}{i}-versus"))).collect::<Vec<_>>()

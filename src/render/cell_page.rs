@@ -355,7 +355,7 @@ pub fn render_all(
 fn gzip_base64(bytes: &[u8]) -> String {
     use base64::Engine as _;
     use std::io::Write as _;
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(bytes).expect("writing to memory");
     base64::engine::general_purpose::STANDARD.encode(gz.finish().expect("writing to memory"))
 }
