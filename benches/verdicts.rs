@@ -278,10 +278,8 @@ fn main() {
         if called as f64 > 0.05 * aa.len() as f64 {
             misses.push(format!("{what}: false alarms {}", rate(called, aa.len())));
         }
-        if what.starts_with("(a)") || what.starts_with("(b) ") {
-            if (found as f64) < 0.9 * ab.len() as f64 {
-                misses.push(format!("{what}: detection {}", rate(found, ab.len())));
-            }
+        if (what.starts_with("(a)") || what.starts_with("(b) ")) && (found as f64) < 0.9 * ab.len() as f64 {
+            misses.push(format!("{what}: detection {}", rate(found, ab.len())));
         }
     }
     let (series, n) = (200, 30);

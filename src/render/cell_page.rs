@@ -158,6 +158,13 @@ struct RunData {
     cells: Vec<CellData>,
 }
 
+/// [figure, value, interval, method, n, covers, cv, noisy], texts by index.
+type UncertaintyData = (usize, String, String, usize, u32, usize, String, bool);
+/// A Looped cell's finding: [channel, period, repeated, excerpt].
+type LoopData = (Option<String>, Option<u64>, Option<u64>, Option<String>);
+/// A prefill request: [sent, reported prompt tokens, cached, TTFT, prompt tok/s].
+type PrefillRow = (String, Option<u32>, Option<u64>, String, String);
+
 /// One cell as the viewer shows it; `reps` in repetition order. Empty fields are left out
 /// (the viewer reads a missing one as empty).
 #[derive(Serialize)]
@@ -181,16 +188,14 @@ struct CellData {
     /// (what, as a text index; the neighbour's index among the run's cells).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     neighbours: Vec<(usize, usize)>,
-    /// [figure, value, interval, method, n, covers, cv, noisy], texts by index.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    uncertainty: Vec<(usize, String, String, usize, u32, usize, String, bool)>,
+    uncertainty: Vec<UncertaintyData>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_figures: Vec<(String, String, String)>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     warnings: Vec<(String, String)>,
-    /// [channel, period, repeated, excerpt].
     #[serde(skip_serializing_if = "Option::is_none")]
-    looped: Option<(Option<String>, Option<u64>, Option<u64>, Option<String>)>,
+    looped: Option<LoopData>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<(Option<u16>, String)>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -207,9 +212,9 @@ struct RepData {
     /// [figure, value, formula, numbers], texts by index.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     formulas: Vec<(usize, String, usize, String)>,
-    /// A prefill cell's requests: [sent, reported prompt tokens, cached, TTFT, prompt tok/s].
+    /// A prefill cell's requests.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    prefill: Vec<(String, Option<u32>, Option<u64>, String, String)>,
+    prefill: Vec<PrefillRow>,
     #[serde(skip_serializing_if = "is_zero")]
     requests: usize,
     #[serde(skip_serializing_if = "is_zero")]
