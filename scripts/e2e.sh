@@ -106,12 +106,20 @@ step "site build and the run's figures"
 # Contexts 512 and 1k, concurrency 1, 2 and 4: six decode cells, two prefill cells.
 python3 scripts/check-run.py "$WORK/public" e2e-llamacpp $SLOTS 6 2
 
+# `site serve` on the site under DIR (a free port, output in LOG, more flags after): sets
+# SERVE (its pid) and BASE (its URL).
+serve_site() {
+  local dir=$1 log=$2
+  shift 2
+  (cd "$dir" && exec "$SITE" serve --port 0 "$@" >"$log" 2>&1) &
+  SERVE=$!
+  for _ in $(seq 1 100); do grep -q 'Serving .* at http' "$log" && break; sleep 0.1; done
+  BASE=$(sed -n 's/^Serving .* at \(http[^ ]*\)\/ .*/\1/p' "$log" | head -1)
+  [ -n "$BASE" ] || { cat "$log" >&2; echo "e2e: site serve printed no URL" >&2; exit 1; }
+}
+
 step "site serve and Chromium"
-(cd "$WORK" && exec "$SITE" serve --port 0 --templates "$ROOT/site-templates" --static "$ROOT/static" >"$WORK/serve.log" 2>&1) &
-SERVE=$!
-for _ in $(seq 1 100); do grep -q 'Serving .* at http' "$WORK/serve.log" && break; sleep 0.1; done
-BASE=$(sed -n 's/^Serving .* at \(http[^ ]*\)\/ .*/\1/p' "$WORK/serve.log" | head -1)
-[ -n "$BASE" ] || { cat "$WORK/serve.log" >&2; echo "e2e: site serve printed no URL" >&2; exit 1; }
+serve_site "$WORK" "$WORK/serve.log" --templates "$ROOT/site-templates" --static "$ROOT/static"
 VLLM_RUN=step-3.5-flash-vllm-0.29.0-4x-h200-sxm
 SGLANG_RUN=step-3.7-flash-fp8-sglang-0.5.6-2x-h200-nvl
 CHECKS=$(cat <<JSON
@@ -144,22 +152,14 @@ kill "$SERVE"; wait "$SERVE" 2>/dev/null || true; SERVE=
 
 step "a run's cells page: every repetition's evidence, over HTTP and from file://"
 (cd "$WORK/aa" && "$SITE" build >/dev/null)
-(cd "$WORK/aa" && exec "$SITE" serve --port 0 >"$WORK/aa-serve.log" 2>&1) &
-SERVE=$!
-for _ in $(seq 1 100); do grep -q 'Serving .* at http' "$WORK/aa-serve.log" && break; sleep 0.1; done
-BASE=$(sed -n 's/^Serving .* at \(http[^ ]*\)\/ .*/\1/p' "$WORK/aa-serve.log" | head -1)
-[ -n "$BASE" ] || { cat "$WORK/aa-serve.log" >&2; echo "e2e: site serve printed no URL" >&2; exit 1; }
+serve_site "$WORK/aa" "$WORK/aa-serve.log"
 node tests/browser/cells.mjs "$BASE" "$WORK/aa/public" aa-a decode-256-x2 3
 kill "$SERVE"; wait "$SERVE" 2>/dev/null || true; SERVE=
 
 step "runs listing script: 230 runs, over HTTP and from file://"
 scripts/many-runs.sh "$WORK/many"
 (cd "$WORK/many" && "$SITE" build >/dev/null)
-(cd "$WORK/many" && exec "$SITE" serve --port 0 >"$WORK/many-serve.log" 2>&1) &
-SERVE=$!
-for _ in $(seq 1 100); do grep -q 'Serving .* at http' "$WORK/many-serve.log" && break; sleep 0.1; done
-BASE=$(sed -n 's/^Serving .* at \(http[^ ]*\)\/ .*/\1/p' "$WORK/many-serve.log" | head -1)
-[ -n "$BASE" ] || { cat "$WORK/many-serve.log" >&2; echo "e2e: site serve printed no URL" >&2; exit 1; }
+serve_site "$WORK/many" "$WORK/many-serve.log"
 node tests/browser/listing.mjs "$BASE" "$WORK/many/public"
 
 step "live reload: a run page open in Chromium while its run file changes"

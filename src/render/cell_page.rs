@@ -305,21 +305,20 @@ pub fn render_all(
     let page_title = cx.titles.get(index).cloned().unwrap_or_else(|| title.clone());
     let tool = &run.manifest.bench_tool;
     let mut texts = Texts::default();
-    let cells: Vec<CellData> = run
-        .prefill
+    // Each cell's repetitions, and each cell's place by slug (neighbours name it), once.
+    let mut by_key: std::collections::HashMap<(Phase, u32, u32), Vec<&CellDetail>> = Default::default();
+    for d in detail.into_iter().flatten() {
+        by_key.entry((d.cell.phase, d.cell.context, d.cell.concurrency)).or_default().push(d);
+    }
+    let views: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
+    let places: std::collections::HashMap<String, usize> =
+        views.iter().enumerate().map(|(i, c)| (cell_slug(c), i)).collect();
+    let cells: Vec<CellData> = views
         .iter()
-        .chain(&run.decode)
         .map(|view| {
-            let mut reps: Vec<&CellDetail> = detail
-                .into_iter()
-                .flatten()
-                .filter(|d| {
-                    let c = &d.cell;
-                    c.phase == view.phase && c.context == view.context && c.concurrency == view.concurrency
-                })
-                .collect();
+            let mut reps = by_key.remove(&(view.phase, view.context, view.concurrency)).unwrap_or_default();
             reps.sort_by_key(|d| d.cell.repetition);
-            cell_data(run, view, &reps, &mut texts)
+            cell_data(run, view, (&reps, &places), &mut texts)
         })
         .collect();
     stats.charts += cells.iter().flat_map(|c| &c.reps).map(|r| usize::from(!r.lanes.is_empty())).sum::<usize>();
@@ -365,10 +364,14 @@ fn gzip_base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(gz.finish().expect("writing to memory"))
 }
 
-fn cell_data(run: &RunView, view: &CellView, reps: &[&CellDetail], texts: &mut Texts) -> CellData {
+/// `reps`: the cell's repetitions in order; `places`: every cell's index by slug.
+fn cell_data(
+    run: &RunView,
+    view: &CellView,
+    (reps, places): (&[&CellDetail], &std::collections::HashMap<String, usize>),
+    texts: &mut Texts,
+) -> CellData {
     let first = reps.first().map(|d| &d.cell);
-    let cells: Vec<&CellView> = run.prefill.iter().chain(&run.decode).collect();
-    let index_of = |slug: &str| cells.iter().position(|c| cell_slug(c) == slug);
     CellData {
         slug: cell_slug(view),
         name: cell_name(view),
@@ -383,7 +386,7 @@ fn cell_data(run: &RunView, view: &CellView, reps: &[&CellDetail], texts: &mut T
         repetitions: view.repetitions,
         neighbours: neighbours(run, view)
             .into_iter()
-            .filter_map(|(what, l)| Some((texts.id(what), index_of(&l.slug)?)))
+            .filter_map(|(what, l)| Some((texts.id(what), *places.get(&l.slug)?)))
             .collect(),
         uncertainty: uncertainty_rows(view)
             .into_iter()
