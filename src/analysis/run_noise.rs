@@ -122,6 +122,8 @@ fn add_pools(a: Pools, b: &Pools, sign: f64) -> Pools {
 pub struct SiteNoise {
     /// By run index: its configuration among `groups`, if measured more than once.
     group_of: Vec<Option<usize>>,
+    /// By run index: the run it was measured beside (`--versus`), when it is in the site.
+    partner: Vec<Option<usize>>,
     groups: Vec<Vec<usize>>,
     pools: Vec<Pools>,
     total: Pools,
@@ -145,7 +147,10 @@ impl SiteNoise {
         }
         let pools: Vec<Pools> = groups.iter().map(|g| group_pools(runs, g)).collect();
         let total = pools.iter().fold(Pools::default(), |t, p| add_pools(t, p, 1.0));
-        SiteNoise { group_of, groups, pools, total }
+        let index: HashMap<&str, usize> = runs.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
+        let partner =
+            runs.iter().map(|r| r.manifest.paired_with.as_deref().and_then(|id| index.get(id).copied())).collect();
+        SiteNoise { group_of, partner, groups, pools, total }
     }
 
     /// The noise between runs `a` and `b`, from the evidence of every other run.
@@ -197,7 +202,8 @@ impl SiteNoise {
     /// theirs where the design makes each repetition one draw of the same noise.
     pub fn for_pair(&self, runs: &[RunView], (a, b): (usize, usize), assumed_pct: f64) -> RunNoise {
         let multi = |i: usize| runs[i].manifest.server_processes.len() >= 2;
-        let paired = partner(runs, a) == Some(b) && partner(runs, b) == Some(a);
+        let partner = |i: usize| self.partner.get(i).copied().flatten();
+        let paired = partner(a) == Some(b) && partner(b) == Some(a);
         let mut noise = if multi(a) && multi(b) {
             let processes = (runs[a].manifest.server_processes.len(), runs[b].manifest.server_processes.len());
             RunNoise::nothing_added(NoiseBasis::Processes, assumed_pct, Some(processes))
@@ -210,10 +216,11 @@ impl SiteNoise {
             group.map_or(Vec::new(), |g| self.groups[g].iter().copied().filter(|&o| o != a && o != b).collect())
         };
         let (spread, pooled_runs) = if paired {
+            let others_b = others(b);
             let mut pairs: Vec<(usize, usize)> = others(a)
                 .into_iter()
-                .filter_map(|i| Some((i, partner(runs, i)?)))
-                .filter(|&(i, j)| others(b).contains(&j) && i != j && multi(i) == multi(a) && multi(j) == multi(b))
+                .filter_map(|i| Some((i, partner(i)?)))
+                .filter(|&(i, j)| others_b.contains(&j) && i != j && multi(i) == multi(a) && multi(j) == multi(b))
                 .map(|(i, j)| (i.min(j), i.max(j)))
                 .collect();
             // A and B of one configuration: each pair is found from either side, once.
@@ -232,12 +239,6 @@ impl SiteNoise {
         noise.pooled_runs = pooled_runs;
         noise
     }
-}
-
-/// The run `i` was measured beside (`--versus`), when it is in the site.
-fn partner(runs: &[RunView], i: usize) -> Option<usize> {
-    let id = runs[i].manifest.paired_with.as_deref()?;
-    runs.iter().position(|r| r.id == id)
 }
 
 /// The log samples of a valid cell's figure, when each is positive and there are two or more.
