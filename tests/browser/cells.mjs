@@ -4,22 +4,17 @@
 // cell page's address (runs/ID/cells/NAME/) reaches the cell through the 404 page; with
 // JavaScript off, the run page's tables read and the cells page says where the figures are.
 // Usage: node cells.mjs BASE_URL SITE_DIR RUN_ID CELL_SLUG REPETITIONS
-import { chromium } from 'playwright-core';
+import { launchChromium, tally } from './common.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 
 const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const [base, siteDir, run, slug, reps] = process.argv.slice(2);
-const failures = [];
-let passed = 0;
-const ok = (cond, what) => { if (cond) passed++; else failures.push(what); };
+const tallied = tally();
+const { ok, failures } = tallied;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-});
+const browser = await launchChromium();
 
 async function open(url, options = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
@@ -94,5 +89,5 @@ for (const [scheme, root, page0] of [['http', base, '/cell/'], ['file', fileBase
 
 await browser.close();
 for (const f of failures) console.log(`FAIL ${f}`);
-console.log(`cells checks: ${passed} passed, ${failures.length} failed`);
+console.log(`cells checks: ${tallied.passed} passed, ${failures.length} failed`);
 process.exit(failures.length ? 1 : 0);

@@ -8,7 +8,7 @@
 // each page must answer 200, no page may log a console error, axe-core finds no serious or
 // critical violation, and each page is saved at desktop and phone width, in light and dark
 // mode.
-import { chromium } from 'playwright-core';
+import { launchChromium, tally } from './common.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -18,18 +18,10 @@ const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-co
 const [base, shots, checksJson] = process.argv.slice(2);
 const checks = JSON.parse(checksJson);
 fs.mkdirSync(shots, { recursive: true });
-const failures = [];
-let passed = 0;
-const ok = (cond, what) => {
-  if (cond) passed++;
-  else failures.push(what);
-};
+const tallied = tally();
+const { ok, failures } = tallied;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-});
+const browser = await launchChromium();
 
 const views = [
   { label: 'desktop', viewport: { width: 1280, height: 900 }, isMobile: false },
@@ -139,5 +131,5 @@ async function printCheck(page, c) {
 await browser.close();
 console.log(`browser checks: ${checkedLinks.size} links answered`);
 for (const f of failures) console.log(`FAIL ${f}`);
-console.log(`${passed} passed, ${failures.length} failed`);
+console.log(`${tallied.passed} passed, ${failures.length} failed`);
 process.exit(failures.length ? 1 : 0);

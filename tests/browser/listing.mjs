@@ -3,20 +3,15 @@
 // leaderboard's sortable table, an entity page's preset, and the same listing from file://.
 // Usage: node listing.mjs BASE_URL SITE_DIR (SITE_DIR: the built folder, for file://)
 // The site is the series fixture plus 223 copies of one run (230 runs in all).
-import { chromium } from 'playwright-core';
+import { launchChromium, tally } from './common.mjs';
 import path from 'node:path';
 
 const [base, siteDir] = process.argv.slice(2);
-const failures = [];
-let passed = 0;
-const ok = (cond, what) => { if (cond) passed++; else failures.push(what); };
+const tallied = tally();
+const { ok, failures } = tallied;
 const eq = (got, want, what) => ok(JSON.stringify(got) === JSON.stringify(want), `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-});
+const browser = await launchChromium();
 
 async function open(url, options = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
@@ -139,5 +134,5 @@ const live = (page) => page.waitForSelector('.runs-listing.live', { timeout: 100
 
 await browser.close();
 for (const f of failures) console.log(`FAIL ${f}`);
-console.log(`listing checks: ${passed} passed, ${failures.length} failed`);
+console.log(`listing checks: ${tallied.passed} passed, ${failures.length} failed`);
 process.exit(failures.length ? 1 : 0);

@@ -2,19 +2,14 @@
 // while its run file changes reloads by itself (the server pushes the finished build over a
 // WebSocket) and shows the change. Prints how long from the write to the reloaded page.
 // Usage: node reload.mjs BASE_URL RUN_ID RUN_JSON (RUN_JSON: that run's file in the data folder)
-import { chromium } from 'playwright-core';
+import { launchChromium, tally } from './common.mjs';
 import fs from 'node:fs';
 
 const [base, runId, runJson] = process.argv.slice(2);
-const failures = [];
-let passed = 0;
-const ok = (cond, what) => { if (cond) passed++; else failures.push(what); };
+const tallied = tally();
+const { ok, failures } = tallied;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-});
+const browser = await launchChromium();
 const page = await browser.newPage();
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
@@ -43,5 +38,5 @@ ok(errors.length === 0, `page errors: ${errors.join('; ')}`);
 
 await browser.close();
 for (const f of failures) console.log(`FAIL ${f}`);
-console.log(`reload checks: ${passed} passed, ${failures.length} failed`);
+console.log(`reload checks: ${tallied.passed} passed, ${failures.length} failed`);
 process.exit(failures.length ? 1 : 0);
