@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Checks that a run measured against a real engine is plausible, from the site's own
-cells.json download: usage: check-run.py PUBLIC_DIR RUN_ID SLOTS DECODE_CELLS PREFILL_CELLS (the
+cells.json.gz download: usage: check-run.py PUBLIC_DIR RUN_ID SLOTS DECODE_CELLS PREFILL_CELLS (the
 matrix's cell counts, which must all be there). Prints one line per check and 'N passed, N
 failed'; exits non-zero on any failure."""
+import gzip
 import json
 import sys
 
 public, run_id, slots = sys.argv[1], sys.argv[2], int(sys.argv[3])
 want_decode, want_prefill = int(sys.argv[4]), int(sys.argv[5])
-doc = json.load(open(f"{public}/runs/{run_id}/cells.json"))
+doc = json.load(gzip.open(f"{public}/runs/{run_id}/cells.json.gz", "rt"))
 cells = doc["cells"]
 passed = failed = 0
 

@@ -14,13 +14,11 @@ use common::sim::{bench, cell, request_rows, SimArgs, FAST};
 use common::*;
 use serde_json::Value;
 
-/// The run's figures as the site computes them (the cells.json download: six significant
+/// The run's figures as the site computes them (the cells.json.gz download: six significant
 /// digits).
 fn figures(dir: &Path, run: &str) -> Vec<Value> {
     assert_ok(&site_in(dir, &["build"]));
-    let v: Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("public/runs").join(run).join("cells.json")).unwrap())
-            .unwrap();
+    let v = cells_download(&dir.join("public"), run);
     v["cells"].as_array().unwrap().clone()
 }
 

@@ -60,7 +60,7 @@ fn repetitions_interleave_across_the_matrix_and_resume() {
     assert_eq!(cell(d, "r", "decode-512-c1-r3.json")["repetition"], 3);
     // The site shows the mean of three with its interval and n.
     assert_ok(&site_in(d, &["build"]));
-    let cells: Value = serde_json::from_str(&fs::read_to_string(d.join("public/runs/r/cells.json")).unwrap()).unwrap();
+    let cells: Value = cells_download(&d.join("public"), "r");
     let c = cells["cells"].as_array().unwrap().iter().find(|c| c["phase"] == "decode" && c["context"] == 256).unwrap();
     assert_eq!(c["repetitions"], 3, "{c}");
     // Every repetition's evidence, each with its own requests and figures.

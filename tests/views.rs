@@ -211,7 +211,7 @@ fn a_rebuild_keeps_unchanged_run_pages_and_equals_a_fresh_build() {
     };
     let moved_run = "runs/d-vllm-0.11.0/index.html";
     let moved_cell = "runs/d-vllm-0.11.0/evidence.js";
-    let moved_download = "runs/d-vllm-0.11.0/cells.json";
+    let moved_download = "runs/d-vllm-0.11.0/cells.json.gz";
     let before = (inode(moved_run), inode(moved_cell), inode(moved_download));
     // One figure changes: that run is re-rendered; every run whose place on the 8K x 4
     // board moves (c drops from =4 to last, d rises to 5th; a's page reads #4 either way) gets its

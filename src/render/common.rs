@@ -389,7 +389,12 @@ pub fn put_page(sink: &dyn Sink, path: &str, html: &str, stats: &mut RenderStats
 const PAGE_PATH_MARKER: &str = "<!--page-path-->";
 
 pub fn put_file(sink: &dyn Sink, path: &str, body: &str, stats: &mut RenderStats) -> Result<()> {
-    sink.put(path, body.as_bytes())?;
+    put_bytes(sink, path, body.as_bytes(), stats)
+}
+
+/// Writes a file of bytes (a compressed download).
+pub fn put_bytes(sink: &dyn Sink, path: &str, body: &[u8], stats: &mut RenderStats) -> Result<()> {
+    sink.put(path, body)?;
     stats.files += 1;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! A run's cells as machine-readable downloads next to its page: `cells.csv` (one row a
-//! cell, figures in plain units) and `cells.json` (the normalized cells with their figures).
+//! cell, figures in plain units) and `cells.json` (the normalized cells with their figures, published gzipped as
+//! `cells.json.gz`).
 
 use std::borrow::Cow;
 

@@ -6,11 +6,12 @@ use serde::Serialize;
 
 use super::cell_page::cell_slug;
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
-use super::common::{put_file, put_page, root, run_title, ser, PageContext, RenderStats};
+use super::common::{put_bytes, put_file, put_page, root, run_title, ser, PageContext, RenderStats};
 use super::leaderboard_page::board_slug;
 use super::{downloads, markdown};
 use crate::analysis::capacity::RunCapacity;
 use crate::analysis::figures::CrossCheckBasis;
+use crate::fsutil;
 use crate::analysis::{BoardKey, CellView, RunView, SiteModel};
 use crate::format::Status;
 use crate::units::{numbers, InputHash};
@@ -174,7 +175,7 @@ fn energy_rows(rows: &[HeatRowView]) -> Vec<(String, Vec<String>)> {
 
 /// The files a run's page writes, under `runs/<id>/`.
 pub fn files(run: &RunView) -> [String; 3] {
-    ["index.html", "cells.csv", "cells.json"].map(|f| format!("runs/{}/{f}", run.id))
+    ["index.html", "cells.csv", "cells.json.gz"].map(|f| format!("runs/{}/{f}", run.id))
 }
 
 /// A hash of everything a run's files are made from but its places on the leaderboards
@@ -300,7 +301,9 @@ pub fn render(
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;
     stats.run_pages += 1;
     put_file(sink, &format!("{dir}/cells.csv"), &downloads::cells_csv(full), stats)?;
-    put_file(sink, &format!("{dir}/cells.json"), &downloads::cells_json(full), stats)
+    // Compressed: the JSON is some 8 times the size of its gzip, and a download (curl
+    // piped to gunzip, pandas' read_json) reads either; the site's bytes are its budget.
+    put_bytes(sink, &format!("{dir}/cells.json.gz"), &fsutil::gzip(downloads::cells_json(full).as_bytes()), stats)
 }
 
 /// Prompt tok/s against context, each point labelled with its TTFT.

@@ -23,6 +23,7 @@ pub fn content_type(path: &Path) -> &'static str {
         Some("woff2") => "font/woff2",
         Some("woff") => "font/woff",
         Some("pdf") => "application/pdf",
+        Some("gz") => "application/gzip",
         _ => "application/octet-stream",
     }
 }

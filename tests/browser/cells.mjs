@@ -74,6 +74,17 @@ for (const [scheme, root, page0] of [['http', base, '/cell/'], ['file', fileBase
   await context.close();
 }
 
+// The former JSON download's address (runs/ID/cells.json) reaches the gzipped one.
+{
+  const context = await browser.newContext({ acceptDownloads: true });
+  const page = await context.newPage();
+  const download = page.waitForEvent('download', { timeout: 10000 }).catch(() => null);
+  await page.goto(`${base}/runs/${run}/cells.json`).catch(() => {});
+  const got = await download;
+  ok(got !== null && got.url().endsWith(`/runs/${run}/cells.json.gz`), `old JSON address: downloaded ${got && got.url()}`);
+  await context.close();
+}
+
 // With JavaScript off: the run page's tables, and the cells page's list and note.
 {
   const { context, page } = await open(`${base}/runs/${run}/`, { javaScriptEnabled: false });

@@ -3,7 +3,7 @@
 // CHECKS_JSON lists pages: [{"name", "path", "status"? (default 200), "heatmap_cells"?,
 // "looped"?, "over_capacity"?, "svg"?: CSS selector of an SVG that must render with data
 // marks, "points_from"?: "prefill" or "decode" (the SVG has one point per valid cell of that
-// phase in the page's cells.json), "print"?:
+// phase in the page's cells.json.gz), "print"?:
 // print the page to PDF and check the measurements table fits the paper}]. Every link on
 // each page must answer 200, no page may log a console error, axe-core finds no serious or
 // critical violation, and each page is saved at desktop and phone width, in light and dark
@@ -11,6 +11,7 @@
 import { launchChromium, tally } from './common.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { createRequire } from 'node:module';
 
 const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -80,8 +81,9 @@ for (const c of checks) {
           const points = await svg.locator('.point').count();
           const lanes = await svg.locator('g > title').evaluateAll((ts) => ts.filter((t) => /^requests? \d/.test(t.textContent)).length);
           if (c.points_from) {
-            // One point per valid cell of the phase with its figure, as the run's cells.json says.
-            const cells = (await (await context.request.get(new URL('cells.json', base + c.path).href)).json()).cells;
+            // One point per valid cell of the phase with its figure, as the run's JSON download says.
+            const gz = await (await context.request.get(new URL('cells.json.gz', base + c.path).href)).body();
+            const cells = JSON.parse(zlib.gunzipSync(gz).toString('utf8')).cells;
             const figure = c.points_from === 'prefill' ? 'prompt_tps' : 'total_tps';
             const want = cells.filter((x) => x.phase === c.points_from && x.status === 'valid' && x.figures && x.figures[figure] != null).length;
             ok(want > 0 && points === want, `${c.name}: ${points} points in ${c.svg}, want ${want} (its valid ${c.points_from} cells)`);
