@@ -283,13 +283,6 @@ pub fn read_gzip_data_file(path: &Path, limit: u64) -> Result<String> {
     })
 }
 
-/// `bytes` gzip-compressed, deterministically (no name and no time in the header).
-pub fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(bytes).expect("writing to memory");
-    gz.finish().expect("writing to memory")
-}
-
 /// Opens a regular file (not a symlink, FIFO, device or folder) of at most `limit` bytes to
 /// read it as a stream; returns it with its size.
 pub fn open_regular_file(path: &Path, limit: u64) -> Result<(fs::File, u64)> {

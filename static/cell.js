@@ -160,7 +160,15 @@
     return s;
   }
 
+  // Equal-width bins from [least, most, counts] as [lo, hi, count], edges to a tenth of a ms.
+  function bins(hist) {
+    var width = (hist[1] - hist[0]) / Math.max(1, hist[2].length);
+    var tenth = function (v) { return Math.round(v * 10) / 10; };
+    return hist[2].map(function (n, i) { return [tenth(hist[0] + width * i), tenth(hist[0] + width * (i + 1)), n]; });
+  }
+
   function histogram(d, what) {
+    d = Object.assign({}, d, { bins: bins(d.hist) });
     var w = 360, h = 170, top = 8, plotH = h - top - 36;
     var most = Math.max(1, Math.max.apply(null, d.bins.map(function (b) { return b[2]; })));
     var barW = (w - LEFT - RIGHT) / Math.max(1, d.bins.length);

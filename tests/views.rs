@@ -61,7 +61,7 @@ fn a_series_of_single_runs_shows_its_steps_without_judging_them() {
     // Four key-figure charts (capacity the fourth), plus one per cell with two valid
     // measurements or more.
     assert_eq!(page.matches("<svg").count(), 4 + 2);
-    assert!(page.contains("Capacity, tok&#x2f;s per device"));
+    assert!(page.contains("Capacity, tok/s per device"));
     assert!(!ws.read("public/index.html").contains("regression"));
 }
 

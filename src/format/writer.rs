@@ -26,7 +26,7 @@ pub fn cell_path(run_dir: &Path, cell: &Cell) -> PathBuf {
 /// A cell file's bytes as `cell_path` names it: gzip for a `.json.gz` path.
 pub fn cell_bytes(path: &Path, json: &str) -> Vec<u8> {
     if path.extension().is_some_and(|e| e == "gz") {
-        fsutil::gzip(json.as_bytes())
+        crate::units::gzip(json.as_bytes())
     } else {
         json.as_bytes().to_vec()
     }

@@ -263,8 +263,9 @@ struct StatsData {
     p90: String,
     p99: String,
     max: String,
-    /// [lo, hi, requests], milliseconds.
-    bins: Vec<(f64, f64, usize)>,
+    /// The histogram's equal-width bins as [least, most, [requests a bin]], milliseconds:
+    /// the viewer works out each bin's edges (a third of the evidence's bytes were edges).
+    hist: (f64, f64, Vec<usize>),
 }
 
 /// Rounded to the millisecond (of seconds) or to a tenth (of milliseconds, rates): what the
@@ -358,10 +359,7 @@ pub fn render_all(
 /// repeat their digits and cells their shapes: about a fifth of the JSON's bytes.
 fn gzip_base64(bytes: &[u8]) -> String {
     use base64::Engine as _;
-    use std::io::Write as _;
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(bytes).expect("writing to memory");
-    base64::engine::general_purpose::STANDARD.encode(gz.finish().expect("writing to memory"))
+    base64::engine::general_purpose::STANDARD.encode(crate::units::gzip(bytes))
 }
 
 /// `reps`: the cell's repetitions in order; `places`: every cell's index by slug.
@@ -422,7 +420,11 @@ fn rep_data(view: &CellView, d: &CellDetail, texts: &mut Texts) -> RepData {
         p90: percentile_or_max(d.p90, 90.0, d),
         p99: percentile_or_max(d.p99, 99.0, d),
         max: numbers::millis1(d.max),
-        bins: d.bins.iter().map(|b| (r1(b.lo), r1(b.hi), b.count)).collect(),
+        hist: (
+            d.bins.first().map_or(0.0, |b| r3(b.lo)),
+            d.bins.last().map_or(0.0, |b| r3(b.hi)),
+            d.bins.iter().map(|b| b.count).collect(),
+        ),
     };
     let mut rep = RepData {
         rep: cell.repetition.max(1),

@@ -125,17 +125,20 @@ pub fn line_chart(spec: &ChartSpec) -> String {
     finish_svg(&svg, "chart", spec.title, &line_summary(spec), &marks)
 }
 
+const FONT: &str = " font-family=\"sans-serif\"";
+
 /// The drawn SVG with our class, its name and summary first, and our own elements (markers,
-/// labels) last.
+/// labels) last. Every text is set in one font, named once on the root (it inherits).
 fn finish_svg(svg: &str, class: &str, title: &str, summary: &str, marks: &str) -> String {
-    let svg = lean(&svg.replace("#000000", "currentColor"));
+    let svg = lean(&svg.replace("#000000", "currentColor")).replace(FONT, "");
+    let marks = marks.replace(FONT, "");
     let Some(open_end) = svg.find('>') else { return String::new() };
     let Some(close) = svg.rfind("</svg>") else { return String::new() };
     format!(
         "{}><title>{}</title><desc>{}</desc>{}{marks}</svg>",
         svg[..open_end].replacen(
             "<svg ",
-            &format!("<svg class=\"{class}\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\" "),
+            &format!("<svg class=\"{class}\" role=\"img\" preserveAspectRatio=\"xMidYMid meet\"{FONT} "),
             1
         ),
         xml_escape(title),
@@ -337,6 +340,8 @@ fn draw<DB: DrawingBackend>(
             .collect();
         let pts: Vec<(f64, f64)> = kept.iter().map(|&(x, y, _)| (x, y)).collect();
         chart.draw_series(LineSeries::new(pts, colour.stroke_width(2)))?;
+        // A series' whiskers share one group carrying their style.
+        let mut whiskers = String::new();
         for (j, &(x, y)) in s.points.iter().enumerate() {
             let Some((lo, hi)) = s.errors.get(j).copied().flatten() else { continue };
             let x = project_x(axis, x);
@@ -345,15 +350,19 @@ fn draw<DB: DrawingBackend>(
             }
             let (wx, top) = chart.backend_coord(&(x, hi.max(0.0)));
             let (_, bottom) = chart.backend_coord(&(x, lo.max(0.0)));
-            marks.push_str(&format!(
-                "<g class=\"whisker\" stroke=\"{css}\" stroke-width=\"1.5\"><title>{}: {} to {}</title><line x1=\"{wx}\" y1=\"{top}\" x2=\"{wx}\" y2=\"{bottom}\"/><line x1=\"{}\" y1=\"{top}\" x2=\"{}\" y2=\"{top}\"/><line x1=\"{}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\"/></g>",
+            // One path: the interval's line and its two 6-pixel caps.
+            whiskers.push_str(&format!(
+                "<path d=\"M{wx} {top}V{bottom}M{} {top}h6M{} {bottom}h6\"><title>{}: {} to {}</title></path>",
+                wx - 3,
+                wx - 3,
                 xml_escape(s.label.trim()),
                 axis_number(lo),
                 axis_number(hi),
-                wx - 3,
-                wx + 3,
-                wx - 3,
-                wx + 3
+            ));
+        }
+        if !whiskers.is_empty() {
+            marks.push_str(&format!(
+                "<g class=\"whisker\" stroke=\"{css}\" stroke-width=\"1.5\" fill=\"none\">{whiskers}</g>"
             ));
         }
         for &(x, y, label) in &kept {

@@ -11,10 +11,9 @@ use super::leaderboard_page::board_slug;
 use super::{downloads, markdown};
 use crate::analysis::capacity::RunCapacity;
 use crate::analysis::figures::CrossCheckBasis;
-use crate::fsutil;
 use crate::analysis::{BoardKey, CellView, RunView, SiteModel};
 use crate::format::Status;
-use crate::units::{numbers, InputHash};
+use crate::units::{gzip, numbers, InputHash};
 use crate::write::Sink;
 
 /// Each run's place on the leaderboards of its cells, by run index.
@@ -303,7 +302,7 @@ pub fn render(
     put_file(sink, &format!("{dir}/cells.csv"), &downloads::cells_csv(full), stats)?;
     // Compressed: the JSON is some 8 times the size of its gzip, and a download (curl
     // piped to gunzip, pandas' read_json) reads either; the site's bytes are its budget.
-    put_bytes(sink, &format!("{dir}/cells.json.gz"), &fsutil::gzip(downloads::cells_json(full).as_bytes()), stats)
+    put_bytes(sink, &format!("{dir}/cells.json.gz"), &gzip(downloads::cells_json(full).as_bytes()), stats)
 }
 
 /// Prompt tok/s against context, each point labelled with its TTFT.

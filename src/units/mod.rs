@@ -8,12 +8,14 @@
 /// see `build.rs`).
 pub const BUILD_VERSION: &str = env!("SITE_VERSION");
 
+pub mod gzip;
 pub mod hash;
 pub mod names;
 pub mod numbers;
 pub mod terminal;
 pub mod xml;
 
+pub use gzip::gzip;
 pub use hash::{fnv1a, InputHash};
 pub use names::{bounded_component, model_display_name, slugify, MAX_PATH_COMPONENT};
 pub use numbers::context_label;

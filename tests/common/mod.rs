@@ -167,6 +167,7 @@ pub fn text_of(html: &str) -> String {
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
         .replace("&#x27;", "'")
+        .replace("&apos;", "'")
         .replace("&#39;", "'")
         .replace("&#x2f;", "/")
         .replace("&amp;", "&")
