@@ -150,8 +150,10 @@ fn finish_svg(svg: &str, class: &str, title: &str, summary: &str, marks: &str) -
 /// The drawn SVG made smaller without changing what it draws: numbers inside tags rounded
 /// to a tenth (a pixel's tenth, at a 600-pixel-wide chart), `opacity="1"` left out, and runs
 /// of lines, rects and circles that share their style grouped under one `<g>` carrying it,
-/// each keeping only its geometry. Plotters writes an element a line; text stays as it is.
+/// each keeping only its geometry; two-point polylines (axes and ticks) of one style drawn as
+/// one path. Plotters writes an element a line; text stays as it is.
 fn lean(svg: &str) -> String {
+    let svg = &merge_segments(svg);
     let mut out = String::with_capacity(svg.len());
     let mut group: Option<(String, Vec<String>)> = None;
     let flush = |out: &mut String, group: &mut Option<(String, Vec<String>)>| {
@@ -185,6 +187,53 @@ fn lean(svg: &str) -> String {
     }
     flush(&mut out, &mut group);
     out
+}
+
+/// Every two-point `<polyline>` (an axis, a tick: a dozen a chart, each with its style) of
+/// one style made a segment of one `<path>`, put where the first of them was. Segments do
+/// not overlap text, so the order they are drawn in does not show.
+fn merge_segments(svg: &str) -> String {
+    let mut paths: Vec<(String, String)> = Vec::new();
+    let mut lines: Vec<Result<&str, usize>> = Vec::new();
+    for line in svg.lines() {
+        match two_point_polyline(line) {
+            Some((style, d)) => match paths.iter().position(|(s, _)| *s == style) {
+                Some(i) => paths[i].1.push_str(&d),
+                None => {
+                    lines.push(Err(paths.len()));
+                    paths.push((style, d));
+                }
+            },
+            None => lines.push(Ok(line)),
+        }
+    }
+    let mut out = String::with_capacity(svg.len());
+    for line in lines {
+        match line {
+            Ok(text) => out.push_str(text),
+            Err(i) => out.push_str(&format!("<path {} d=\"{}\"/>", paths[i].0, paths[i].1)),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A one-line `<polyline STYLE points="x1,y1 x2,y2 "/>` as its style and its segment in path
+/// data (`M x1 y1` then `H x2`, `V y2` or `L x2 y2`).
+fn two_point_polyline(line: &str) -> Option<(String, String)> {
+    let body = line.trim().strip_prefix("<polyline ")?.strip_suffix("/>")?;
+    let (style, points) = body.split_once(" points=\"")?;
+    let mut xy = points.trim_end().strip_suffix('"')?.split_whitespace().map(|p| p.split_once(','));
+    let (Some(Some((x1, y1))), Some(Some((x2, y2))), None) = (xy.next(), xy.next(), xy.next()) else { return None };
+    if style.contains("points") || [x1, y1, x2, y2].iter().any(|v| v.parse::<f64>().is_err()) {
+        return None;
+    }
+    let to = match (x1 == x2, y1 == y2) {
+        (true, _) => format!("V{y2}"),
+        (_, true) => format!("H{x2}"),
+        _ => format!("L{x2} {y2}"),
+    };
+    Some((style.trim().to_string(), format!("M{x1} {y1}{to}")))
 }
 
 /// A one-line self-closing `<line>`, `<rect>` or `<circle>` split into its style attributes
@@ -811,6 +860,25 @@ mod tests {
                 "1.23456 tok/s\n",
                 "</text>\n",
                 "<circle fill=\"#e69f00\" cx=\"3\" cy=\"4\" r=\"2\"/>\n",
+            )
+        );
+    }
+
+    #[test]
+    fn two_point_polylines_of_one_style_become_one_path_where_the_first_was() {
+        let drawn = concat!(
+            "<polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"1\" points=\"83,12 83,271 \"/>\n",
+            "<text x=\"74\">0</text>\n",
+            "<polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"1\" points=\"78,271 83,271 \"/>\n",
+            "<polyline fill=\"none\" stroke=\"#0072b2\" stroke-width=\"2\" points=\"1,2 3,4 5,6 \"/>\n",
+            "<polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"1\" points=\"1,1 4,5 \"/>\n",
+        );
+        assert_eq!(
+            merge_segments(drawn),
+            concat!(
+                "<path fill=\"none\" stroke=\"currentColor\" stroke-width=\"1\" d=\"M83 12V271M78 271H83M1 1L4 5\"/>\n",
+                "<text x=\"74\">0</text>\n",
+                "<polyline fill=\"none\" stroke=\"#0072b2\" stroke-width=\"2\" points=\"1,2 3,4 5,6 \"/>\n",
             )
         );
     }
