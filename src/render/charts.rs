@@ -594,8 +594,8 @@ pub struct ScatterSpec<'a> {
     pub x_desc: &'a str,
     pub y_desc: &'a str,
     pub groups: &'a [ScatterGroup],
-    /// Points beyond this many are drawn without their title and link (frontier points keep
-    /// theirs), so a chart of thousands of cells stays small.
+    /// Points beyond this many are drawn as plain dots, without their title, link and
+    /// whisker (frontier points keep theirs), so a chart of thousands of cells stays small.
     pub max_linked: usize,
     /// The label of point `j` of group `i`; asked only of the points that keep theirs.
     pub label: &'a dyn Fn(usize, usize) -> PointLabel,
@@ -694,9 +694,17 @@ fn draw_scatter<DB: DrawingBackend>(
             g.frontier.iter().map(|&j| &g.points[j]).filter(|p| drawable(p.x, p.y)).map(|p| (p.x, p.y)).collect();
         chart.draw_series(LineSeries::new(line, colour.stroke_width(2)))?;
         let css = format!("#{:02x}{:02x}{:02x}", colour.0, colour.1, colour.2);
+        // Unlinked points: dots of one path (a zero-length segment each, drawn by its round
+        // cap), so a chart of thousands of cells stays a few kilobytes.
+        let mut dots = String::new();
         for (j, p) in g.points.iter().enumerate().filter(|(_, p)| drawable(p.x, p.y)) {
             let on_frontier = g.frontier.contains(&j);
             let (cx, cy) = chart.backend_coord(&(p.x, p.y));
+            if !(on_frontier || linked < spec.max_linked) {
+                dots.push_str(&format!("M{cx} {cy}h0"));
+                continue;
+            }
+            linked += 1;
             if let Some((lo, hi)) = p.y_err.filter(|(lo, hi)| drawable(p.x, *lo) && drawable(p.x, *hi)) {
                 let (_, top) = chart.backend_coord(&(p.x, hi));
                 let (_, bottom) = chart.backend_coord(&(p.x, lo.max(0.0)));
@@ -710,13 +718,12 @@ fn draw_scatter<DB: DrawingBackend>(
                 " class=\"point\" ",
                 1,
             );
-            if on_frontier || linked < spec.max_linked {
-                linked += 1;
-                push_linked(marks, &shape, &(spec.label)(i, j));
-            } else {
-                marks.push_str(&shape[..shape.len() - 1]);
-                marks.push_str("/>");
-            }
+            push_linked(marks, &shape, &(spec.label)(i, j));
+        }
+        if !dots.is_empty() {
+            marks.push_str(&format!(
+                "<path class=\"point dots\" stroke=\"{css}\" stroke-width=\"6\" stroke-linecap=\"round\" d=\"{dots}\"/>"
+            ));
         }
     }
     Ok(())

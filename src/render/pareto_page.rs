@@ -14,8 +14,9 @@ use crate::analysis::{ParetoView, SiteModel};
 use crate::units::numbers::{self, context_label};
 use crate::write::Sink;
 
-/// Points drawn with their title and link per chart; beyond, only frontier points keep them.
-const MAX_LINKED_POINTS: usize = 1500;
+/// Points drawn with their title, link and whisker per chart; beyond, only frontier points
+/// keep them and the others are dots (the frontier table and the runs' pages have them).
+const MAX_LINKED_POINTS: usize = 120;
 
 #[derive(Debug, Serialize)]
 struct ConfigLegend {
