@@ -315,7 +315,8 @@
         [{ label: "output tok/s", points: rep.throughput }]),
         ["One-second bins. Records keep each request's tokens inside the window and when the first and last of them came, so a request's tokens are spread evenly between those times."])]));
     }
-    var dists = [[rep.ttft, "Time to first token"], [rep.tbt, "Time between tokens"]].filter(function (d) { return d[0]; });
+    var dists = [[rep.ttft, rep.answer_ttft ? "Time to first token (any kind, reasoning included)" : "Time to first token"],
+      [rep.answer_ttft, "Time to first answer token (after the reasoning)"], [rep.tbt, "Time between tokens"]].filter(function (d) { return d[0]; });
     if (dists.length) {
       out.push(section("distributions", "Distributions", [el("div", { class: "columns" }, dists.map(function (d) {
         var s = d[0];

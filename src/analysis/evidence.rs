@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::figures::{time_between_tokens_s, ttft_s};
+use super::figures::{answer_ttft_s, time_between_tokens_s, ttft_s, usage_tokens_chunks};
 use crate::format::{Cell, GaugeSample, RequestRecord, TokenSource};
 use crate::stats::{percentile, percentile_supported};
 
@@ -88,7 +88,14 @@ pub struct Evidence {
     pub gauge: Vec<GaugeSample>,
     pub throughput: Vec<ThroughputBin>,
     pub ttft_ms: Option<Distribution>,
+    /// The first answer token's times, where any stream reasoned first.
+    pub answer_ttft_ms: Option<Distribution>,
+    /// Requests whose stream reasoned before answering.
+    pub reasoned: usize,
     pub tbt_ms: Option<Distribution>,
+    /// Output tokens and the chunks that carried them, of the requests whose tokens the
+    /// server's usage counted (tokens per chunk).
+    pub usage_tokens_chunks: (u64, u64),
     /// How each request's tokens were counted, with how many requests.
     pub token_sources: Vec<(TokenSource, usize)>,
     pub outcomes: OutcomeCounts,
@@ -129,6 +136,8 @@ pub fn evidence(cell: &Cell) -> Option<Evidence> {
     let span_s = lanes.iter().map(|l| l.end_s).fold(window.map_or(0.0, |w| w.1), f64::max);
     let gauge = m.gauge.iter().map(|g| GaugeSample { t_s: g.t_s - t0, ..*g }).collect();
     let ttfts: Vec<f64> = m.requests.iter().filter_map(ttft_s).map(|t| t * 1000.0).collect();
+    let reasoned = m.requests.iter().filter(|r| r.reasoned()).count();
+    let answers: Vec<f64> = m.requests.iter().filter_map(answer_ttft_s).map(|t| t * 1000.0).collect();
     let tbts: Vec<f64> = m.requests.iter().filter_map(time_between_tokens_s).map(|t| t * 1000.0).collect();
     let mut outcomes = OutcomeCounts::default();
     for r in &m.requests {
@@ -147,7 +156,10 @@ pub fn evidence(cell: &Cell) -> Option<Evidence> {
         gauge,
         throughput: m.window.map(|w| throughput_bins(&m.requests, w.start_s, w.end_s)).unwrap_or_default(),
         ttft_ms: distribution(&ttfts),
+        answer_ttft_ms: if reasoned > 0 { distribution(&answers) } else { None },
+        reasoned,
         tbt_ms: distribution(&tbts),
+        usage_tokens_chunks: usage_tokens_chunks(&m.requests),
         token_sources: token_sources(&m.requests),
         outcomes,
         window_tokens: m.requests.iter().map(|r| r.window_tokens).sum(),
@@ -330,6 +342,7 @@ mod tests {
             client_cpu_s: None,
             telemetry: vec![],
             machine: None,
+            spec_decode: None,
         };
         let cell = Cell { measurement: Some(m), ..Cell::new(Phase::Decode, 1024, 4, Status::Valid) };
         let e = evidence(&cell).unwrap();

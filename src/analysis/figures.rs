@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::format::{Measurement, Phase, ReportedFigures, RequestRecord, TelemetrySample, Window};
+use crate::format::{Measurement, Phase, ReportedFigures, RequestRecord, TelemetrySample, TokenSource, Window};
 use crate::stats::{mean, median, percentile};
 
 /// What the site prints for a cell. `None` prints as a dash.
@@ -15,9 +15,24 @@ pub struct Figures {
     pub total_tps: Option<f64>,
     /// Median over requests of 1 / time between tokens.
     pub per_request_tps: Option<f64>,
+    /// Median over requests of the first token of any kind (a reasoning token included) -
+    /// send, as guidellm and AIPerf's `time_to_first_token` count it.
     pub ttft_ms: Option<f64>,
     pub ttft_p90_ms: Option<f64>,
     pub ttft_p99_ms: Option<f64>,
+    /// Median over requests of the first answer token (the first content after the
+    /// reasoning) - send, AIPerf's `time_to_first_output_token`; only for a cell whose streams
+    /// reasoned first (otherwise it is the TTFT).
+    pub answer_ttft_ms: Option<f64>,
+    pub answer_ttft_p90_ms: Option<f64>,
+    /// Output tokens per streamed chunk (tokens from the server's usage): above 1 where the
+    /// server sends several tokens a step (speculative decoding, MTP).
+    pub tokens_per_chunk: Option<f64>,
+    /// Speculative decoding, from the server's counters over the window: accepted / proposed
+    /// draft tokens, and 1 + accepted / drafts (tokens each verifying step yields, vLLM's
+    /// "mean acceptance length").
+    pub spec_acceptance: Option<f64>,
+    pub spec_accepted_len: Option<f64>,
     /// Median over requests of (last token - first token) / (tokens - 1).
     pub tbt_ms: Option<f64>,
     pub tbt_p90_ms: Option<f64>,
@@ -76,7 +91,7 @@ pub enum FigureValue {
 impl Figures {
     /// Every figure with its column name, in column order. Downloads take their figure
     /// columns from here, so a new figure needs no change there.
-    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 19] {
+    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 24] {
         let r = |v: Option<f64>| v.map(FigureValue::Rate);
         let n = |v: Option<u64>| v.map(FigureValue::Count);
         [
@@ -86,6 +101,11 @@ impl Figures {
             ("ttft_ms", r(self.ttft_ms)),
             ("ttft_p90_ms", r(self.ttft_p90_ms)),
             ("ttft_p99_ms", r(self.ttft_p99_ms)),
+            ("answer_ttft_ms", r(self.answer_ttft_ms)),
+            ("answer_ttft_p90_ms", r(self.answer_ttft_p90_ms)),
+            ("tokens_per_chunk", r(self.tokens_per_chunk)),
+            ("spec_acceptance", r(self.spec_acceptance)),
+            ("spec_accepted_len", r(self.spec_accepted_len)),
             ("tbt_ms", r(self.tbt_ms)),
             ("tbt_p90_ms", r(self.tbt_p90_ms)),
             ("tbt_p99_ms", r(self.tbt_p99_ms)),
@@ -114,6 +134,7 @@ impl Figures {
             ttft_ms: r.ttft_ms,
             ttft_p90_ms: r.ttft_p90_ms.or_else(|| supported_percentile(&ttfts, 90.0)),
             ttft_p99_ms: r.ttft_p99_ms.or_else(|| supported_percentile(&ttfts, 99.0)),
+            answer_ttft_ms: r.answer_ttft_ms,
             tbt_ms: r.tbt_ms,
             tbt_p90_ms: r.tbt_p90_ms.or_else(|| supported_percentile(&tbts, 90.0)),
             tbt_p99_ms: r.tbt_p99_ms.or_else(|| supported_percentile(&tbts, 99.0)),
@@ -154,6 +175,37 @@ pub fn ttft_s(r: &RequestRecord) -> Option<f64> {
     r.first_token_s.map(|f| f - r.send_s).filter(|t| *t >= 0.0)
 }
 
+/// First answer token - send: the first token of a stream that did not reason first, the
+/// first content after the reasoning of one that did; none for a stream that reasoned and
+/// never answered.
+pub fn answer_ttft_s(r: &RequestRecord) -> Option<f64> {
+    match r.reasoned() {
+        true => r.first_answer_s.map(|f| f - r.send_s).filter(|t| *t >= 0.0),
+        false => ttft_s(r),
+    }
+}
+
+/// Answer TTFTs of the requests, where any of them reasoned first (else none: the answer's
+/// first token is the first token, and the TTFT says it).
+fn answer_ttfts(requests: &[&RequestRecord]) -> Option<Vec<f64>> {
+    requests.iter().any(|r| r.reasoned()).then(|| requests.iter().filter_map(|r| answer_ttft_s(r)).collect())
+}
+
+/// Output tokens and the chunks that carried them, of the requests whose tokens the
+/// server's usage counted (one token a chunk is an assumption, not a measurement).
+pub fn usage_tokens_chunks(requests: &[RequestRecord]) -> (u64, u64) {
+    requests
+        .iter()
+        .filter(|r| r.token_source != TokenSource::Chunks && r.chunks > 0)
+        .fold((0, 0), |(t, c): (u64, u64), r| (t.saturating_add(r.tokens), c.saturating_add(r.chunks)))
+}
+
+/// Output tokens per streamed chunk, where the server's usage counted them.
+fn tokens_per_chunk(requests: &[RequestRecord]) -> Option<f64> {
+    let (tokens, chunks) = usage_tokens_chunks(requests);
+    (chunks > 0).then(|| tokens as f64 / chunks as f64)
+}
+
 /// (last token - first token) / (tokens - 1); needs at least two tokens.
 pub fn time_between_tokens_s(r: &RequestRecord) -> Option<f64> {
     match (r.first_token_s, r.last_token_s) {
@@ -190,6 +242,7 @@ fn prefill_figures(prompt_tokens: Option<u32>, requests: &[RequestRecord]) -> Fi
         ttft_ms: median(&ttfts).map(ms),
         ttft_p90_ms: supported_percentile(&ttfts, 90.0).map(ms),
         ttft_p99_ms: supported_percentile(&ttfts, 99.0).map(ms),
+        // A prefill sample's one token is the first of any kind: prefill ends there.
         completed: Some(ok.iter().filter(|r| r.first_token_s.is_some()).count() as u64),
         ..Figures::default()
     }
@@ -210,6 +263,7 @@ fn decode_figures(m: &Measurement) -> Figures {
     let total_tps = measured_s.map(|s| output_tokens as f64 / s);
 
     let ttfts: Vec<f64> = requests.iter().filter_map(ttft_s).collect();
+    let answers = answer_ttfts(&requests.iter().collect::<Vec<_>>());
     let tbts: Vec<f64> = requests.iter().filter_map(time_between_tokens_s).collect();
     let rates: Vec<f64> = tbts.iter().map(|t| 1.0 / t).collect();
     let finished = finished_rates(requests);
@@ -228,6 +282,19 @@ fn decode_figures(m: &Measurement) -> Figures {
         ttft_ms: median(&ttfts).map(ms),
         ttft_p90_ms: supported_percentile(&ttfts, 90.0).map(ms),
         ttft_p99_ms: supported_percentile(&ttfts, 99.0).map(ms),
+        answer_ttft_ms: answers.as_deref().and_then(median).map(ms),
+        answer_ttft_p90_ms: answers.as_deref().and_then(|a| supported_percentile(a, 90.0)).map(ms),
+        tokens_per_chunk: tokens_per_chunk(requests),
+        spec_acceptance: m
+            .spec_decode
+            .as_ref()
+            .filter(|s| s.draft_tokens > 0.0)
+            .map(|s| s.accepted_tokens / s.draft_tokens),
+        spec_accepted_len: m
+            .spec_decode
+            .as_ref()
+            .filter(|s| s.drafts > 0.0)
+            .map(|s| 1.0 + s.accepted_tokens / s.drafts),
         tbt_ms: median(&tbts).map(ms),
         tbt_p90_ms: supported_percentile(&tbts, 90.0).map(ms),
         tbt_p99_ms: supported_percentile(&tbts, 99.0).map(ms),
@@ -339,6 +406,7 @@ mod tests {
             client_cpu_s: None,
             telemetry: vec![],
             machine: None,
+            spec_decode: None,
         };
         let f = Figures::from_measurement(Phase::Decode, Some(8192), &m);
         assert_eq!(f.output_tokens, Some(4500));
@@ -404,6 +472,7 @@ mod tests {
             client_cpu_s: None,
             telemetry: vec![],
             machine: None,
+            spec_decode: None,
         };
         let f = Figures::from_measurement(Phase::Decode, None, &m);
         assert_eq!(f.completed, Some(1));

@@ -22,6 +22,27 @@ pub struct ServerInfo {
     pub model_path: Option<String>,
 }
 
+/// vLLM's speculative-decoding counters: drafts, proposed draft tokens, accepted tokens.
+pub const SPEC_DECODE_COUNTERS: [&str; 3] = [
+    "vllm:spec_decode_num_drafts_total",
+    "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_total",
+];
+
+/// The speculative-decoding counters of a `/metrics` text, where it has all three.
+pub fn spec_counters(text: &str) -> Option<[f64; 3]> {
+    let [a, b, c] = SPEC_DECODE_COUNTERS.map(|name| metric_value(text, name));
+    Some([a?, b?, c?])
+}
+
+/// The counters' growth between two reads; none where one went down (a restart) or no
+/// draft token was proposed between them.
+pub fn spec_between(open: [f64; 3], close: [f64; 3]) -> Option<crate::format::SpecDecodeCount> {
+    let [drafts, draft_tokens, accepted_tokens] = [0, 1, 2].map(|i| close[i] - open[i]);
+    (drafts >= 0.0 && draft_tokens > 0.0 && accepted_tokens >= 0.0 && accepted_tokens <= draft_tokens)
+        .then_some(crate::format::SpecDecodeCount { drafts, draft_tokens, accepted_tokens })
+}
+
 /// Sum of a metric's samples across label sets; `None` if absent, or if a sample is out of
 /// range (negative, not finite, beyond what a data file holds: the sum would mean nothing).
 pub fn metric_value(text: &str, name: &str) -> Option<f64> {
@@ -197,6 +218,23 @@ async fn sglang_server_info(client: &HttpClient, info: &mut ServerInfo) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spec_decode_counters_grow_across_a_window_or_say_nothing() {
+        let text = |d: u32, p: u32, a: u32| {
+            format!(
+                "vllm:spec_decode_num_drafts_total{{model_name=\"m\"}} {d}.0\nvllm:spec_decode_num_draft_tokens_total{{model_name=\"m\"}} {p}.0\nvllm:spec_decode_num_accepted_tokens_total{{model_name=\"m\"}} {a}.0\n"
+            )
+        };
+        let open = spec_counters(&text(10, 40, 25)).unwrap();
+        let close = spec_counters(&text(30, 120, 60)).unwrap();
+        let grown = spec_between(open, close).unwrap();
+        assert_eq!((grown.drafts, grown.draft_tokens, grown.accepted_tokens), (20.0, 80.0, 35.0));
+        // A restarted server's counters went down; no draft in the window; one counter missing.
+        assert_eq!(spec_between(close, open), None);
+        assert_eq!(spec_between(open, open), None);
+        assert_eq!(spec_counters("vllm:spec_decode_num_drafts_total 3\n"), None);
+    }
 
     const VLLM: &str = "# HELP vllm:num_requests_running x\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0\nvllm:num_requests_running{engine=\"1\",model_name=\"m\"} 2.0\nvllm:num_requests_waiting{model_name=\"m\"} 0.0\nvllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"5000\",cache_dtype=\"auto\"} 1.0\n";
 

@@ -287,6 +287,8 @@ fn validate_numbers(c: &Cell) -> Result<()> {
                 ("window_tokens", count(Some(r.window_tokens))),
                 ("cached_prompt_tokens", count(r.cached_prompt_tokens)),
                 ("server_decode_tps", r.server_decode_tps),
+                ("reasoning_chunks", count(Some(r.reasoning_chunks))),
+                ("first_answer_s", r.first_answer_s),
             ];
             check_numbers(&values, |f| format!("measurement.requests[{i}].{f}"))?;
         }
@@ -295,6 +297,14 @@ fn validate_numbers(c: &Cell) -> Result<()> {
             check_numbers(&values, |f| format!("measurement.server_tokens.{f}"))?;
         }
         check_numbers(&[("client_cpu_s", m.client_cpu_s)], |f| format!("measurement.{f}"))?;
+        if let Some(s) = &m.spec_decode {
+            let values = [
+                ("drafts", Some(s.drafts)),
+                ("draft_tokens", Some(s.draft_tokens)),
+                ("accepted_tokens", Some(s.accepted_tokens)),
+            ];
+            check_numbers(&values, |f| format!("measurement.spec_decode.{f}"))?;
+        }
         if let Some(load) = &m.machine {
             check_machine(load)?;
         }

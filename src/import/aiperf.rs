@@ -36,7 +36,9 @@ pub fn notes(load: Load) -> String {
 
 const NOTES: &str = "Figures are as AIPerf reported them:\n\n\
 - **Total tok/s** is `output_token_throughput.avg`: output tokens over the profiling phase's duration.\n\
-- **TTFT** is `time_to_first_token.p50` (p90, p99 from the same block).\n\
+- **TTFT** is `time_to_first_token.p50` (p90, p99 from the same block): AIPerf counts the first token of any kind, a \
+reasoning token included, as this site does. Its `time_to_first_output_token` (the first answer token, after the \
+reasoning) is this site's **answer TTFT**, shown where it differs from the TTFT.\n\
 - **Time between tokens** is AIPerf's `inter_token_latency`: (latency − TTFT) / (output − 1) per request, our definition \
 (vLLM calls it TPOT); AIPerf's `inter_chunk_latency` is the raw gap between chunks and is not used.\n\
 - **Per request tok/s** is `output_token_throughput_per_user.p50`.\n\
@@ -329,6 +331,10 @@ fn cell(v: &Value, context: u32, c: u32, load: Load, samples: Vec<ReportedSample
         ttft_ms: metric(v, "time_to_first_token", "p50"),
         ttft_p90_ms: metric(v, "time_to_first_token", "p90"),
         ttft_p99_ms: metric(v, "time_to_first_token", "p99"),
+        answer_ttft_ms: answer_ttft(
+            metric(v, "time_to_first_token", "p50"),
+            metric(v, "time_to_first_output_token", "p50"),
+        ),
         tbt_ms: metric(v, "inter_token_latency", "p50"),
         tbt_p90_ms: metric(v, "inter_token_latency", "p90"),
         tbt_p99_ms: metric(v, "inter_token_latency", "p99"),
@@ -342,6 +348,12 @@ fn cell(v: &Value, context: u32, c: u32, load: Load, samples: Vec<ReportedSample
         ..Default::default()
     };
     fixed_count::cell(context, c, warnings, reported)
+}
+
+/// AIPerf's time to the first output (answer) token where the streams reasoned first: it
+/// is later than the TTFT then; equal, it says nothing the TTFT does not.
+fn answer_ttft(ttft: Option<f64>, first_output: Option<f64>) -> Option<f64> {
+    first_output.filter(|a| ttft.is_none_or(|t| a - t > 1e-9 * t.abs().max(1.0)))
 }
 
 /// One setting's profiles as a run; returns the tool version too.
@@ -381,4 +393,17 @@ pub fn convert(group: Vec<Profile>) -> Result<(Converted, String)> {
         ));
     }
     Ok((Converted { settings, cells, model, started_at, engine: None, notes }, first.version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_output_token_is_the_answer_ttft_only_where_it_comes_later() {
+        assert_eq!(answer_ttft(Some(120.0), Some(120.0)), None);
+        assert_eq!(answer_ttft(Some(120.0), Some(950.5)), Some(950.5));
+        assert_eq!(answer_ttft(None, Some(950.5)), Some(950.5));
+        assert_eq!(answer_ttft(Some(120.0), None), None);
+    }
 }

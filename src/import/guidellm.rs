@@ -60,7 +60,9 @@ not a fixed window. Figures are guidellm {version}'s:\n\n{}{NOTES}",
 }
 
 const NOTES: &str = "\
-- **TTFT** is `time_to_first_token_ms.successful.median` (p90, p99 from its percentiles).\n\
+- **TTFT** is `time_to_first_token_ms.successful.median` (p90, p99 from its percentiles): guidellm counts the first \
+token of any kind, a reasoning token included, as this site does; it does not report the first answer token apart, so \
+a reasoning model's runs have no answer TTFT.\n\
 - **Time between tokens** is guidellm's `inter_token_latency_ms`: (latency − TTFT) / (output − 1), our definition. \
 guidellm's `time_per_output_token_ms` is latency / output tokens, TTFT included, and is not used.\n\
 - **Per request tok/s** is 1000 / median inter-token latency.\n\

@@ -24,7 +24,9 @@ pub const NOTES: &str = "## How inference-perf measured\n\n\
 Each cell is one inference-perf stage of the `concurrent` load: a fixed number of requests with `concurrency_level` in flight, \
 not a fixed window. Figures are as inference-perf reported them (its times are in seconds):\n\n\
 - **Total tok/s** is `successes.throughput.output_tokens_per_sec`.\n\
-- **TTFT** is `successes.latency.time_to_first_token.median` (p90, p99 from the same block).\n\
+- **TTFT** is `successes.latency.time_to_first_token.median` (p90, p99 from the same block): the first streamed token; \
+inference-perf does not say whether a reasoning token counts (its issue #559) nor report the first answer token apart, so \
+a reasoning model's runs have no answer TTFT.\n\
 - **Time between tokens** is `time_per_output_token`: (last token − first token) / (output − 1), our definition; \
 its `inter_token_latency` is every chunk gap pooled and `normalized_time_per_output_token` is latency / output tokens: neither is used.\n\
 - **Per request tok/s** is 1 / median time per output token.\n\

@@ -41,7 +41,8 @@ const VLLM_NOTES: &str = "## How vllm bench serve measured\n\n\
 Each cell is one `vllm bench serve` result: a fixed number of requests (`num_prompts`) sent with at most `max_concurrency` in flight, \
 not a fixed window with exactly C streams. Figures are as the tool reported them:\n\n\
 - **Total tok/s** is `output_throughput`: all output tokens over the whole benchmark's duration, ramp-up and tail included.\n\
-- **TTFT** is `median_ttft_ms` (p90, p99 from `p90_ttft_ms`, `p99_ttft_ms`).\n\
+- **TTFT** is `median_ttft_ms` (p90, p99 from `p90_ttft_ms`, `p99_ttft_ms`): the first streamed token, whatever its channel; \
+the tool reports no first answer token apart, so a reasoning model's runs have no answer TTFT.\n\
 - **Time between tokens** is vLLM's TPOT, `median_tpot_ms`: (latency − TTFT) / (output tokens − 1) per request, our definition. \
 vLLM's ITL (every gap between chunks, pooled over requests) is not this figure.\n\
 - **Per request tok/s** is 1000 / median TPOT.\n\
@@ -51,7 +52,8 @@ const SGLANG_NOTES: &str = "## How SGLang bench_serving measured\n\n\
 Each cell is one `bench_serving` result: a fixed number of requests sent with at most `max_concurrency` in flight, \
 not a fixed window with exactly C streams. Figures are as the tool reported them:\n\n\
 - **Total tok/s** is `output_throughput`: all output tokens over the whole benchmark's duration, ramp-up and tail included.\n\
-- **TTFT** is `median_ttft_ms` (p90, p99 from `p90_ttft_ms`, `p99_ttft_ms`).\n\
+- **TTFT** is `median_ttft_ms` (p90, p99 from `p90_ttft_ms`, `p99_ttft_ms`): the first streamed token, whatever its channel; \
+the tool reports no first answer token apart, so a reasoning model's runs have no answer TTFT.\n\
 - **Time between tokens** is SGLang's TPOT, `median_tpot_ms`: (latency − TTFT) / (output tokens − 1) per request, our definition; \
 SGLang's ITL (gaps between chunks, pooled) is not this figure.\n\
 - **Per request tok/s** is 1000 / median TPOT.\n\

@@ -244,6 +244,9 @@ struct RepData {
     token_sources: Vec<(usize, usize)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ttft: Option<StatsData>,
+    /// The first answer token's times, where streams reasoned first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer_ttft: Option<StatsData>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tbt: Option<StatsData>,
 }
@@ -432,6 +435,7 @@ fn rep_data(view: &CellView, d: &CellDetail, texts: &mut Texts) -> RepData {
         formulas,
         prefill,
         ttft: e.and_then(|e| e.ttft_ms.as_ref()).or(d.reported_ttft_ms.as_ref()).map(stats),
+        answer_ttft: e.and_then(|e| e.answer_ttft_ms.as_ref()).map(stats),
         tbt: e.and_then(|e| e.tbt_ms.as_ref()).or(d.reported_tbt_ms.as_ref()).map(stats),
         ..RepData::default()
     };
@@ -514,6 +518,8 @@ fn formulas(view: &CellView, figures: Option<&Figures>, cell: Option<&Cell>, e: 
         }
         Phase::Decode => {
             let mut rows = decode_formulas(f, e, tbts, ttfts);
+            rows.extend(stream_formulas(f, e));
+            rows.extend(spec_formulas(f, cell));
             rows.extend(server_formulas(f, cell));
             rows
         }
@@ -542,7 +548,7 @@ fn decode_formulas(f: &Figures, e: &Evidence, tbts: usize, ttfts: usize) -> Vec<
         Formula {
             figure: "TTFT",
             value: or_dash(f.ttft_ms, numbers::millis),
-            formula: "median over requests of first token − send",
+            formula: "median over requests of first token (of any kind, a reasoning token included) − send",
             inputs: format!("{ttfts} requests with a first token"),
         },
         Formula {
@@ -562,6 +568,55 @@ fn decode_formulas(f: &Figures, e: &Evidence, tbts: usize, ttfts: usize) -> Vec<
             inputs: format!("{} gauge samples", e.gauge.len()),
         },
     ]
+}
+
+/// What the streams' channels and chunks show: the answer's first token after reasoning, and
+/// tokens per chunk (several a chunk: speculative decoding or MTP).
+fn stream_formulas(f: &Figures, e: &Evidence) -> Vec<Formula> {
+    let mut rows = Vec::new();
+    if let Some(v) = f.answer_ttft_ms {
+        let answered = e.answer_ttft_ms.as_ref().map_or(0, |d| d.count);
+        let reasoned = e.reasoned;
+        rows.push(Formula {
+            figure: "Answer TTFT",
+            value: numbers::millis(v),
+            formula: "median over requests of first answer token (the first content after the reasoning) − send",
+            inputs: format!("{answered} requests with an answer token; {reasoned} reasoned first"),
+        });
+    }
+    if let Some(v) = f.tokens_per_chunk {
+        let (tokens, chunks) = e.usage_tokens_chunks;
+        rows.push(Formula {
+            figure: "Tokens per chunk",
+            value: format!("{v:.2}"),
+            formula: "output tokens / the chunks that carried them (tokens from the server's usage)",
+            inputs: format!("{} tokens / {} chunks", numbers::integer(tokens as f64), numbers::integer(chunks as f64)),
+        });
+    }
+    rows
+}
+
+/// The server's speculative-decoding counters over the window.
+fn spec_formulas(f: &Figures, cell: &Cell) -> Vec<Formula> {
+    let Some(s) = cell.measurement.as_ref().and_then(|m| m.spec_decode.as_ref()) else { return Vec::new() };
+    let mut rows = Vec::new();
+    if let Some(v) = f.spec_acceptance {
+        rows.push(Formula {
+            figure: "Draft acceptance",
+            value: format!("{:.1}%", v * 100.0),
+            formula: "accepted draft tokens / proposed draft tokens (the server's counters, across the window)",
+            inputs: format!("{} / {}", numbers::integer(s.accepted_tokens), numbers::integer(s.draft_tokens)),
+        });
+    }
+    if let Some(v) = f.spec_accepted_len {
+        rows.push(Formula {
+            figure: "Mean accepted length",
+            value: format!("{v:.2}"),
+            formula: "1 + accepted draft tokens / drafts: tokens each verifying step yields",
+            inputs: format!("1 + {} / {}", numbers::integer(s.accepted_tokens), numbers::integer(s.drafts)),
+        });
+    }
+    rows
 }
 
 /// The server's own figures beside ours, and the client's CPU.

@@ -280,6 +280,10 @@ pub fn render(
         cross_checks => ser(cross_check_rows(run)),
         energy_rows => ser(energy),
         repeated => run.prefill.iter().chain(&run.decode).map(|c| c.repetitions).max().filter(|n| *n > 1),
+        // Streams that reasoned first: the TTFT is of any token, the answer's is apart.
+        reasoning => run.decode.iter().any(|c| c.figures.answer_ttft_ms.is_some()),
+        // Several tokens a chunk somewhere (speculative decoding, MTP): shown where so.
+        multi_token => run.decode.iter().any(|c| c.figures.tokens_per_chunk.is_some_and(|t| t >= MULTI_TOKEN)),
         folded => folded.as_ref().map(|f| {
             let contexts = |r: &RunView| r.heatmap.rows.len().max(r.prefill.len());
             (f.heatmap.columns.len(), full.heatmap.columns.len(), contexts(f), contexts(full))
@@ -304,6 +308,10 @@ pub fn render(
     // piped to gunzip, pandas' read_json) reads either; the site's bytes are its budget.
     put_bytes(sink, &format!("{dir}/cells.json.gz"), &gzip(downloads::cells_json(full).as_bytes()), stats)
 }
+
+/// Tokens per chunk from which a cell is said to send several a chunk (one a chunk, with a
+/// final usage chunk's rounding, stays below it).
+const MULTI_TOKEN: f64 = 1.05;
 
 /// Prompt tok/s against context, each point labelled with its TTFT.
 fn prefill_chart(run: &RunView) -> String {

@@ -146,6 +146,7 @@ fn register_filters(env: &mut Environment<'static>) {
     env.add_filter("interval_note", interval_note);
     env.add_filter("tps", figure(numbers::decimal1));
     env.add_filter("dec1", figure(numbers::decimal1));
+    env.add_filter("dec2", figure(|v| format!("{v:.2}")));
     env.add_filter("compact", figure(numbers::compact));
     env.add_filter("ms", figure(numbers::millis));
     env.add_filter("ms1", figure(numbers::millis1));

@@ -29,6 +29,9 @@ struct State {
     requests: u64,
     max_running: u64,
     disconnects: u64,
+    /// Speculative decoding (`--spec-draft-tokens`): drafts, proposed and accepted tokens,
+    /// counted together so a `/metrics` read never sees a draft half counted.
+    spec: [u64; 3],
 }
 
 struct Sim {
@@ -173,6 +176,16 @@ fn metrics(sim: &Sim) -> String {
     let a = &sim.args;
     let generated = (sim.generated.load(Ordering::Relaxed) as f64 * a.counter_skew).round();
     let counter = match a.flavor {
+        Flavor::Vllm if a.spec_draft_tokens > 0 => {
+            let [d, p, acc] = s.spec;
+            format!(
+                "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"{m}\"}} {generated}.0\n\
+                 vllm:spec_decode_num_drafts_total{{model_name=\"{m}\"}} {d}.0\n\
+                 vllm:spec_decode_num_draft_tokens_total{{model_name=\"{m}\"}} {p}.0\n\
+                 vllm:spec_decode_num_accepted_tokens_total{{model_name=\"{m}\"}} {acc}.0\n",
+                m = a.model
+            )
+        }
         Flavor::Vllm => format!("# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"{}\"}} {generated}.0\n", a.model),
         Flavor::Sglang => format!("sglang:generation_tokens_total{{model_name=\"{}\"}} {generated}.0\n", a.model),
         Flavor::Llamacpp => String::new(),
@@ -537,6 +550,14 @@ async fn produce(sim: &Sim, g: &Gen, prefill_done: tokio::time::Instant, tx: &mp
             return true;
         }
         sim.generated.fetch_add(n, Ordering::Relaxed);
+        if a.spec_draft_tokens > 0 {
+            // One draft a chunk: K proposed, all but the chunk's verified token accepted.
+            let accepted = (n.saturating_sub(1)).min(a.spec_draft_tokens);
+            let mut s = sim.state.lock().unwrap();
+            for (count, v) in s.spec.iter_mut().zip([1, a.spec_draft_tokens, accepted]) {
+                *count += v;
+            }
+        }
         if last && g.chat {
             let mut fin = json!({"object": "chat.completion.chunk", "model": g.model, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]});
             if let Some(t) = timings {

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::{error_cell, CellContext};
+use super::{error_cell, CellContext, Counters};
 use crate::bench::client::stream::{run_stream, Failure, StreamOutcome};
 use crate::bench::client::tokens::apply_final_usage_ratio;
 use crate::format::{
@@ -93,6 +93,7 @@ pub async fn decode_cell(
     if let Some(m) = cell.measurement.as_mut() {
         (m.server_tokens, m.client_cpu_s) = edges.facts(cx);
         m.machine = edges.machine(cx);
+        m.spec_decode = edges.spec_decode();
         m.telemetry = cx.telemetry.as_ref().map(|t| t.between(start_s, end_s)).unwrap_or_default();
     }
     let not_drained = (!drained).then(|| not_drained(cx.drain_timeout));
@@ -219,8 +220,8 @@ impl Coordinator<'_> {
 /// process's CPU time.
 #[derive(Default)]
 struct Edges {
-    count_open: Option<(f64, f64)>,
-    count_close: Option<(f64, f64)>,
+    count_open: Counters,
+    count_close: Counters,
     cpu_open: Option<f64>,
     cpu_close: Option<f64>,
     machine_open: Option<(f64, crate::bench::machine::Snapshot)>,
@@ -229,7 +230,7 @@ struct Edges {
 
 impl Edges {
     async fn open(&mut self, cx: &CellContext) {
-        self.count_open = cx.token_count_now().await;
+        self.count_open = cx.counters_now().await.unwrap_or_default();
         self.cpu_open = super::process_cpu_s();
         self.machine_open = crate::bench::machine::snapshot(cx.server_group()).map(|m| (cx.clock.now_s(), m));
     }
@@ -237,7 +238,7 @@ impl Edges {
     async fn close(&mut self, cx: &CellContext) {
         self.machine_close = crate::bench::machine::snapshot(cx.server_group()).map(|m| (cx.clock.now_s(), m));
         self.cpu_close = super::process_cpu_s();
-        self.count_close = cx.token_count_now().await;
+        self.count_close = cx.counters_now().await.unwrap_or_default();
     }
 
     /// The machine's load between the edges.
@@ -247,7 +248,7 @@ impl Edges {
     }
 
     fn facts(&self, cx: &CellContext) -> (Option<ServerTokenCount>, Option<f64>) {
-        let count = match (cx.token_counter, self.count_open, self.count_close) {
+        let count = match (cx.token_counter, self.count_open.tokens, self.count_close.tokens) {
             // A counter that went down was reset (server restart): no count.
             (Some(name), Some((t0, v0)), Some((t1, v1))) if t1 > t0 && v1 >= v0 => {
                 Some(ServerTokenCount { counter: name.to_string(), start_s: t0, end_s: t1, tokens: v1 - v0 })
@@ -256,6 +257,11 @@ impl Edges {
         };
         let cpu = self.cpu_open.zip(self.cpu_close).map(|(a, b)| (b - a).max(0.0));
         (count, cpu)
+    }
+
+    /// The speculative-decoding counters' growth across the window.
+    fn spec_decode(&self) -> Option<crate::format::SpecDecodeCount> {
+        crate::bench::discover::spec_between(self.count_open.spec?, self.count_close.spec?)
     }
 }
 

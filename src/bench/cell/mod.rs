@@ -16,10 +16,19 @@ use tokio::sync::watch;
 
 use super::client::http::HttpClient;
 use super::client::stream::{run_stream, Failure, StreamSettings, WindowClock};
-use super::discover::{gauge_values, metric_value};
+use super::discover::{gauge_values, metric_value, spec_counters};
 use super::engine::EngineKind;
 use super::prompt::{request_body, Api};
 use crate::format::{Cell, CellError, GaugeSample, Phase, Status};
+
+/// The server's counters at one edge of a window, from one `/metrics` read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counters {
+    /// (when it was read, the generated-tokens counter).
+    pub tokens: Option<(f64, f64)>,
+    /// The speculative-decoding counters, where the server keeps them.
+    pub spec: Option<[f64; 3]>,
+}
 
 /// Everything a cell needs to know about the server and the run.
 #[derive(Clone)]
@@ -75,13 +84,17 @@ impl CellContext {
 
     /// The server's generated-tokens counter now, with the run-clock time of the read (the
     /// middle of the request, so the request's own latency splits evenly).
-    pub async fn token_count_now(&self) -> Option<(f64, f64)> {
-        let name = self.token_counter?;
+    pub async fn counters_now(&self) -> Option<Counters> {
+        if !self.metrics {
+            return None;
+        }
         let sent = self.clock.now_s();
         let (status, body) = self.client.get("/metrics").await.ok()?;
         let t = (sent + self.clock.now_s()) / 2.0;
         status.is_success().then_some(())?;
-        metric_value(&String::from_utf8_lossy(&body), name).map(|v| (t, v))
+        let text = String::from_utf8_lossy(&body);
+        let tokens = self.token_counter.and_then(|name| metric_value(&text, name)).map(|v| (t, v));
+        Some(Counters { tokens, spec: spec_counters(&text) })
     }
 
     /// Waits until the server reports no running requests, so one cell never leaks load

@@ -196,6 +196,26 @@ struct StreamState {
     loops: Option<(LoopDetector, LoopDetector)>,
     found: Option<LoopFinding>,
     done: bool,
+    channels: Channels,
+}
+
+/// The reasoning channel of a stream: chunks that carried reasoning text before the answer
+/// (content) began, and when it began. A stream whose content came first has no reasoning
+/// before its answer, whatever follows.
+#[derive(Debug, Default)]
+struct Channels {
+    answered: bool,
+}
+
+impl Channels {
+    fn take(&mut self, rec: &mut RequestRecord, reasoning: bool, content: bool, t: f64) {
+        if reasoning && !self.answered {
+            rec.reasoning_chunks += 1;
+        }
+        if content && !std::mem::replace(&mut self.answered, true) && rec.reasoned() {
+            rec.first_answer_s = Some(t);
+        }
+    }
 }
 
 impl StreamReader {
@@ -276,6 +296,7 @@ impl StreamState {
             loops: settings.detect_loops.then(|| (detector(), detector())),
             found: None,
             done: false,
+            channels: Channels::default(),
         }
     }
 
@@ -332,6 +353,8 @@ impl StreamState {
         if let Some(r) = chunk.finish_reason.as_deref() {
             rec.finish_reason = Some(r.to_string());
         }
+        let text = |s: Option<&str>| s.is_some_and(|s| !s.is_empty());
+        self.channels.take(rec, text(chunk.reasoning.as_deref()), text(chunk.content.as_deref()), t);
         if let (Some((content, reasoning)), true) = (self.loops.as_mut(), tokens.has_text) {
             let content = chunk.content.as_deref().and_then(|text| content.push(text, "content"));
             let reasoning = chunk.reasoning.as_deref().and_then(|text| reasoning.push(text, "reasoning"));
@@ -339,5 +362,32 @@ impl StreamState {
                 self.found = content.or(reasoning);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answer_begins_at_the_first_content_after_reasoning() {
+        let mut rec = RequestRecord::sent_at(0.0);
+        let mut ch = Channels::default();
+        ch.take(&mut rec, true, false, 0.1);
+        ch.take(&mut rec, true, false, 0.2);
+        ch.take(&mut rec, false, true, 0.3);
+        ch.take(&mut rec, false, true, 0.4);
+        assert_eq!((rec.reasoning_chunks, rec.first_answer_s), (2, Some(0.3)));
+        // Content first: no reasoning before the answer, even if reasoning follows.
+        let mut rec = RequestRecord::sent_at(0.0);
+        let mut ch = Channels::default();
+        ch.take(&mut rec, false, true, 0.1);
+        ch.take(&mut rec, true, false, 0.2);
+        ch.take(&mut rec, false, true, 0.3);
+        assert_eq!((rec.reasoning_chunks, rec.first_answer_s), (0, None));
+        // Reasoning that never reached an answer.
+        let mut rec = RequestRecord::sent_at(0.0);
+        Channels::default().take(&mut rec, true, false, 0.1);
+        assert_eq!((rec.reasoned(), rec.first_answer_s), (true, None));
     }
 }

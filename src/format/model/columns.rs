@@ -41,6 +41,19 @@ impl<T: Clone + PartialEq> Column<T> {
     }
 }
 
+impl Column<u64> {
+    fn zero() -> Self {
+        Column::All(0)
+    }
+
+    fn is_zero(&self) -> bool {
+        match self {
+            Column::All(x) => *x == 0,
+            Column::Each(v) => v.iter().all(|x| *x == 0),
+        }
+    }
+}
+
 impl<T> Column<Option<T>> {
     fn none() -> Self {
         Column::All(None)
@@ -86,6 +99,10 @@ struct RequestColumns {
     error: Column<Option<String>>,
     #[serde(default = "Column::none", skip_serializing_if = "Column::is_none")]
     server_decode_tps: Column<Option<f64>>,
+    #[serde(default = "Column::zero", skip_serializing_if = "Column::is_zero")]
+    reasoning_chunks: Column<u64>,
+    #[serde(default = "Column::none", skip_serializing_if = "Column::is_none")]
+    first_answer_s: Column<Option<f64>>,
 }
 
 impl RequestColumns {
@@ -114,6 +131,8 @@ impl RequestColumns {
             finish_reason: plain!(finish_reason),
             error: plain!(error),
             server_decode_tps: opt(&|r| r.server_decode_tps),
+            reasoning_chunks: plain!(reasoning_chunks),
+            first_answer_s: opt(&|r| r.first_answer_s),
         }
     }
 
@@ -133,6 +152,8 @@ impl RequestColumns {
         self.finish_reason.check(n, "finish_reason")?;
         self.error.check(n, "error")?;
         self.server_decode_tps.check(n, "server_decode_tps")?;
+        self.reasoning_chunks.check(n, "reasoning_chunks")?;
+        self.first_answer_s.check(n, "first_answer_s")?;
         Ok((0..n)
             .map(|i| RequestRecord {
                 send_s: self.send_s.at(i),
@@ -149,6 +170,8 @@ impl RequestColumns {
                 finish_reason: self.finish_reason.at(i),
                 error: self.error.at(i),
                 server_decode_tps: self.server_decode_tps.at(i),
+                reasoning_chunks: self.reasoning_chunks.at(i),
+                first_answer_s: self.first_answer_s.at(i),
             })
             .collect())
     }
@@ -255,6 +278,8 @@ mod tests {
             finish_reason: (i == 2).then(|| "length".to_string()),
             error: None,
             server_decode_tps: Some(41.25),
+            reasoning_chunks: if i == 1 { 5 } else { 0 },
+            first_answer_s: (i == 1).then_some(0.9),
         }
     }
 
@@ -265,6 +290,10 @@ mod tests {
         // Equal values once, absent ones left out, times to the microsecond.
         assert!(text.contains("\"chunks\":10,") && text.contains("\"token_source\":\"usage\""), "{text}");
         assert!(!text.contains("\"error\""), "{text}");
+        assert!(
+            text.contains("\"reasoning_chunks\":[0,5,0]") && text.contains("\"first_answer_s\":[null,0.9,null]"),
+            "{text}"
+        );
         assert!(text.contains("\"send_s\":[0.0,0.1,0.2]"), "{text}");
         let back = rows_or_columns(&mut serde_json::Deserializer::from_str(&text), RequestColumns::records).unwrap();
         let rounded: Vec<RequestRecord> =

@@ -8,8 +8,10 @@ pub mod columns;
 
 /// The `schema_version` this build writes. Version 2 added repetitions (a cell's
 /// `repetition`, the settings' `repeat` and `prefill_samples`); version 3 writes a cell's
-/// request records and gauge as columns (`columns`). It reads 1 to 3.
-pub const SCHEMA_VERSION: u32 = 3;
+/// request records and gauge as columns (`columns`); version 4 adds a request's reasoning
+/// channel (`reasoning_chunks`, `first_answer_s`) and a cell's speculative-decoding counters
+/// (`spec_decode`). It reads 1 to 4.
+pub const SCHEMA_VERSION: u32 = 4;
 /// The oldest `schema_version` this build reads (unchanged: a version-1 file is a run of
 /// single measurements).
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -319,6 +321,10 @@ pub struct ReportedFigures {
     pub ttft_p90_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p99_ms: Option<f64>,
+    /// Time to the first answer token (after any reasoning), where the source measured it
+    /// apart from the TTFT (AIPerf's `time_to_first_output_token`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_ttft_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tbt_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -413,6 +419,24 @@ pub struct Measurement {
     /// What the machine the load generator ran on was doing inside the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<MachineLoad>,
+    /// The server's speculative-decoding counters' growth across the window, where it
+    /// keeps them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecodeCount>,
+}
+
+/// A server's speculative-decoding counters read at the window's edges, their growth
+/// between the reads (vLLM's `vllm:spec_decode_num_drafts_total`,
+/// `vllm:spec_decode_num_draft_tokens_total`, `vllm:spec_decode_num_accepted_tokens_total`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecDecodeCount {
+    /// Draft steps: each proposes some tokens the target model then verifies.
+    pub drafts: f64,
+    /// Tokens the drafts proposed.
+    pub draft_tokens: f64,
+    /// Proposed tokens the target model accepted.
+    pub accepted_tokens: f64,
 }
 
 impl MachineLoad {
@@ -481,6 +505,7 @@ impl Measurement {
             client_cpu_s: None,
             telemetry: vec![],
             machine: None,
+            spec_decode: None,
         }
     }
 }
@@ -552,6 +577,18 @@ pub struct RequestRecord {
     /// ends (llama.cpp `timings.predicted_per_second`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_decode_tps: Option<f64>,
+    /// Chunks that carried reasoning text (`delta.reasoning_content` or `delta.reasoning`)
+    /// before the answer began; 0 for a stream that did not reason first.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub reasoning_chunks: u64,
+    /// Arrival of the first answer token (content after the reasoning), kept for a stream
+    /// that reasoned first; for one that did not, the first token is the answer's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_answer_s: Option<f64>,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -713,7 +750,14 @@ impl RequestRecord {
             finish_reason: None,
             error: None,
             server_decode_tps: None,
+            reasoning_chunks: 0,
+            first_answer_s: None,
         }
+    }
+
+    /// Whether the stream carried a reasoning channel.
+    pub fn reasoned(&self) -> bool {
+        self.reasoning_chunks > 0
     }
 }
 

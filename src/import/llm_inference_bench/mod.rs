@@ -155,6 +155,7 @@ fn decode_cell(r: &DecodeResult, file: &ResultsFile) -> Cell {
         ttft_ms: ms(r.ttft_p50),
         ttft_p90_ms: ms(r.ttft_p90),
         ttft_p99_ms: ms(r.ttft_p99),
+        answer_ttft_ms: None,
         tbt_ms: ms(r.inter_token_latency_p50),
         tbt_p90_ms: ms(r.inter_token_latency_p90),
         tbt_p99_ms: ms(r.inter_token_latency_p99),

@@ -1,0 +1,116 @@
+//! The workloads engines are tuned for, end to end against the simulated engine: a model
+//! that reasons before it answers (two TTFTs, each named) and a server that sends several
+//! tokens a chunk (speculative decoding, MTP) and counts its drafts.
+#![cfg(feature = "simulator")]
+
+mod common;
+
+use common::sim::{bench, cell, request_rows, SimArgs};
+use common::*;
+use serde_json::Value;
+
+fn decode_cell<'a>(cells: &'a Value, context: u64, c: u64) -> &'a Value {
+    cells["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["phase"] == "decode" && x["context"] == context && x["concurrency"] == c)
+        .unwrap_or_else(|| panic!("no decode cell {context} x {c}"))
+}
+
+#[test]
+fn a_reasoning_model_gets_the_first_token_of_any_kind_and_the_answers_apart() {
+    // 10 ms a step, 2 tokens a chunk: the first 40 tokens are reasoning, 20 chunks, so the
+    // answer's first token comes some 200 ms after the first token.
+    let sim = SimArgs::new()
+        .steps(10, 0)
+        .flag("--reasoning-tokens", 40)
+        .flag("--tokens-per-chunk", 2)
+        .flag("--usage", "continuous")
+        .start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    assert_ok(&bench(d, &sim.url, &["--contexts", "256", "--concurrency", "1,2", "--run-id", "think"]));
+    // The records keep the reasoning and when the answer began.
+    let raw = cell(d, "think", "decode-256-c2.json");
+    let rows = request_rows(&raw);
+    let answered: Vec<&Value> = rows.iter().filter(|r| r["first_answer_s"].is_number()).collect();
+    assert!(!answered.is_empty(), "{rows:?}");
+    for r in &answered {
+        assert_eq!(r["reasoning_chunks"], 20, "{r}");
+        let gap = r["first_answer_s"].as_f64().unwrap() - r["first_token_s"].as_f64().unwrap();
+        assert!((0.18..0.30).contains(&gap), "answer {gap:.3} s after the first token: {r}");
+    }
+    assert_eq!(raw["schema_version"], 4);
+    assert_ok(&site_in(d, &["build"]));
+    let cells = cells_download(&d.join("public"), "think");
+    let f = &decode_cell(&cells, 256, 2)["figures"];
+    let (ttft, answer) = (f["ttft_ms"].as_f64().unwrap(), f["answer_ttft_ms"].as_f64().unwrap());
+    assert!((180.0..300.0).contains(&(answer - ttft)), "TTFT {ttft} ms, answer TTFT {answer} ms");
+    // Two tokens a chunk, counted from the server's usage.
+    let per_chunk = f["tokens_per_chunk"].as_f64().unwrap();
+    assert!((per_chunk - 2.0).abs() < 0.02, "{per_chunk} tokens a chunk");
+    // The CSV has both, and the pages say which TTFT is which.
+    let csv = std::fs::read_to_string(d.join("public/runs/think/cells.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert!(header.contains(&"answer_ttft_ms") && header.contains(&"tokens_per_chunk"), "{header:?}");
+    let page = std::fs::read_to_string(d.join("public/runs/think/index.html")).unwrap();
+    assert!(page.contains("TTFT is the first token of any kind, a reasoning token included"), "run page caption");
+    assert!(page.contains("2.00 a chunk"), "tokens per chunk in the table");
+    let evidence = evidence_cell(d, "think", "decode-256-x2");
+    let rep = &evidence["reps"][0];
+    assert!(rep["answer_ttft"]["count"].as_u64().unwrap() >= 1, "{rep}");
+    let formulas = rep["formulas"].to_string();
+    assert!(formulas.contains("Answer TTFT") && formulas.contains("Tokens per chunk"), "{formulas}");
+}
+
+#[test]
+fn a_model_that_does_not_reason_has_one_ttft_and_one_token_a_chunk() {
+    let sim = SimArgs::new().steps(5, 0).flag("--usage", "continuous").start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    assert_ok(&bench(d, &sim.url, &["--contexts", "256", "--concurrency", "1", "--run-id", "plain"]));
+    let rows = request_rows(&cell(d, "plain", "decode-256-c1.json"));
+    assert!(rows.iter().all(|r| r.get("first_answer_s").is_none() && r.get("reasoning_chunks").is_none()), "{rows:?}");
+    assert_ok(&site_in(d, &["build"]));
+    let cells = cells_download(&d.join("public"), "plain");
+    let f = &decode_cell(&cells, 256, 1)["figures"];
+    assert!(f["answer_ttft_ms"].is_null(), "{f}");
+    assert_eq!(f["tokens_per_chunk"], 1.0);
+    let page = std::fs::read_to_string(d.join("public/runs/plain/index.html")).unwrap();
+    assert!(!page.contains("a reasoning token included") && !page.contains(" a chunk</small>"));
+}
+
+#[test]
+fn speculative_decoding_is_measured_from_the_chunks_and_the_servers_counters() {
+    // 3 tokens a chunk; each chunk one draft of 4 proposed tokens, 2 of them accepted.
+    let sim = SimArgs::new()
+        .steps(10, 0)
+        .flag("--tokens-per-chunk", 3)
+        .flag("--spec-draft-tokens", 4)
+        .flag("--usage", "continuous")
+        .start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    assert_ok(&bench(d, &sim.url, &["--contexts", "256", "--concurrency", "2", "--run-id", "spec"]));
+    let raw = cell(d, "spec", "decode-256-c2.json");
+    let counts = &raw["measurement"]["spec_decode"];
+    let (drafts, proposed, accepted) = (
+        counts["drafts"].as_f64().unwrap(),
+        counts["draft_tokens"].as_f64().unwrap(),
+        counts["accepted_tokens"].as_f64().unwrap(),
+    );
+    // A request's last chunk (at --max-output 512) carries 2 tokens: one fewer accepted.
+    assert!(drafts >= 50.0 && proposed == 4.0 * drafts, "{counts}");
+    assert!(accepted <= 2.0 * drafts && accepted >= 2.0 * drafts - 4.0, "{counts}");
+    assert_ok(&site_in(d, &["build"]));
+    let cells = cells_download(&d.join("public"), "spec");
+    let f = &decode_cell(&cells, 256, 2)["figures"];
+    let (acceptance, length) = (f["spec_acceptance"].as_f64().unwrap(), f["spec_accepted_len"].as_f64().unwrap());
+    assert!((acceptance - 0.5).abs() < 0.01 && (length - 3.0).abs() < 0.02, "{f}");
+    assert!((f["tokens_per_chunk"].as_f64().unwrap() - 3.0).abs() < 0.02, "{f}");
+    let page = std::fs::read_to_string(d.join("public/runs/spec/index.html")).unwrap();
+    assert!(page.contains("a chunk</small>") && page.contains("% of drafts accepted"), "run page");
+    let formulas = evidence_cell(d, "spec", "decode-256-x2")["reps"][0]["formulas"].to_string();
+    assert!(formulas.contains("Draft acceptance") && formulas.contains("Mean accepted length"), "{formulas}");
+}
