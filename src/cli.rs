@@ -30,6 +30,8 @@ pub enum Command {
     Import(Box<ImportArgs>),
     /// Write a comparison page for two runs.
     Diff(DiffArgs),
+    /// Write a run in another tool's format (llm-d Benchmark Report v0.2).
+    Export(ExportArgs),
     /// Start a new results site: data/, site.toml, .gitignore and a publishing workflow.
     Init(InitArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to stdout.
@@ -280,6 +282,28 @@ pub fn duration(s: &str) -> Result<Duration, String> {
         return Err(format!("{s:?} is longer than the longest duration accepted (7 days)"));
     }
     Ok(d)
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The run: its id under --data.
+    pub run: String,
+    #[command(flatten)]
+    pub site: SiteArgs,
+    /// The format written.
+    #[arg(long, value_enum, default_value = "llmd-br-0.2")]
+    pub format: ExportFormat,
+    /// Output folder (default: export/<RUN>); replaced whole, only on success.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Formats `site export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// llm-d Benchmark Report v0.2 (YAML): one report a repetition of each valid decode cell.
+    #[value(name = "llmd-br-0.2")]
+    LlmdBr02,
 }
 
 #[derive(Debug, Args)]

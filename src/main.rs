@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Build(_)
             | Command::Check(_)
             | Command::Diff(_)
+            | Command::Export(_)
             | Command::Import(_)
             | Command::Completions(_)
             | Command::Man(_)
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Build(args) => cmd::build::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::Diff(args) => cmd::diff::run(args),
+        Command::Export(args) => cmd::export::run(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Init(args) => cmd::init::run(args),
         Command::Completions(args) => cmd::manual::completions(args),

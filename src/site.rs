@@ -333,6 +333,39 @@ impl Site {
 
     /// Renders every page into a staging folder and swaps it into place, keeping the
     /// previous build's unchanged pages that are still as it left them.
+    /// `site export RUN`: the run's llm-d Benchmark Reports (v0.2), one a repetition of each
+    /// valid decode cell, written into `out` (a folder replaced whole, only on success); an
+    /// export step is added to the pipeline's. Returns the files' names.
+    pub fn export_llmd(&mut self, id: &str, out: &Path) -> Result<Vec<String>> {
+        let t = Instant::now();
+        let run = self.model.runs.iter().find(|r| r.id == id).ok_or_else(|| {
+            anyhow::anyhow!("no run {id:?} in {}", self.config.data_dir.join(format::RUNS_DIR).display())
+        })?;
+        let dir = self.config.data_dir.join(format::RUNS_DIR).join(id);
+        let details = analysis::evidence::run_detail(format::load_run_dir(&dir)?);
+        let reports = crate::render::llmd_report::reports(run, &details);
+        if reports.is_empty() {
+            anyhow::bail!("run {id} has no valid decode cell with a total tok/s: there is nothing to report");
+        }
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let tmp = crate::fsutil::create_temp_dir(parent, "export")?;
+        let written = reports.iter().try_for_each(|(name, report)| {
+            let yaml = crate::render::llmd_report::to_yaml(report)?;
+            fs::write(tmp.join(name), yaml).with_context(|| format!("writing {}", tmp.join(name).display()))
+        });
+        if let Err(e) = written {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+        crate::fsutil::replace_dir(&tmp, out)?;
+        self.steps.push(Step {
+            name: "export",
+            took: t.elapsed(),
+            detail: format!("{} llm-d Benchmark Reports v0.2 into {}", reports.len(), out.display()),
+        });
+        Ok(reports.into_iter().map(|(name, _)| name).collect())
+    }
+
     pub fn build(&self) -> Result<BuildReport> {
         self.build_with(Reuse::Verified)
     }

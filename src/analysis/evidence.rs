@@ -54,6 +54,8 @@ pub struct Distribution {
     pub p90: Option<f64>,
     pub p99: Option<f64>,
     pub max: f64,
+    pub min: f64,
+    pub mean: f64,
     pub bins: Vec<HistogramBin>,
 }
 
@@ -256,6 +258,8 @@ pub fn distribution(values: &[f64]) -> Option<Distribution> {
         p90: percentile(&v, 90.0).filter(|_| percentile_supported(v.len(), 90.0)),
         p99: percentile(&v, 99.0).filter(|_| percentile_supported(v.len(), 99.0)),
         max,
+        min,
+        mean: v.iter().sum::<f64>() / v.len() as f64,
         bins,
     })
 }

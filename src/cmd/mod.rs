@@ -13,6 +13,7 @@ pub mod bench;
 pub mod build;
 pub mod check;
 pub mod diff;
+pub mod export;
 pub mod import;
 pub mod init;
 pub mod manual;

@@ -10,7 +10,10 @@ use serde_json::Value;
 /// Parses `text` (read from `path`) as one YAML document; an error names the file, its line
 /// and column.
 pub fn parse(path: &Path, text: &str) -> Result<Value> {
-    serde_saphyr::from_str::<Value>(text).map_err(|e| {
+    // `.inf` and `.nan` (an llm-d report's unbounded `concurrency: .inf`) have no JSON
+    // number: they read as the strings YAML spells them with.
+    let options = serde_saphyr::options! { non_finite_float_policy: serde_saphyr::NonFiniteFloatPolicy::AsString };
+    serde_saphyr::from_str_with_options::<Value>(text, options).map_err(|e| {
         // The error's first line is `line L column C: what`; the rest is a drawing of the place.
         let text = e.to_string();
         let first = text.lines().next().unwrap_or_default();
@@ -29,5 +32,7 @@ mod tests {
         assert_eq!(v.pointer("/server/port").and_then(Value::as_u64), Some(8000));
         let e = parse(Path::new("c.yaml"), "a: [1, 2\nb: c: d\n").unwrap_err().to_string();
         assert!(e.starts_with("c.yaml: line 2 column 2:"), "{e}");
+        let inf = parse(Path::new("c.yaml"), "concurrency: .inf\n").unwrap();
+        assert_eq!(inf["concurrency"], ".inf");
     }
 }

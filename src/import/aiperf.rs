@@ -392,7 +392,10 @@ pub fn convert(group: Vec<Profile>) -> Result<(Converted, String)> {
             model = first.models.join(", ")
         ));
     }
-    Ok((Converted { settings, cells, model, started_at, engine: None, notes }, first.version))
+    Ok((
+        Converted { settings, cells, model, started_at, engine: None, engine_version: None, device: None, notes },
+        first.version,
+    ))
 }
 
 #[cfg(test)]

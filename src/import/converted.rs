@@ -12,6 +12,10 @@ pub struct Converted {
     pub started_at: Option<String>,
     /// The engine the sources name, where they do.
     pub engine: Option<String>,
+    /// The engine's version and the accelerator (device, count) the sources name, where
+    /// they do (an llm-d report's stack); flags win.
+    pub engine_version: Option<String>,
+    pub device: Option<(String, u32)>,
     /// How the tool measured this run, for its notes (Markdown paragraphs; empty: nothing).
     pub notes: Vec<String>,
 }

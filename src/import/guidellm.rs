@@ -240,5 +240,8 @@ pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
         .map(|t| t.to_string());
     let settings = fixed_count::settings(context, &cells, duration, max_output);
     let notes = vec![notes(&version, rate)];
-    Ok((Converted { settings, cells, model, started_at, engine: None, notes }, version))
+    Ok((
+        Converted { settings, cells, model, started_at, engine: None, engine_version: None, device: None, notes },
+        version,
+    ))
 }

@@ -214,5 +214,14 @@ pub fn convert(stages: &[(String, Value)], records: &[ReportedSample], config: O
         stages.iter().filter_map(|(_, v)| v.get("benchmark_time_seconds").and_then(Value::as_f64)).fold(0.0, f64::max);
     let settings = fixed_count::settings(context.unwrap_or(0), &cells, duration, max_output.round().max(0.0) as u64);
     let model = config.and_then(model_of_config);
-    Ok(Converted { settings, cells, model, started_at: None, engine: None, notes: vec![NOTES.to_string()] })
+    Ok(Converted {
+        settings,
+        cells,
+        model,
+        started_at: None,
+        engine: None,
+        engine_version: None,
+        device: None,
+        notes: vec![NOTES.to_string()],
+    })
 }

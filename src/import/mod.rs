@@ -12,6 +12,7 @@ pub mod fixed_count;
 pub mod guidellm;
 pub mod inference_perf;
 pub mod llm_inference_bench;
+pub mod llmd;
 pub mod release;
 pub mod serving;
 pub mod sources;
@@ -99,6 +100,7 @@ fn convert_found(found: &[Source]) -> Result<Vec<Imported>> {
             })
             .collect(),
         Format::Aiperf => aiperf_runs(found),
+        Format::LlmdReport => llmd_runs(found),
         // One report folder is one run: the stages of two folders (another model, another
         // load) are never one run's cells.
         Format::InferencePerf => {
@@ -174,6 +176,26 @@ fn inference_perf_run(found: &[&Source]) -> Result<(Converted, String)> {
     Ok((inference_perf::convert(&stages, &records, config.as_ref())?, "unknown".to_string()))
 }
 
+/// llm-d Benchmark Reports, grouped by stack and load tool into runs.
+fn llmd_runs(found: &[Source]) -> Result<Vec<Imported>> {
+    let mut groups: Vec<(String, Vec<llmd::Report>)> = Vec::new();
+    for s in found {
+        let v = format::yaml::parse(&s.path, &s.text()?)?;
+        let report = llmd::read(format!("{}: ", s.path.display()), &v)?;
+        match groups.iter_mut().find(|(k, _)| *k == report.key) {
+            Some((_, g)) => g.push(report),
+            None => groups.push((report.key.clone(), vec![report])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, g)| {
+            let (converted, (name, version)) = llmd::convert(g)?;
+            Ok(Imported { converted, tool: BenchTool { name, version }, source: found[0].path.clone() })
+        })
+        .collect()
+}
+
 /// AIPerf profiles (with the request records beside each), grouped by setting into runs.
 fn aiperf_runs(found: &[Source]) -> Result<Vec<Imported>> {
     // One profile at a time: its document and records are dropped once its cell is made.
@@ -211,7 +233,15 @@ fn write_imported(
 ) -> Result<ImportSummary> {
     format::ids::check_id("run id", id)?;
     let Imported { converted, tool, source } = run;
-    let Converted { settings, cells, model, started_at, engine, notes: mut method_notes } = converted;
+    let Converted { settings, cells, model, started_at, engine, engine_version, device, notes: mut method_notes } =
+        converted;
+    // The accelerator the sources name, where no flag names one.
+    let mut facts = facts.clone();
+    if let (None, None, Some((name, count))) = (&facts.device, &facts.cpu, device) {
+        facts.device = Some(name);
+        facts.device_count = facts.device_count.or(Some(count));
+    }
+    let facts = &facts;
     let model_unknown = model.is_none() && facts.model_id.is_none();
     if model_unknown {
         method_notes.push(format!(
@@ -224,6 +254,7 @@ fn write_imported(
         // often a local path), and is never stored as the served name.
         served_model: if facts.model_id.is_none() { model } else { None },
         engine,
+        engine_version,
         ..Discovered::default()
     };
     let tool_name = tool.name.clone();

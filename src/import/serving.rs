@@ -241,7 +241,16 @@ pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Con
     };
     // The run started with its earliest result.
     let date = group.iter().filter_map(|(_, v)| v.get("date").and_then(Value::as_str).and_then(vllm_date)).min();
-    Ok(Converted { settings, cells, model, started_at: date, engine: None, notes: Vec::new() })
+    Ok(Converted {
+        settings,
+        cells,
+        model,
+        started_at: date,
+        engine: None,
+        engine_version: None,
+        device: None,
+        notes: Vec::new(),
+    })
 }
 
 /// vLLM's `20261202-172552` as `2026-12-02T17:25:52` (the file gives no time zone).

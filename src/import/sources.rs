@@ -22,16 +22,18 @@ pub enum Format {
     Guidellm,
     Aiperf,
     InferencePerf,
+    LlmdReport,
 }
 
 impl Format {
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::LlmInferenceBench,
         Format::Vllm,
         Format::Sglang,
         Format::Guidellm,
         Format::Aiperf,
         Format::InferencePerf,
+        Format::LlmdReport,
     ];
 
     /// The name `--format` takes.
@@ -43,6 +45,7 @@ impl Format {
             Format::Guidellm => "guidellm",
             Format::Aiperf => "aiperf",
             Format::InferencePerf => "inference-perf",
+            Format::LlmdReport => "llmd-br-0.2",
         }
     }
 
@@ -54,6 +57,7 @@ impl Format {
             Format::Guidellm => "guidellm benchmarks.json",
             Format::Aiperf => "AIPerf profile_export_aiperf.json, a profile or a sweep folder",
             Format::InferencePerf => "inference-perf stage_N_lifecycle_metrics.json, a report folder",
+            Format::LlmdReport => "llm-d Benchmark Report v0.2 YAML, a report or a folder of them",
         }
     }
 
@@ -72,7 +76,11 @@ impl Format {
         match self {
             Format::Vllm => Some(ServingTool::Vllm),
             Format::Sglang => Some(ServingTool::Sglang),
-            Format::LlmInferenceBench | Format::Guidellm | Format::Aiperf | Format::InferencePerf => None,
+            Format::LlmInferenceBench
+            | Format::Guidellm
+            | Format::Aiperf
+            | Format::InferencePerf
+            | Format::LlmdReport => None,
         }
     }
 }
@@ -175,8 +183,19 @@ fn read_text(path: &Path) -> Result<String> {
 /// Files a tool writes beside its results that are never results themselves (request
 /// records, inputs, logs): not read when a folder is searched.
 fn never_results(name: &str) -> bool {
-    let data = name.ends_with(".json") || name.ends_with(".jsonl");
+    let data = name.ends_with(".json") || name.ends_with(".jsonl") || yaml_name(name);
     !data || matches!(name, "profile_export.jsonl" | "per_request_lifecycle_metrics.json" | "inputs.json")
+}
+
+/// A YAML file's name (llm-d Benchmark Reports; other tools' configurations sit beside them).
+fn yaml_name(name: &str) -> bool {
+    name.ends_with(".yaml") || name.ends_with(".yml")
+}
+
+/// A YAML file's format: an llm-d Benchmark Report v0.2, or none.
+fn detect_yaml(path: &Path, text: &str) -> Result<Option<Format>> {
+    let v = crate::format::yaml::parse(path, text)?;
+    Ok(super::llmd::is_report(&v).then_some(Format::LlmdReport))
 }
 
 /// Files larger than this are not results files.
@@ -295,6 +314,7 @@ fn collect_folder(
             }
         } else if e.file_type().is_file() && (part || !never_results(&name)) {
             match read(e.path(), format, part).and_then(|s| match s {
+                None if yaml_name(&name) => Ok(None),
                 // A data file that is not even JSON is a broken result, not another file.
                 None => not_json(e.path()).map(|()| None),
                 s => Ok(s),
@@ -350,6 +370,19 @@ fn read(path: &Path, format: Option<Format>, named: bool) -> Result<Option<Sourc
     };
     if named && text.trim().is_empty() {
         bail!("{}: empty (a results file holds JSON)", path.display());
+    }
+    let yaml = yaml_name(&path.file_name().unwrap_or_default().to_string_lossy());
+    if yaml && format.is_none() {
+        // A YAML file found in a folder that does not parse or is no report is another
+        // tool's configuration: passed over; named, it is an error that says why.
+        return match detect_yaml(path, &text) {
+            Ok(Some(format)) => Ok(Some(Source { path: path.to_path_buf(), format })),
+            Ok(None) if named => {
+                bail!("{}: not an llm-d Benchmark Report v0.2 (no `version: '0.2'` with `results`)", path.display())
+            }
+            Err(e) if named => Err(e),
+            _ => Ok(None),
+        };
     }
     match format.or_else(|| detect(&text)) {
         Some(format) => Ok(Some(Source { path: path.to_path_buf(), format })),

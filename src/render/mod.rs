@@ -13,6 +13,7 @@ pub mod group_page;
 pub mod heatmap;
 pub mod leaderboard_page;
 pub mod listing;
+pub mod llmd_report;
 pub mod markdown;
 pub mod pareto_page;
 pub mod run_page;

@@ -367,6 +367,8 @@ pub fn convert(path: &Path) -> Result<(Converted, BenchTool)> {
             Some("openai_proxy") | None => None,
             Some(e) => Some(e.to_string()),
         },
+        engine_version: None,
+        device: None,
         notes: Vec::new(),
     };
     Ok((converted, BenchTool { name: TOOL.into(), version: md.version.clone() }))
