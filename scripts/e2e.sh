@@ -76,6 +76,33 @@ print(f"e2e: A/A verdicts: {len(judged)} figures judged, {len(called)} called fa
 if not judged or called or single:
     sys.exit(f"e2e: the A/A diff must judge every figure at n 3 and call none faster or slower: {called or single}")
 PY
+step "prefix reuse on llama.cpp: 0% and 90% planned, checked against its prompt cache (timings.cache_n)"
+mkdir -p "$WORK/reuse"
+for pct in 0 90; do
+  (cd "$WORK/reuse" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id "reuse-$pct" --prefix-reuse "$pct" \
+    --contexts 512 --concurrency 1,2 --duration 3s --max-output 16 --warmup-hold 1s \
+    --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
+done
+(cd "$WORK/reuse" && "$SITE" build)
+python3 - "$WORK/reuse/public" <<'PY'
+import gzip, json, sys
+failed = []
+for run, lo, hi in (("reuse-0", 0, 15), ("reuse-90", 75, 100)):
+    cells = json.load(gzip.open(f"{sys.argv[1]}/runs/{run}/cells.json.gz", "rt"))["cells"]
+    for c in (c for c in cells if c["phase"] == "decode"):
+        pct = c["figures"]["cached_prompt_pct"]
+        off = [w["message"] for w in c["warnings"] if w["code"] == "prefix_reuse_off"]
+        print(f"e2e: {run} {c['context']} x {c['concurrency']}: {pct}% of the prompt tokens from llama.cpp's cache")
+        if pct is None or not lo <= pct <= hi or off:
+            failed.append(f"{run} {c['concurrency']}: {pct} {off}")
+if failed:
+    sys.exit(f"e2e: prefix reuse not as planned: {failed}")
+PY
+if (cd "$WORK/reuse" && "$SITE" diff reuse-0 reuse-90 --out d) 2>"$WORK/reuse/diff.err"; then
+  echo "e2e: two prefix-reuse workloads were compared" >&2; exit 1
+fi
+grep -q "two workloads" "$WORK/reuse/diff.err" || { cat "$WORK/reuse/diff.err" >&2; exit 1; }
+
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
 
 step "A/A across server restarts (--launch --restarts 3), and one thread against two"

@@ -168,6 +168,11 @@ pub struct BenchArgs {
     /// after one discarded warm-up request); the page shows their median and spread.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=speed_matrix::format::validate::MAX_PREFILL_SAMPLES as i64))]
     pub prefill_samples: u32,
+    /// Prefix reuse of the decode cells, in percent: each request's prompt starts with a
+    /// prefix this share of it long that the cell's other requests send too, then a part of
+    /// its own (0: nothing shared). Without it, every stream repeats one identical prompt.
+    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub prefix_reuse: Option<u32>,
     /// KV cache budget in tokens (overrides what the server reports).
     #[arg(long)]
     pub kv_budget: Option<u64>,

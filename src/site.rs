@@ -187,6 +187,17 @@ impl Site {
             return Err(analysis::compare::Incomparable::SameRun(ra.id.clone()).into());
         }
         let (a_id, b_id) = (ra.id.clone(), rb.id.clone());
+        let reuse = |r: &format::LoadedRun| match r.manifest.settings.prefix_reuse_pct {
+            Some(p) => format!("with {p}% prefix reuse"),
+            None => "with one prompt a stream".to_string(),
+        };
+        if ra.manifest.settings.prefix_reuse_pct != rb.manifest.settings.prefix_reuse_pct {
+            anyhow::bail!(
+                "{a_id} was measured {} and {b_id} {}: two workloads, whose figures differ for that alone; compare runs of one workload",
+                reuse(&ra),
+                reuse(&rb)
+            );
+        }
         let others = runs_beside_pair(&ra, &rb);
         let mut runs = vec![analysis::prepare(&ra), analysis::prepare(&rb)];
         let cells: usize = runs.iter().map(PreparedRun::cells).sum();

@@ -114,3 +114,64 @@ fn speculative_decoding_is_measured_from_the_chunks_and_the_servers_counters() {
     let formulas = evidence_cell(d, "spec", "decode-256-x2")["reps"][0]["formulas"].to_string();
     assert!(formulas.contains("Draft acceptance") && formulas.contains("Mean accepted length"), "{formulas}");
 }
+
+/// A run at `--prefix-reuse PCT` on the simulated vLLM (a prefix cache with counters);
+/// short answers, so that many requests start inside each window.
+fn reuse_run(d: &std::path::Path, url: &str, id: &str, pct: &str) {
+    let args = ["--contexts", "512", "--concurrency", "2", "--max-output", "8", "--prefix-reuse", pct, "--run-id", id];
+    assert_ok(&bench(d, url, &args));
+}
+
+#[test]
+fn prefix_reuse_is_planned_validated_against_the_server_and_kept_apart() {
+    let sim = SimArgs::new().steps(5, 0).prefill_tps(20000).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    reuse_run(d, &sim.url, "r90", "90");
+    reuse_run(d, &sim.url, "r0", "0");
+    let raw = cell(d, "r90", "decode-512-c2.json");
+    // The server's own counters over the window agree with the requests' usage.
+    let counted = &raw["measurement"]["prefix_cache"];
+    let server = counted["hits"].as_f64().unwrap() / counted["queries"].as_f64().unwrap() * 100.0;
+    assert!((75.0..=95.0).contains(&server), "server counters: {server:.1}% ({counted})");
+    assert!(raw.get("warnings").is_none(), "{}", raw["warnings"]);
+    assert_ok(&site_in(d, &["build"]));
+    let pct = |run: &str| {
+        let cells = cells_download(&d.join("public"), run);
+        decode_cell(&cells, 512, 2)["figures"]["cached_prompt_pct"].as_f64().unwrap()
+    };
+    let (p90, p0) = (pct("r90"), pct("r0"));
+    assert!((75.0..=95.0).contains(&p90), "planned 90%, measured {p90:.1}%");
+    assert!(p0 < 10.0, "planned 0%, measured {p0:.1}%");
+    // Each level its own board; the run page names the plan and shows what was measured.
+    assert!(d.join("public/leaderboards/512-x2-reuse90/index.html").is_file());
+    assert!(d.join("public/leaderboards/512-x2-reuse0/index.html").is_file());
+    assert!(!d.join("public/leaderboards/512-x2/index.html").exists());
+    let index = std::fs::read_to_string(d.join("public/leaderboards/index.html")).unwrap();
+    assert!(index.contains("512 × 2 · 90% prefix reuse"), "the index lists the reuse boards apart");
+    let page = std::fs::read_to_string(d.join("public/runs/r90/index.html")).unwrap();
+    assert!(page.contains("Measured with 90% prefix reuse") && page.contains("% cached</small>"), "run page");
+    // Two workloads are not compared.
+    let out = site_in(d, &["diff", "r0", "r90"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("r0 was measured with 0% prefix reuse and r90 with 90% prefix reuse"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_server_without_a_prefix_cache_is_named_on_the_cell_that_planned_reuse() {
+    let sim = SimArgs::new().steps(5, 0).flag("--prefix-cache-prompts", 0).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    reuse_run(d, &sim.url, "nocache", "90");
+    let raw = cell(d, "nocache", "decode-512-c2.json");
+    let warning = raw["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "prefix_reuse_off").cloned();
+    let message = warning.unwrap_or_else(|| panic!("{}", raw["warnings"]))["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with("the server served 0% of the prompt tokens from its prefix cache, 90% planned"),
+        "{message}"
+    );
+}

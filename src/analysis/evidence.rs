@@ -347,6 +347,7 @@ mod tests {
             telemetry: vec![],
             machine: None,
             spec_decode: None,
+            prefix_cache: None,
         };
         let cell = Cell { measurement: Some(m), ..Cell::new(Phase::Decode, 1024, 4, Status::Valid) };
         let e = evidence(&cell).unwrap();

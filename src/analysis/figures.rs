@@ -33,6 +33,10 @@ pub struct Figures {
     /// "mean acceptance length").
     pub spec_acceptance: Option<f64>,
     pub spec_accepted_len: Option<f64>,
+    /// The share of prompt tokens the server served from its prefix cache, in percent (the
+    /// requests' usage, else the server's counters): what a `--prefix-reuse` plan is
+    /// checked against.
+    pub cached_prompt_pct: Option<f64>,
     /// Median over requests of (last token - first token) / (tokens - 1).
     pub tbt_ms: Option<f64>,
     pub tbt_p90_ms: Option<f64>,
@@ -91,7 +95,7 @@ pub enum FigureValue {
 impl Figures {
     /// Every figure with its column name, in column order. Downloads take their figure
     /// columns from here, so a new figure needs no change there.
-    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 24] {
+    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 25] {
         let r = |v: Option<f64>| v.map(FigureValue::Rate);
         let n = |v: Option<u64>| v.map(FigureValue::Count);
         [
@@ -106,6 +110,7 @@ impl Figures {
             ("tokens_per_chunk", r(self.tokens_per_chunk)),
             ("spec_acceptance", r(self.spec_acceptance)),
             ("spec_accepted_len", r(self.spec_accepted_len)),
+            ("cached_prompt_pct", r(self.cached_prompt_pct)),
             ("tbt_ms", r(self.tbt_ms)),
             ("tbt_p90_ms", r(self.tbt_p90_ms)),
             ("tbt_p99_ms", r(self.tbt_p99_ms)),
@@ -295,6 +300,7 @@ fn decode_figures(m: &Measurement) -> Figures {
             .as_ref()
             .filter(|s| s.drafts > 0.0)
             .map(|s| 1.0 + s.accepted_tokens / s.drafts),
+        cached_prompt_pct: m.cached_prompt_pct(),
         tbt_ms: median(&tbts).map(ms),
         tbt_p90_ms: supported_percentile(&tbts, 90.0).map(ms),
         tbt_p99_ms: supported_percentile(&tbts, 99.0).map(ms),
@@ -407,6 +413,7 @@ mod tests {
             telemetry: vec![],
             machine: None,
             spec_decode: None,
+            prefix_cache: None,
         };
         let f = Figures::from_measurement(Phase::Decode, Some(8192), &m);
         assert_eq!(f.output_tokens, Some(4500));
@@ -473,6 +480,7 @@ mod tests {
             telemetry: vec![],
             machine: None,
             spec_decode: None,
+            prefix_cache: None,
         };
         let f = Figures::from_measurement(Phase::Decode, None, &m);
         assert_eq!(f.completed, Some(1));

@@ -15,15 +15,25 @@ use crate::format::{Phase, Status};
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum BoardKey {
     // Prefill first: boards sort as the run page reads, prefill above decode.
-    Prefill { context: u32 },
-    Decode { context: u32, concurrency: u32 },
+    Prefill {
+        context: u32,
+    },
+    /// `reuse`: the cells' planned prefix reuse, a workload of its own (none: the streams
+    /// repeat one prompt).
+    Decode {
+        context: u32,
+        concurrency: u32,
+        reuse: Option<u32>,
+    },
 }
 
 impl BoardKey {
     pub fn of(cell: &CellView) -> BoardKey {
         match cell.phase {
             Phase::Prefill => BoardKey::Prefill { context: cell.context },
-            Phase::Decode => BoardKey::Decode { context: cell.context, concurrency: cell.concurrency },
+            Phase::Decode => {
+                BoardKey::Decode { context: cell.context, concurrency: cell.concurrency, reuse: cell.prefix_reuse_pct }
+            }
         }
     }
 }

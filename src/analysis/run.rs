@@ -80,6 +80,10 @@ pub struct CellView {
     /// The judged figures with their n and interval (valid cells with something to
     /// estimate from); boxed, as most sites hold many cells.
     pub spread: Option<Box<Spread>>,
+    /// A decode cell's planned prefix reuse (the run's `--prefix-reuse`): a workload of its
+    /// own, ranked and compared apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_reuse_pct: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -268,7 +272,10 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
     // Cells are sorted by (phase, context, concurrency) with their repetitions together.
     for reps in run.cells.chunk_by(|a, b| same_cell(&a.cell, &b.cell)) {
         let cells: Vec<&Cell> = reps.iter().map(|lc| &lc.cell).collect();
-        let view = normalize_repetitions(&cells, m.origin);
+        let mut view = normalize_repetitions(&cells, m.origin);
+        if view.phase == Phase::Decode {
+            view.prefix_reuse_pct = m.settings.prefix_reuse_pct;
+        }
         match view.phase {
             Phase::Prefill => prefill.push(view),
             Phase::Decode => decode.push(view),
@@ -481,6 +488,7 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
         repetitions: 1,
         processes: 1,
         spread,
+        prefix_reuse_pct: None,
     }
 }
 

@@ -228,14 +228,16 @@ pub fn setup_key(r: &RunView) -> String {
     let m = &r.manifest;
     let s = &m.settings;
     format!(
-        "{}\u{1f}{:?}\u{1f}{:?}\u{1f}{:?}\u{1f}{}\u{1f}{}\u{1f}{:?}",
+        "{}\u{1f}{:?}\u{1f}{:?}\u{1f}{:?}\u{1f}{}\u{1f}{}\u{1f}{:?}{}",
         m.launch_command.as_deref().unwrap_or(""),
         s.contexts,
         s.concurrency,
         s.prefill_contexts,
         s.duration_s,
         s.max_output_tokens,
-        s.decode_test
+        s.decode_test,
+        // Another workload is another setup; runs without reuse keep their key.
+        s.prefix_reuse_pct.map(|p| format!("\u{1f}reuse {p}")).unwrap_or_default()
     )
 }
 

@@ -90,6 +90,7 @@ pub fn mean_figures(reps: &[&Figures]) -> Figures {
         tokens_per_chunk: mean(|f| f.tokens_per_chunk),
         spec_acceptance: mean(|f| f.spec_acceptance),
         spec_accepted_len: mean(|f| f.spec_accepted_len),
+        cached_prompt_pct: mean(|f| f.cached_prompt_pct),
         tbt_ms: mean(|f| f.tbt_ms),
         tbt_p90_ms: mean(|f| f.tbt_p90_ms),
         tbt_p99_ms: mean(|f| f.tbt_p99_ms),

@@ -29,6 +29,25 @@ pub const SPEC_DECODE_COUNTERS: [&str; 3] = [
     "vllm:spec_decode_num_accepted_tokens_total",
 ];
 
+/// vLLM's prefix-cache counters (prompt tokens looked up, found), by release: `vllm:gpu_…`
+/// before 0.11.
+const PREFIX_CACHE_COUNTERS: [[&str; 2]; 2] = [
+    ["vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"],
+    ["vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total"],
+];
+
+/// The prefix-cache counters (queries, hits) of a `/metrics` text, where it has them.
+pub fn prefix_counters(text: &str) -> Option<[f64; 2]> {
+    PREFIX_CACHE_COUNTERS.iter().find_map(|[q, h]| Some([metric_value(text, q)?, metric_value(text, h)?]))
+}
+
+/// The prefix-cache counters' growth between two reads; none where one went down or no
+/// prompt token was looked up between them.
+pub fn prefix_between(open: [f64; 2], close: [f64; 2]) -> Option<crate::format::PrefixCacheCount> {
+    let (queries, hits) = (close[0] - open[0], close[1] - open[1]);
+    (queries > 0.0 && hits >= 0.0 && hits <= queries).then_some(crate::format::PrefixCacheCount { queries, hits })
+}
+
 /// The speculative-decoding counters of a `/metrics` text, where it has all three.
 pub fn spec_counters(text: &str) -> Option<[f64; 3]> {
     let [a, b, c] = SPEC_DECODE_COUNTERS.map(|name| metric_value(text, name));

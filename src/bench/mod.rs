@@ -81,6 +81,8 @@ pub struct BenchConfig {
     pub repeat: u32,
     /// Measured prefill requests per context and repetition (`--prefill-samples`).
     pub prefill_samples: u32,
+    /// Prefix reuse of the decode cells, in percent (`--prefix-reuse`).
+    pub prefix_reuse: Option<u32>,
     pub kv_budget: Option<u64>,
     pub run_id: Option<String>,
     pub data_dir: PathBuf,

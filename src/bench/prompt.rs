@@ -69,6 +69,40 @@ pub fn prompt_text(tag: &str, context: u32, variant: u32, words: usize) -> Strin
     )
 }
 
+/// Request `n`'s prompt of a decode cell measured with `reuse_pct` prefix reuse, from the
+/// cell's sized prompt (`prompt_text`): the same number of words, the first `reuse_pct`
+/// percent of them the sized prompt's own (every request of the cell sends them, so an
+/// engine's prefix cache holds them after the first), then a marker of this request and
+/// words of its own, then the instruction. At 0 the marker comes first: nothing is shared
+/// but the chat template; at 100 every request sends the sized prompt itself.
+pub fn reuse_prompt(sized: &str, reuse_pct: u32, n: u64) -> String {
+    if reuse_pct >= 100 {
+        return sized.to_string();
+    }
+    let (header, filler) = sized.split_once('\n').unwrap_or((sized, ""));
+    let (bracket, instruction) = header.split_once("] ").unwrap_or((header, ""));
+    let words: Vec<&str> = filler.split(' ').filter(|w| !w.is_empty()).collect();
+    let total = words.len() + header.split(' ').count();
+    let shared = ((total as f64 * reuse_pct.min(100) as f64 / 100.0).round() as usize).min(words.len());
+    let own = words.len() - shared;
+    let seed = crate::units::fnv1a(bracket.as_bytes()) ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    format!(
+        "{}{}{bracket} r{n}] {}\n{}",
+        words[..shared].join(" "),
+        if shared > 0 { "\n" } else { "" },
+        filler_words(own, seed),
+        instruction.replace("below", "above")
+    )
+}
+
+fn filler_words(n: usize, seed: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        filler(n, seed)
+    }
+}
+
 /// The request body for a prompt.
 pub fn request_body(api: Api, model: &str, prompt: &str, max_tokens: u32, stream: bool) -> Value {
     let mut body = match api {
@@ -207,6 +241,24 @@ pub async fn size_prompt(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reuse_prompts_share_their_planned_share_and_no_more() {
+        let sized = prompt_text("abc123", 1024, 0, 200);
+        let words = |t: &str| t.split_whitespace().count();
+        let common = |a: &str, b: &str| a.split(' ').zip(b.split(' ')).take_while(|(x, y)| x == y).count();
+        assert_eq!(reuse_prompt(&sized, 100, 1), sized);
+        for pct in [0u32, 50, 90] {
+            let (a, b) = (reuse_prompt(&sized, pct, 1), reuse_prompt(&sized, pct, 2));
+            assert_ne!(a, b, "{pct}%: two requests, two prompts");
+            assert!(words(&a).abs_diff(words(&sized)) <= 2, "{pct}%: {} words against {}", words(&a), words(&sized));
+            let shared = common(&a, &b) as f64 / words(&a) as f64;
+            assert!((shared - pct as f64 / 100.0).abs() <= 0.03, "{pct}%: {shared:.3} of the words shared");
+        }
+        assert!(reuse_prompt(&sized, 0, 7).starts_with("[v0 ctx-1024 abc123 speed-matrix r7] "));
+        assert!(reuse_prompt(&sized, 50, 7)
+            .ends_with("Read the notes above, then write a long, detailed story that uses them."));
+    }
 
     #[test]
     fn prompts_are_unique_per_context_and_deterministic() {

@@ -251,6 +251,7 @@ impl<'a> Session<'a> {
             api: cfg.api,
             model: model.clone(),
             max_output: cfg.max_output,
+            prefix_reuse: cfg.prefix_reuse,
             duration: cfg.duration,
             warmup_hold: cfg.warmup_hold,
             warmup_timeout: cfg.warmup_timeout,

@@ -38,6 +38,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         max_output: a.max_output,
         repeat: a.repeat,
         prefill_samples: a.prefill_samples,
+        prefix_reuse: a.prefix_reuse,
         kv_budget: a.kv_budget,
         run_id: a.run_id.clone(),
         data_dir: a.data.clone(),

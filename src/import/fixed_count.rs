@@ -65,5 +65,6 @@ pub fn settings(context: u32, cells: &[Cell], duration: f64, max_output: u64) ->
         kv_budget_source: None,
         repeat: None,
         prefill_samples: None,
+        prefix_reuse_pct: None,
     }
 }

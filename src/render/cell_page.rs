@@ -520,6 +520,7 @@ fn formulas(view: &CellView, figures: Option<&Figures>, cell: Option<&Cell>, e: 
             let mut rows = decode_formulas(f, e, tbts, ttfts);
             rows.extend(stream_formulas(f, e));
             rows.extend(spec_formulas(f, cell));
+            rows.extend(cache_formulas(f, cell));
             rows.extend(server_formulas(f, cell));
             rows
         }
@@ -594,6 +595,29 @@ fn stream_formulas(f: &Figures, e: &Evidence) -> Vec<Formula> {
         });
     }
     rows
+}
+
+/// The prompt tokens the server served from its prefix cache.
+fn cache_formulas(f: &Figures, cell: &Cell) -> Option<Formula> {
+    let v = f.cached_prompt_pct?;
+    let m = cell.measurement.as_ref()?;
+    let (formula, inputs) = match (m.cached_prompt_tokens(), &m.prefix_cache) {
+        (Some((cached, prompt, inside)), _) => (
+            "cached prompt tokens / prompt tokens, as the requests' usage reports them",
+            format!(
+                "{} / {} tokens of the requests sent {}",
+                numbers::integer(cached as f64),
+                numbers::integer(prompt as f64),
+                if inside { "inside the window" } else { "for the cell" }
+            ),
+        ),
+        (None, Some(p)) => (
+            "prefix-cache hits / prompt tokens looked up (the server's counters, across the window)",
+            format!("{} / {}", numbers::integer(p.hits), numbers::integer(p.queries)),
+        ),
+        (None, None) => return None,
+    };
+    Some(Formula { figure: "Cached prompt tokens", value: format!("{v:.1}%"), formula, inputs })
 }
 
 /// The server's speculative-decoding counters over the window.

@@ -25,7 +25,10 @@ pub const BOARD_ROWS: usize = 100;
 /// The board's folder name under `leaderboards/`.
 pub fn board_slug(key: BoardKey) -> String {
     match key {
-        BoardKey::Decode { context, concurrency } => format!("{}-x{concurrency}", context_slug(context)),
+        BoardKey::Decode { context, concurrency, reuse: None } => format!("{}-x{concurrency}", context_slug(context)),
+        BoardKey::Decode { context, concurrency, reuse: Some(p) } => {
+            format!("{}-x{concurrency}-reuse{p}", context_slug(context))
+        }
         BoardKey::Prefill { context } => format!("prefill-{}", context_slug(context)),
     }
 }
@@ -33,7 +36,10 @@ pub fn board_slug(key: BoardKey) -> String {
 /// `8K × 64` or `Prefill 8K`.
 pub fn board_name(key: BoardKey) -> String {
     match key {
-        BoardKey::Decode { context, concurrency } => format!("{} × {concurrency}", context_label(context)),
+        BoardKey::Decode { context, concurrency, reuse: None } => format!("{} × {concurrency}", context_label(context)),
+        BoardKey::Decode { context, concurrency, reuse: Some(p) } => {
+            format!("{} × {concurrency} · {p}% prefix reuse", context_label(context))
+        }
         BoardKey::Prefill { context } => format!("Prefill {}", context_label(context)),
     }
 }
@@ -68,6 +74,8 @@ struct BoardLink {
     name: String,
     context: u32,
     concurrency: Option<u32>,
+    /// A decode board of cells measured with prefix reuse: listed apart from the grid.
+    reuse: Option<u32>,
     ranked: usize,
 }
 
@@ -96,17 +104,19 @@ pub fn render_all(
         .leaderboards
         .iter()
         .map(|b| {
-            let (context, concurrency) = match b.key {
-                BoardKey::Decode { context, concurrency } => (context, Some(concurrency)),
-                BoardKey::Prefill { context } => (context, None),
+            let (context, concurrency, reuse) = match b.key {
+                BoardKey::Decode { context, concurrency, reuse } => (context, Some(concurrency), reuse),
+                BoardKey::Prefill { context } => (context, None, None),
             };
-            BoardLink { slug: board_slug(b.key), name: board_name(b.key), context, concurrency, ranked: b.ranked.len() }
+            let (slug, name, ranked) = (board_slug(b.key), board_name(b.key), b.ranked.len());
+            BoardLink { slug, name, context, concurrency, reuse, ranked }
         })
         .collect();
-    let mut columns: Vec<u32> = links.iter().filter_map(|l| l.concurrency).collect();
+    let grid = || links.iter().filter(|l| l.reuse.is_none());
+    let mut columns: Vec<u32> = grid().filter_map(|l| l.concurrency).collect();
     columns.sort_unstable();
     columns.dedup();
-    let mut contexts: Vec<u32> = links.iter().filter(|l| l.concurrency.is_some()).map(|l| l.context).collect();
+    let mut contexts: Vec<u32> = grid().filter(|l| l.concurrency.is_some()).map(|l| l.context).collect();
     contexts.sort_unstable();
     contexts.dedup();
     let html = cx.env.get_template("leaderboards.html")?.render(context! {

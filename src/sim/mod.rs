@@ -56,6 +56,9 @@ pub struct SimArgs {
     /// Prompt tokens per second without a cached prefix.
     #[arg(long, default_value_t = 20000.0)]
     pub prefill_tps: f64,
+    /// Prompts the prefix cache keeps (the most recent); 0: no prefix caching.
+    #[arg(long, default_value_t = 64)]
+    pub prefix_cache_prompts: usize,
     /// Prompt tokens per second when the whole prompt was seen before.
     #[arg(long, default_value_t = 1_000_000.0)]
     pub cached_prefill_tps: f64,

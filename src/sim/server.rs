@@ -32,6 +32,9 @@ struct State {
     /// Speculative decoding (`--spec-draft-tokens`): drafts, proposed and accepted tokens,
     /// counted together so a `/metrics` read never sees a draft half counted.
     spec: [u64; 3],
+    /// Prefix caching: prompt tokens looked up and found (vLLM's counters).
+    prefix_queries: u64,
+    prefix_hits: u64,
 }
 
 struct Sim {
@@ -176,17 +179,23 @@ fn metrics(sim: &Sim) -> String {
     let a = &sim.args;
     let generated = (sim.generated.load(Ordering::Relaxed) as f64 * a.counter_skew).round();
     let counter = match a.flavor {
-        Flavor::Vllm if a.spec_draft_tokens > 0 => {
-            let [d, p, acc] = s.spec;
-            format!(
+        Flavor::Vllm => {
+            let m = &a.model;
+            let mut text = format!(
                 "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"{m}\"}} {generated}.0\n\
-                 vllm:spec_decode_num_drafts_total{{model_name=\"{m}\"}} {d}.0\n\
-                 vllm:spec_decode_num_draft_tokens_total{{model_name=\"{m}\"}} {p}.0\n\
-                 vllm:spec_decode_num_accepted_tokens_total{{model_name=\"{m}\"}} {acc}.0\n",
-                m = a.model
-            )
+                 vllm:prefix_cache_queries_total{{model_name=\"{m}\"}} {}.0\nvllm:prefix_cache_hits_total{{model_name=\"{m}\"}} {}.0\n",
+                s.prefix_queries, s.prefix_hits
+            );
+            if a.spec_draft_tokens > 0 {
+                let [d, p, acc] = s.spec;
+                text.push_str(&format!(
+                    "vllm:spec_decode_num_drafts_total{{model_name=\"{m}\"}} {d}.0\n\
+                     vllm:spec_decode_num_draft_tokens_total{{model_name=\"{m}\"}} {p}.0\n\
+                     vllm:spec_decode_num_accepted_tokens_total{{model_name=\"{m}\"}} {acc}.0\n"
+                ));
+            }
+            text
         }
-        Flavor::Vllm => format!("# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"{}\"}} {generated}.0\n", a.model),
         Flavor::Sglang => format!("sglang:generation_tokens_total{{model_name=\"{}\"}} {generated}.0\n", a.model),
         Flavor::Llamacpp => String::new(),
     };
@@ -252,6 +261,9 @@ struct Gen {
     usage: String,
     include_usage: bool,
     prompt_tokens: u64,
+    /// Prompt tokens found in the prefix cache (usage `prompt_tokens_details.cached_tokens`,
+    /// llama.cpp `timings.cache_n`).
+    cached_tokens: u64,
     max_tokens: u64,
     loop_after: Option<u64>,
     fault: Option<Fault>,
@@ -298,6 +310,7 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
         usage: usage_mode(a, &v),
         include_usage: v.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false),
         prompt_tokens,
+        cached_tokens,
         max_tokens,
         loop_after,
         fault,
@@ -384,18 +397,22 @@ async fn admit(sim: &Sim, need: u64, arrival: tokio::time::Instant) -> (u64, tok
 /// prompt seen before is cached with its template; a partial match only for its words.
 fn prefix_cache_hit(sim: &Sim, text: &str, prompt_tokens: u64) -> u64 {
     let mut s = sim.state.lock().unwrap();
+    let keep = sim.args.prefix_cache_prompts;
     let shared = s.prefix_cache.iter().map(|p| common_prefix_len(p, text)).max().unwrap_or(0);
-    if !s.prefix_cache.iter().any(|p| p == text) {
-        s.prefix_cache.push(text.to_string());
-        if s.prefix_cache.len() > 64 {
-            s.prefix_cache.remove(0);
-        }
-    }
-    if shared == text.len() {
+    let hit = if shared == text.len() {
         prompt_tokens
     } else {
         SimArgs::count_tokens(&text[..shared], false).min(prompt_tokens)
+    };
+    s.prefix_queries += prompt_tokens;
+    s.prefix_hits += hit;
+    if keep > 0 && !s.prefix_cache.iter().any(|p| p == text) {
+        s.prefix_cache.push(text.to_string());
+        if s.prefix_cache.len() > keep {
+            s.prefix_cache.remove(0);
+        }
     }
+    hit
 }
 
 /// A non-streamed completion of `max_tokens` words.
@@ -522,11 +539,12 @@ async fn produce(sim: &Sim, g: &Gen, prefill_done: tokio::time::Instant, tx: &mp
         let last = produced == g.max_tokens;
         let finish = if last { json!("length") } else { Value::Null };
         let reasoning = produced <= a.reasoning_tokens;
-        let usage = json!({"prompt_tokens": g.prompt_tokens, "completion_tokens": produced, "total_tokens": g.prompt_tokens + produced});
-        // llama.cpp reports its own decode rate when a request ends.
+        let usage = json!({"prompt_tokens": g.prompt_tokens, "completion_tokens": produced, "total_tokens": g.prompt_tokens + produced,
+            "prompt_tokens_details": {"cached_tokens": g.cached_tokens}});
+        // llama.cpp reports its own decode rate (and its prompt cache) when a request ends.
         let timings = (last && a.flavor == Flavor::Llamacpp).then(|| {
             let ms = prefill_done.elapsed().as_secs_f64() * 1000.0;
-            json!({"predicted_n": produced, "predicted_ms": ms, "predicted_per_second": produced as f64 / ms * 1000.0})
+            json!({"predicted_n": produced, "predicted_ms": ms, "predicted_per_second": produced as f64 / ms * 1000.0, "cache_n": g.cached_tokens})
         });
         let mut chunk = if g.chat {
             let key = match (reasoning, a.flavor) {

@@ -5,6 +5,8 @@
 //! As in oha, the workers only stream and send what happened down a channel; the
 //! coordinator alone decides when the cell moves on and what the cell is.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -52,9 +54,10 @@ pub async fn decode_cell(
 ) -> DecodeRun {
     let (cancel_tx, cancel_rx) = watch::channel(false);
     let (events_tx, events) = mpsc::unbounded_channel();
-    let body = cx.body(prompt, cx.max_output);
-    let workers: Vec<_> =
-        (0..c).map(|_| tokio::spawn(worker(cx.clone(), body.clone(), cancel_rx.clone(), events_tx.clone()))).collect();
+    let bodies = Arc::new(Bodies::new(cx, prompt));
+    let workers: Vec<_> = (0..c)
+        .map(|_| tokio::spawn(worker(cx.clone(), bodies.clone(), cancel_rx.clone(), events_tx.clone())))
+        .collect();
     drop(events_tx);
     let mut run =
         Coordinator { cx, c, events, interrupt, interrupt_gone: false, ready: 0, outcomes: Vec::new(), stop: None };
@@ -94,6 +97,9 @@ pub async fn decode_cell(
         (m.server_tokens, m.client_cpu_s) = edges.facts(cx);
         m.machine = edges.machine(cx);
         m.spec_decode = edges.spec_decode();
+        m.prefix_cache = edges.prefix_cache();
+        let planned = cx.prefix_reuse.map(|p| (p, m.cached_prompt_pct()));
+        cell.warnings.extend(planned.and_then(|(p, measured)| reuse_warning(p, measured?)));
         m.telemetry = cx.telemetry.as_ref().map(|t| t.between(start_s, end_s)).unwrap_or_default();
     }
     let not_drained = (!drained).then(|| not_drained(cx.drain_timeout));
@@ -101,10 +107,36 @@ pub async fn decode_cell(
     DecodeRun::Done(Box::new(cell))
 }
 
+/// The request bodies of a cell's streams: one prompt sent again and again, or (with
+/// `--prefix-reuse`) a prompt of its own for each request, sharing the planned prefix.
+enum Bodies {
+    Same(Bytes),
+    Reuse { cx: CellContext, prompt: String, pct: u32, sent: AtomicU64 },
+}
+
+impl Bodies {
+    fn new(cx: &CellContext, prompt: &str) -> Bodies {
+        match cx.prefix_reuse {
+            Some(pct) => Bodies::Reuse { cx: cx.clone(), prompt: prompt.to_string(), pct, sent: AtomicU64::new(0) },
+            None => Bodies::Same(cx.body(prompt, cx.max_output)),
+        }
+    }
+
+    fn next(&self) -> Bytes {
+        match self {
+            Bodies::Same(body) => body.clone(),
+            Bodies::Reuse { cx, prompt, pct, sent } => {
+                let n = sent.fetch_add(1, Ordering::Relaxed);
+                cx.body(&crate::bench::prompt::reuse_prompt(prompt, *pct, n), cx.max_output)
+            }
+        }
+    }
+}
+
 /// Streams one request after another until the cell cancels, a stream fails or loops.
 async fn worker(
     cx: CellContext,
-    body: Bytes,
+    bodies: Arc<Bodies>,
     cancel: watch::Receiver<bool>,
     events: mpsc::UnboundedSender<WorkerEvent>,
 ) {
@@ -116,7 +148,7 @@ async fn worker(
             }
         };
         let out =
-            run_stream(&cx.client, cx.api.path(), body.clone(), &cx.clock, cx.stream, cancel.clone(), on_first_token)
+            run_stream(&cx.client, cx.api.path(), bodies.next(), &cx.clock, cx.stream, cancel.clone(), on_first_token)
                 .await;
         let last = out.failure.is_some() || out.loop_finding.is_some() || out.cancelled;
         let _ = events.send(WorkerEvent::Finished(Box::new(out)));
@@ -259,10 +291,28 @@ impl Edges {
         (count, cpu)
     }
 
+    /// The prefix-cache counters' growth across the window.
+    fn prefix_cache(&self) -> Option<crate::format::PrefixCacheCount> {
+        crate::bench::discover::prefix_between(self.count_open.prefix?, self.count_close.prefix?)
+    }
+
     /// The speculative-decoding counters' growth across the window.
     fn spec_decode(&self) -> Option<crate::format::SpecDecodeCount> {
         crate::bench::discover::spec_between(self.count_open.spec?, self.count_close.spec?)
     }
+}
+
+/// How far a cell's measured prefix reuse may be from the plan, in percentage points,
+/// before the cell says so.
+const REUSE_TOLERANCE_PCT: f64 = 15.0;
+
+fn reuse_warning(planned: u32, measured: f64) -> Option<Warning> {
+    ((measured - planned as f64).abs() > REUSE_TOLERANCE_PCT).then(|| Warning {
+        code: "prefix_reuse_off".into(),
+        message: format!(
+            "the server served {measured:.0}% of the prompt tokens from its prefix cache, {planned}% planned (--prefix-reuse): this cell did not measure the reuse it names"
+        ),
+    })
 }
 
 fn not_drained(drain_timeout: Duration) -> Warning {

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use super::client::http::HttpClient;
 use super::client::stream::{run_stream, Failure, StreamSettings, WindowClock};
-use super::discover::{gauge_values, metric_value, spec_counters};
+use super::discover::{gauge_values, metric_value, prefix_counters, spec_counters};
 use super::engine::EngineKind;
 use super::prompt::{request_body, Api};
 use crate::format::{Cell, CellError, GaugeSample, Phase, Status};
@@ -28,6 +28,8 @@ pub struct Counters {
     pub tokens: Option<(f64, f64)>,
     /// The speculative-decoding counters, where the server keeps them.
     pub spec: Option<[f64; 3]>,
+    /// The prefix-cache counters (queries, hits), where the server keeps them.
+    pub prefix: Option<[f64; 2]>,
 }
 
 /// Everything a cell needs to know about the server and the run.
@@ -41,6 +43,8 @@ pub struct CellContext {
     pub api: Api,
     pub model: String,
     pub max_output: u32,
+    /// Prefix reuse of decode cells, in percent (`--prefix-reuse`).
+    pub prefix_reuse: Option<u32>,
     pub duration: Duration,
     pub warmup_hold: Duration,
     pub warmup_timeout: Duration,
@@ -94,7 +98,7 @@ impl CellContext {
         status.is_success().then_some(())?;
         let text = String::from_utf8_lossy(&body);
         let tokens = self.token_counter.and_then(|name| metric_value(&text, name)).map(|v| (t, v));
-        Some(Counters { tokens, spec: spec_counters(&text) })
+        Some(Counters { tokens, spec: spec_counters(&text), prefix: prefix_counters(&text) })
     }
 
     /// Waits until the server reports no running requests, so one cell never leaks load

@@ -193,6 +193,11 @@ pub struct RunSettings {
     /// absent: one (schema 1 runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill_samples: Option<u32>,
+    /// Prefix reuse of the decode cells (`site bench --prefix-reuse`): the percent of each
+    /// prompt that the cell's earlier requests already sent (a shared prefix, then a part
+    /// of its own). Absent: every stream sends one identical prompt again and again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_reuse_pct: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -423,6 +428,19 @@ pub struct Measurement {
     /// keeps them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<SpecDecodeCount>,
+    /// The server's prefix-cache counters' growth across the window, where it keeps them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<PrefixCacheCount>,
+}
+
+/// A server's prefix-cache counters read at the window's edges, their growth between the
+/// reads, in prompt tokens (vLLM's `vllm:prefix_cache_queries_total`,
+/// `vllm:prefix_cache_hits_total`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixCacheCount {
+    pub queries: f64,
+    pub hits: f64,
 }
 
 /// A server's speculative-decoding counters read at the window's edges, their growth
@@ -494,6 +512,31 @@ pub struct TelemetrySample {
 }
 
 impl Measurement {
+    /// The share of prompt tokens the server served from its prefix cache, in percent: from
+    /// the requests' usage (those sent inside the window, where they say; else all that
+    /// say), else from the server's counters over the window.
+    pub fn cached_prompt_pct(&self) -> Option<f64> {
+        match self.cached_prompt_tokens() {
+            Some((cached, prompt, _)) => Some(cached as f64 / prompt as f64 * 100.0),
+            None => self.prefix_cache.as_ref().map(|p| p.hits / p.queries * 100.0),
+        }
+    }
+
+    /// (cached, prompt) tokens as the requests' usage reports them, of those sent inside
+    /// the window where any report (the flag says so), else of all that report.
+    pub fn cached_prompt_tokens(&self) -> Option<(u64, u64, bool)> {
+        let sum = |inside: bool| {
+            let (cached, prompt) = self
+                .requests
+                .iter()
+                .filter(|r| !inside || self.window.is_some_and(|w| r.send_s >= w.start_s))
+                .filter_map(|r| Some((r.cached_prompt_tokens?, u64::from(r.prompt_tokens?))))
+                .fold((0u64, 0u64), |(c, p), (a, b)| (c.saturating_add(a), p.saturating_add(b)));
+            (prompt > 0).then_some((cached, prompt, inside))
+        };
+        sum(true).or_else(|| sum(false))
+    }
+
     /// Records with nothing else measured.
     pub fn of_requests(window: Option<Window>, requests: Vec<RequestRecord>) -> Measurement {
         Measurement {
@@ -506,6 +549,7 @@ impl Measurement {
             telemetry: vec![],
             machine: None,
             spec_decode: None,
+            prefix_cache: None,
         }
     }
 }

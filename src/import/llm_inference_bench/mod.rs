@@ -355,6 +355,7 @@ pub fn convert(path: &Path) -> Result<(Converted, BenchTool)> {
         kv_budget_source: md.max_total_tokens.map(|_| format!("{TOOL} metadata.max_total_tokens")),
         repeat: None,
         prefill_samples: None,
+        prefix_reuse_pct: None,
     };
     let converted = Converted {
         settings,
