@@ -265,6 +265,7 @@ impl<'a> Session<'a> {
             gauge: Arc::new(Mutex::new(Vec::new())),
             telemetry,
             server_group: Arc::default(),
+            request_serial: Arc::default(),
         };
         let (stop_background, stop_rx) = watch::channel(false);
         let sampler = cell::spawn_gauge_sampler(cx.clone(), cfg.gauge_interval, stop_rx.clone());

@@ -5,7 +5,7 @@
 //! As in oha, the workers only stream and send what happened down a channel; the
 //! coordinator alone decides when the cell moves on and what the cell is.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,13 +111,13 @@ pub async fn decode_cell(
 /// `--prefix-reuse`) a prompt of its own for each request, sharing the planned prefix.
 enum Bodies {
     Same(Bytes),
-    Reuse { cx: CellContext, prompt: String, pct: u32, sent: AtomicU64 },
+    Reuse { cx: CellContext, prompt: String, pct: u32 },
 }
 
 impl Bodies {
     fn new(cx: &CellContext, prompt: &str) -> Bodies {
         match cx.prefix_reuse {
-            Some(pct) => Bodies::Reuse { cx: cx.clone(), prompt: prompt.to_string(), pct, sent: AtomicU64::new(0) },
+            Some(pct) => Bodies::Reuse { cx: cx.clone(), prompt: prompt.to_string(), pct },
             None => Bodies::Same(cx.body(prompt, cx.max_output)),
         }
     }
@@ -125,8 +125,8 @@ impl Bodies {
     fn next(&self) -> Bytes {
         match self {
             Bodies::Same(body) => body.clone(),
-            Bodies::Reuse { cx, prompt, pct, sent } => {
-                let n = sent.fetch_add(1, Ordering::Relaxed);
+            Bodies::Reuse { cx, prompt, pct } => {
+                let n = cx.request_serial.fetch_add(1, Ordering::Relaxed);
                 cx.body(&crate::bench::prompt::reuse_prompt(prompt, *pct, n), cx.max_output)
             }
         }
