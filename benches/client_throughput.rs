@@ -118,6 +118,7 @@ fn drive(url: &str, streams: usize, secs: f64, all_cores: bool) -> Driven {
             stall_timeout: Duration::from_secs(30),
             loop_settings: LoopSettings::default(),
             detect_loops: true,
+            keep_answer: false,
         };
         let (tx, rx) = watch::channel(false);
         let clock = Arc::new(clock);

@@ -64,6 +64,7 @@ fn manifest(i: usize) -> RunManifest {
             repeat: None,
             prefill_samples: None,
             prefix_reuse_pct: None,
+            turns: None,
         },
         launch_command: Some(format!("vllm serve org/Model-{} --tensor-parallel-size 4 --api-key <redacted>", i % 20)),
         bench_tool: BenchTool { name: "site bench".into(), version: "0.1.0".into() },

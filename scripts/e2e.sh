@@ -103,6 +103,31 @@ if (cd "$WORK/reuse" && "$SITE" diff reuse-0 reuse-90 --out d) 2>"$WORK/reuse/di
 fi
 grep -q "two workloads" "$WORK/reuse/diff.err" || { cat "$WORK/reuse/diff.err" >&2; exit 1; }
 
+step "two-turn conversations on llama.cpp: the second turn carries the first (prompt tokens, cache_n)"
+(cd "$WORK/reuse" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id chat --turns 2 \
+  --contexts 256 --concurrency 1 --duration 5s --max-output 16 --warmup-hold 1s \
+  --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
+(cd "$WORK/reuse" && "$SITE" build)
+python3 - "$WORK/reuse" <<'PY'
+import gzip, json, sys, glob
+root = sys.argv[1]
+rows = []
+for f in glob.glob(f"{root}/data/runs/chat/cells/decode-*"):
+    d = json.load(gzip.open(f, "rt") if f.endswith(".gz") else open(f))
+    r = d["measurement"]["requests"]
+    col = lambda k: r.get(k) if isinstance(r.get(k), list) else [r.get(k)] * r["rows"]
+    rows += [dict(zip(("turn", "prompt", "cached"), t)) for t in zip(col("turn"), col("prompt_tokens"), col("cached_prompt_tokens"))]
+first = [x["prompt"] for x in rows if x["turn"] == 1 and x["prompt"]]
+second = [x for x in rows if x["turn"] == 2 and x["prompt"]]
+print(f"e2e: {len(first)} first turns ({max(first) if first else None} prompt tokens), {len(second)} second turns (prompt, cached): {[(x['prompt'], x['cached']) for x in second]}")
+carried = first and second and all(x["prompt"] > max(first) and (x["cached"] or 0) >= 0.8 * max(first) for x in second)
+cells = json.load(gzip.open(f"{root}/public/runs/chat/cells.json.gz", "rt"))["cells"]
+later = [c["figures"]["next_turn_ttft_ms"] for c in cells if c["phase"] == "decode"]
+print(f"e2e: later turns' TTFT {later} ms")
+if not carried or not all(later):
+    sys.exit("e2e: the second turns did not carry the first (prompt tokens and llama.cpp's cache)")
+PY
+
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
 
 step "A/A across server restarts (--launch --restarts 3), and one thread against two"

@@ -173,6 +173,10 @@ pub struct BenchArgs {
     /// its own (0: nothing shared). Without it, every stream repeats one identical prompt.
     #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub prefix_reuse: Option<u32>,
+    /// Each stream a conversation of this many turns (chat API): a turn's prompt carries the
+    /// earlier turns and their answers, then a new question; then a new conversation.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=32))]
+    pub turns: Option<u32>,
     /// KV cache budget in tokens (overrides what the server reports).
     #[arg(long)]
     pub kv_budget: Option<u64>,

@@ -187,11 +187,14 @@ impl Site {
             return Err(analysis::compare::Incomparable::SameRun(ra.id.clone()).into());
         }
         let (a_id, b_id) = (ra.id.clone(), rb.id.clone());
-        let reuse = |r: &format::LoadedRun| match r.manifest.settings.prefix_reuse_pct {
-            Some(p) => format!("with {p}% prefix reuse"),
-            None => "with one prompt a stream".to_string(),
+        let reuse = |r: &format::LoadedRun| {
+            let w = r.manifest.settings.workload();
+            let reuse = w
+                .prefix_reuse_pct
+                .map_or_else(|| "with one prompt a stream".to_string(), |p| format!("with {p}% prefix reuse"));
+            reuse + &w.turns.map(|t| format!(" in {t}-turn conversations")).unwrap_or_default()
         };
-        if ra.manifest.settings.prefix_reuse_pct != rb.manifest.settings.prefix_reuse_pct {
+        if ra.manifest.settings.workload() != rb.manifest.settings.workload() {
             anyhow::bail!(
                 "{a_id} was measured {} and {b_id} {}: two workloads, whose figures differ for that alone; compare runs of one workload",
                 reuse(&ra),

@@ -323,6 +323,12 @@
         return figure(histogram(s, d[1].toLowerCase() + " (ms)"), [d[1] + ": " + s.count + " requests · p50 " + s.p50 + " · p90 " + s.p90 + " · p99 " + s.p99 + " · max " + s.max]);
       }))]));
     }
+    if (rep.turns && rep.turns.length) {
+      out.push(section("turns", "Turns of the conversations", [table("Turns of the conversations",
+        [["Turn", false], ["Requests", true], ["Prompt tokens (median)", true], ["TTFT (median)", true]],
+        rep.turns.map(function (t) { return { cells: [String(t[0]), String(t[1]), t[2], t[3]] }; })),
+        el("p", { class: "caption" }, ["Each stream is a conversation: a turn's prompt carries the earlier turns and their answers, so it grows and the server's prefix cache may serve its start."])]));
+    }
     if (rep.token_sources.length) {
       out.push(section(null, "How tokens were counted", [el("ul", {}, rep.token_sources.map(function (t) {
         return el("li", {}, [t[1] + " request" + (t[1] === 1 ? "" : "s") + ": " + text(t[0])]);

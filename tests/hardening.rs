@@ -625,7 +625,8 @@ fn serve_exits_on_the_first_ctrl_c_with_a_client_connected() {
         if srv.child.try_wait().unwrap().is_some() {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(5), "still running 5 s after Ctrl-C");
+        // A hang, not a slow exit: 15 s, as a loaded 2-core machine may starve the process.
+        assert!(t.elapsed() < Duration::from_secs(15), "still running 15 s after Ctrl-C");
         std::thread::sleep(Duration::from_millis(20));
     }
 }

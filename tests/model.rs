@@ -51,7 +51,10 @@ fn series_follow_release_order_and_judge_each_step() {
 #[test]
 fn leaderboards_rank_valid_cells_share_places_on_ties_and_list_the_rest_apart() {
     let site = load("series");
-    let board = site.model.leaderboard(BoardKey::Decode { context: 8192, concurrency: 4, reuse: None }).unwrap();
+    let board = site
+        .model
+        .leaderboard(BoardKey::Decode { context: 8192, concurrency: 4, workload: Default::default() })
+        .unwrap();
     let ranked: Vec<(usize, String, f64, f64)> =
         board.ranked.iter().map(|e| (e.rank, site.model.runs[e.run].id.clone(), e.score, e.tps_per_device)).collect();
     let row = |rank, id: &str, score: f64| (rank, id.to_string(), score, score / 2.0);
@@ -77,8 +80,8 @@ fn leaderboards_rank_valid_cells_share_places_on_ties_and_list_the_rest_apart() 
         keys,
         [
             BoardKey::Prefill { context: 8192 },
-            BoardKey::Decode { context: 8192, concurrency: 1, reuse: None },
-            BoardKey::Decode { context: 8192, concurrency: 4, reuse: None },
+            BoardKey::Decode { context: 8192, concurrency: 1, workload: Default::default() },
+            BoardKey::Decode { context: 8192, concurrency: 4, workload: Default::default() },
         ]
     );
 }
@@ -325,7 +328,10 @@ fn serve_mends_the_analysis_to_what_a_fresh_load_gives() {
     };
     let before = Site::load(config.clone()).unwrap();
     let board = |site: &Site| -> Vec<(String, usize)> {
-        let b = site.model.leaderboard(BoardKey::Decode { context: 8192, concurrency: 4, reuse: None }).unwrap();
+        let b = site
+            .model
+            .leaderboard(BoardKey::Decode { context: 8192, concurrency: 4, workload: Default::default() })
+            .unwrap();
         b.ranked.iter().map(|e| (site.model.runs[e.run].id.clone(), e.rank)).collect()
     };
     let was = board(&before);

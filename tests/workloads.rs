@@ -9,7 +9,7 @@ use common::sim::{bench, cell, request_rows, SimArgs};
 use common::*;
 use serde_json::Value;
 
-fn decode_cell<'a>(cells: &'a Value, context: u64, c: u64) -> &'a Value {
+fn decode_cell(cells: &Value, context: u64, c: u64) -> &Value {
     cells["cells"]
         .as_array()
         .unwrap()
@@ -174,4 +174,38 @@ fn a_server_without_a_prefix_cache_is_named_on_the_cell_that_planned_reuse() {
         message.starts_with("the server served 0% of the prompt tokens from its prefix cache, 90% planned"),
         "{message}"
     );
+}
+
+#[test]
+fn each_stream_a_conversation_whose_later_turns_carry_the_earlier_ones() {
+    let sim = SimArgs::new().steps(5, 0).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let args = ["--contexts", "256", "--concurrency", "2", "--max-output", "8", "--turns", "2", "--run-id", "chat"];
+    assert_ok(&bench(d, &sim.url, &args));
+    let rows = request_rows(&cell(d, "chat", "decode-256-c2.json"));
+    let prompt = |turn: u64| -> Vec<u64> {
+        rows.iter().filter(|r| r["turn"] == turn).filter_map(|r| r["prompt_tokens"].as_u64()).collect()
+    };
+    let (first, second) = (prompt(1), prompt(2));
+    assert!(!first.is_empty() && !second.is_empty(), "{rows:?}");
+    // The second turn's prompt is the first's, its 8-token answer and a new question: the
+    // server counted them all.
+    let (lo, hi) = (first.iter().max().unwrap(), second.iter().min().unwrap());
+    assert!(hi > lo && hi - lo >= 8 + 10 && hi - lo < 8 + 60, "turn 1 up to {lo} tokens, turn 2 from {hi}");
+    // The engine's prefix cache served the second turn's start: the first turn's prompt (the
+    // simulator's chat template, a few tokens, is counted in the prompt and not in the cache).
+    let cached: Vec<u64> =
+        rows.iter().filter(|r| r["turn"] == 2).filter_map(|r| r["cached_prompt_tokens"].as_u64()).collect();
+    assert!(!cached.is_empty() && cached.iter().all(|c| *c + 10 >= *lo && c < hi), "{cached:?} of {lo}");
+    assert_ok(&site_in(d, &["build"]));
+    let cells = cells_download(&d.join("public"), "chat");
+    assert!(decode_cell(&cells, 256, 2)["figures"]["next_turn_ttft_ms"].as_f64().is_some());
+    let turns = &evidence_cell(d, "chat", "decode-256-x2")["reps"][0]["turns"];
+    assert_eq!(turns.as_array().map(Vec::len), Some(2), "{turns}");
+    assert!(d.join("public/leaderboards/256-x2-turns2/index.html").is_file());
+    let page = std::fs::read_to_string(d.join("public/runs/chat/index.html")).unwrap();
+    assert!(page.contains("Each stream was a conversation of 2 turns") && page.contains("later turns"), "run page");
+    let out = bench(d, &sim.url, &["--contexts", "256", "--concurrency", "1", "--turns", "2", "--api", "completions"]);
+    assert!(!out.status.success() && stderr(&out).contains("--turns needs --api chat"), "{}", stderr(&out));
 }

@@ -393,7 +393,7 @@ mod tests {
             warnings: vec![],
             over_capacity: None,
             loop_finding: None,
-            prefix_reuse_pct: None,
+            workload: Default::default(),
             error: None,
             repetitions: 1,
             processes: 1,

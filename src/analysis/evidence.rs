@@ -59,6 +59,37 @@ pub struct Distribution {
     pub bins: Vec<HistogramBin>,
 }
 
+/// One turn of a cell's conversations.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnStats {
+    pub turn: u64,
+    pub requests: usize,
+    /// Median prompt tokens the server counted (the conversation so far).
+    pub prompt_tokens: Option<f64>,
+    pub ttft_ms: Option<f64>,
+}
+
+/// Each turn's statistics, turns in order (none outside conversations).
+fn turn_stats(requests: &[RequestRecord]) -> Vec<TurnStats> {
+    let mut turns: Vec<u64> = requests.iter().map(|r| r.turn).filter(|t| *t > 0).collect();
+    turns.sort_unstable();
+    turns.dedup();
+    turns
+        .into_iter()
+        .map(|turn| {
+            let of: Vec<&RequestRecord> = requests.iter().filter(|r| r.turn == turn).collect();
+            let prompts: Vec<f64> = of.iter().filter_map(|r| r.prompt_tokens.map(f64::from)).collect();
+            let ttfts: Vec<f64> = of.iter().filter_map(|r| ttft_s(r)).map(|t| t * 1000.0).collect();
+            TurnStats {
+                turn,
+                requests: of.len(),
+                prompt_tokens: percentile(&prompts, 50.0),
+                ttft_ms: percentile(&ttfts, 50.0),
+            }
+        })
+        .collect()
+}
+
 /// Output tokens in one second of the window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ThroughputBin {
@@ -98,6 +129,8 @@ pub struct Evidence {
     /// Output tokens and the chunks that carried them, of the requests whose tokens the
     /// server's usage counted (tokens per chunk).
     pub usage_tokens_chunks: (u64, u64),
+    /// Conversations (`--turns`): each turn's requests, median prompt tokens and TTFT.
+    pub turns: Vec<TurnStats>,
     /// How each request's tokens were counted, with how many requests.
     pub token_sources: Vec<(TokenSource, usize)>,
     pub outcomes: OutcomeCounts,
@@ -162,6 +195,7 @@ pub fn evidence(cell: &Cell) -> Option<Evidence> {
         reasoned,
         tbt_ms: distribution(&tbts),
         usage_tokens_chunks: usage_tokens_chunks(&m.requests),
+        turns: turn_stats(&m.requests),
         token_sources: token_sources(&m.requests),
         outcomes,
         window_tokens: m.requests.iter().map(|r| r.window_tokens).sum(),

@@ -37,6 +37,9 @@ pub struct Figures {
     /// requests' usage, else the server's counters): what a `--prefix-reuse` plan is
     /// checked against.
     pub cached_prompt_pct: Option<f64>,
+    /// Conversations (`--turns`): the median TTFT of the turns after the first, whose
+    /// prompts carry the earlier turns and answers.
+    pub next_turn_ttft_ms: Option<f64>,
     /// Median over requests of (last token - first token) / (tokens - 1).
     pub tbt_ms: Option<f64>,
     pub tbt_p90_ms: Option<f64>,
@@ -95,7 +98,7 @@ pub enum FigureValue {
 impl Figures {
     /// Every figure with its column name, in column order. Downloads take their figure
     /// columns from here, so a new figure needs no change there.
-    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 25] {
+    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 26] {
         let r = |v: Option<f64>| v.map(FigureValue::Rate);
         let n = |v: Option<u64>| v.map(FigureValue::Count);
         [
@@ -111,6 +114,7 @@ impl Figures {
             ("spec_acceptance", r(self.spec_acceptance)),
             ("spec_accepted_len", r(self.spec_accepted_len)),
             ("cached_prompt_pct", r(self.cached_prompt_pct)),
+            ("next_turn_ttft_ms", r(self.next_turn_ttft_ms)),
             ("tbt_ms", r(self.tbt_ms)),
             ("tbt_p90_ms", r(self.tbt_p90_ms)),
             ("tbt_p99_ms", r(self.tbt_p99_ms)),
@@ -301,6 +305,8 @@ fn decode_figures(m: &Measurement) -> Figures {
             .filter(|s| s.drafts > 0.0)
             .map(|s| 1.0 + s.accepted_tokens / s.drafts),
         cached_prompt_pct: m.cached_prompt_pct(),
+        next_turn_ttft_ms: median(&requests.iter().filter(|r| r.turn >= 2).filter_map(ttft_s).collect::<Vec<_>>())
+            .map(ms),
         tbt_ms: median(&tbts).map(ms),
         tbt_p90_ms: supported_percentile(&tbts, 90.0).map(ms),
         tbt_p99_ms: supported_percentile(&tbts, 99.0).map(ms),

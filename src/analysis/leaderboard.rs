@@ -8,7 +8,7 @@ use super::interval::Basis;
 use super::metric::Metric;
 use super::run::{CellView, RunView};
 use super::run_noise::RunNoise;
-use crate::format::{Phase, Status};
+use crate::format::{Phase, Status, Workload};
 
 /// What a leaderboard ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -18,12 +18,11 @@ pub enum BoardKey {
     Prefill {
         context: u32,
     },
-    /// `reuse`: the cells' planned prefix reuse, a workload of its own (none: the streams
-    /// repeat one prompt).
+    /// `workload`: the cells' prefix reuse and conversation turns, ranked apart.
     Decode {
         context: u32,
         concurrency: u32,
-        reuse: Option<u32>,
+        workload: Workload,
     },
 }
 
@@ -32,7 +31,7 @@ impl BoardKey {
         match cell.phase {
             Phase::Prefill => BoardKey::Prefill { context: cell.context },
             Phase::Decode => {
-                BoardKey::Decode { context: cell.context, concurrency: cell.concurrency, reuse: cell.prefix_reuse_pct }
+                BoardKey::Decode { context: cell.context, concurrency: cell.concurrency, workload: cell.workload }
             }
         }
     }

@@ -105,7 +105,7 @@ pub fn pareto(model: usize, runs: &[RunView], members: &[usize], settings: &Site
         let price = settings.price(&run.manifest.hardware.device);
         let by_context = by_config.entry(ConfigKey::borrowed(run)).or_default();
         // Cells of a prefix-reuse workload are another workload: their boards are apart.
-        for c in run.decode.iter().filter(|c| c.status == Status::Valid && c.prefix_reuse_pct.is_none()) {
+        for c in run.decode.iter().filter(|c| c.status == Status::Valid && c.workload.is_plain()) {
             let (Some(x), Some(total)) = (c.figures.per_request_tps, c.figures.total_tps) else { continue };
             if !(x.is_finite() && total.is_finite() && total > 0.0) {
                 continue;

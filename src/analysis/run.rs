@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::figures::{CrossCheckBasis, Figures};
 use super::spread::{mean_figures, Spread};
 use crate::format::{
-    Cell, CellError, LoadedRun, LoopFinding, Origin, OverCapacity, Phase, RunManifest, Status, Warning,
+    Cell, CellError, LoadedRun, LoopFinding, Origin, OverCapacity, Phase, RunManifest, Status, Warning, Workload,
 };
 use crate::units::slugify;
 
@@ -80,10 +80,10 @@ pub struct CellView {
     /// The judged figures with their n and interval (valid cells with something to
     /// estimate from); boxed, as most sites hold many cells.
     pub spread: Option<Box<Spread>>,
-    /// A decode cell's planned prefix reuse (the run's `--prefix-reuse`): a workload of its
-    /// own, ranked and compared apart.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prefix_reuse_pct: Option<u32>,
+    /// A decode cell's workload (the run's `--prefix-reuse`, `--turns`): ranked and
+    /// compared apart from others.
+    #[serde(skip_serializing_if = "Workload::is_plain")]
+    pub workload: Workload,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -274,7 +274,7 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
         let cells: Vec<&Cell> = reps.iter().map(|lc| &lc.cell).collect();
         let mut view = normalize_repetitions(&cells, m.origin);
         if view.phase == Phase::Decode {
-            view.prefix_reuse_pct = m.settings.prefix_reuse_pct;
+            view.workload = m.settings.workload();
         }
         match view.phase {
             Phase::Prefill => prefill.push(view),
@@ -488,7 +488,7 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
         repetitions: 1,
         processes: 1,
         spread,
-        prefix_reuse_pct: None,
+        workload: Workload::default(),
     }
 }
 

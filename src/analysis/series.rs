@@ -238,6 +238,7 @@ pub fn setup_key(r: &RunView) -> String {
         s.decode_test,
         // Another workload is another setup; runs without reuse keep their key.
         s.prefix_reuse_pct.map(|p| format!("\u{1f}reuse {p}")).unwrap_or_default()
+            + &s.turns.map(|t| format!("\u{1f}turns {t}")).unwrap_or_default()
     )
 }
 

@@ -83,6 +83,8 @@ pub struct BenchConfig {
     pub prefill_samples: u32,
     /// Prefix reuse of the decode cells, in percent (`--prefix-reuse`).
     pub prefix_reuse: Option<u32>,
+    /// Turns of each stream's conversation (`--turns`).
+    pub turns: Option<u32>,
     pub kv_budget: Option<u64>,
     pub run_id: Option<String>,
     pub data_dir: PathBuf,

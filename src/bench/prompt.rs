@@ -103,6 +103,20 @@ fn filler_words(n: usize, seed: u64) -> String {
     }
 }
 
+/// The question that opens turn `turn` (2 on) of a conversation, after the earlier turns
+/// and their answers.
+pub fn next_question(turn: u32) -> String {
+    format!("Thank you. Now continue the story from where you stopped, with what happens next (part {turn}).")
+}
+
+/// A chat request body for a conversation: (role, text) messages in order.
+pub fn conversation_body(model: &str, messages: &[(&str, String)], max_tokens: u32) -> Value {
+    let mut body = request_body(Api::Chat, model, "", max_tokens, true);
+    body["messages"] =
+        Value::Array(messages.iter().map(|(role, content)| json!({"role": role, "content": content})).collect());
+    body
+}
+
 /// The request body for a prompt.
 pub fn request_body(api: Api, model: &str, prompt: &str, max_tokens: u32, stream: bool) -> Value {
     let mut body = match api {

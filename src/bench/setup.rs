@@ -276,6 +276,7 @@ fn settings(cfg: &BenchConfig, cap: &Capacity) -> RunSettings {
         repeat: Some(cfg.repeat),
         prefill_samples: Some(cfg.prefill_samples),
         prefix_reuse_pct: cfg.prefix_reuse,
+        turns: cfg.turns,
     }
 }
 
@@ -325,9 +326,10 @@ fn shown(v: &Option<String>) -> String {
 /// Each fact of a run that a resume must keep: (the flag that sets it, recorded, now).
 fn resumed_facts(old: &RunManifest, new: &RunManifest) -> Vec<(&'static str, Option<String>, Option<String>)> {
     let pair = |f: fn(&RunManifest) -> Option<String>| (f(old), f(new));
-    let table: [(&'static str, fn(&RunManifest) -> Option<String>); 18] = [
+    let table: [(&'static str, fn(&RunManifest) -> Option<String>); 19] = [
         ("--api", |m| m.settings.api.clone()),
         ("--prefix-reuse", |m| m.settings.prefix_reuse_pct.map(|v| v.to_string())),
+        ("--turns", |m| m.settings.turns.map(|v| v.to_string())),
         ("--prefill-samples", |m| m.settings.prefill_samples.map(|v| v.to_string())),
         ("--model-id", |m| Some(m.model.id.clone())),
         ("--model", |m| m.model.served_name.clone()),

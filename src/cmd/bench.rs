@@ -16,6 +16,12 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         Some(p) => parse_token_list(p).context("--prefill-contexts")?,
         None => contexts.clone(),
     };
+    if a.turns.is_some() && matches!(a.api, crate::cli::ApiArg::Completions) {
+        anyhow::bail!("--turns needs --api chat: a conversation's turns are chat messages");
+    }
+    if a.turns.is_some() && a.prefix_reuse.is_some() {
+        anyhow::bail!("--turns and --prefix-reuse are two workloads (a conversation reuses its own turns): give one");
+    }
     let mut facts = a.facts.to_manifest_facts()?;
     let launch = launch_settings(a)?;
     if let Some(l) = &launch {
@@ -39,6 +45,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         repeat: a.repeat,
         prefill_samples: a.prefill_samples,
         prefix_reuse: a.prefix_reuse,
+        turns: a.turns,
         kv_budget: a.kv_budget,
         run_id: a.run_id.clone(),
         data_dir: a.data.clone(),

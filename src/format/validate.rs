@@ -289,6 +289,7 @@ fn validate_numbers(c: &Cell) -> Result<()> {
                 ("server_decode_tps", r.server_decode_tps),
                 ("reasoning_chunks", count(Some(r.reasoning_chunks))),
                 ("first_answer_s", r.first_answer_s),
+                ("turn", count(Some(r.turn))),
             ];
             check_numbers(&values, |f| format!("measurement.requests[{i}].{f}"))?;
         }

@@ -66,5 +66,6 @@ pub fn settings(context: u32, cells: &[Cell], duration: f64, max_output: u64) ->
         repeat: None,
         prefill_samples: None,
         prefix_reuse_pct: None,
+        turns: None,
     }
 }

@@ -247,6 +247,9 @@ struct RepData {
     /// The first answer token's times, where streams reasoned first.
     #[serde(skip_serializing_if = "Option::is_none")]
     answer_ttft: Option<StatsData>,
+    /// Conversations: [turn, requests, median prompt tokens, median TTFT], formatted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    turns: Vec<(u64, usize, String, String)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tbt: Option<StatsData>,
 }
@@ -436,6 +439,15 @@ fn rep_data(view: &CellView, d: &CellDetail, texts: &mut Texts) -> RepData {
         prefill,
         ttft: e.and_then(|e| e.ttft_ms.as_ref()).or(d.reported_ttft_ms.as_ref()).map(stats),
         answer_ttft: e.and_then(|e| e.answer_ttft_ms.as_ref()).map(stats),
+        turns: e
+            .map(|e| &e.turns[..])
+            .unwrap_or_default()
+            .iter()
+            .map(|t| {
+                let tokens = numbers::or_dash(t.prompt_tokens, numbers::integer);
+                (t.turn, t.requests, tokens, numbers::or_dash(t.ttft_ms, numbers::millis))
+            })
+            .collect(),
         tbt: e.and_then(|e| e.tbt_ms.as_ref()).or(d.reported_tbt_ms.as_ref()).map(stats),
         ..RepData::default()
     };

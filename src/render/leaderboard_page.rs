@@ -25,9 +25,10 @@ pub const BOARD_ROWS: usize = 100;
 /// The board's folder name under `leaderboards/`.
 pub fn board_slug(key: BoardKey) -> String {
     match key {
-        BoardKey::Decode { context, concurrency, reuse: None } => format!("{}-x{concurrency}", context_slug(context)),
-        BoardKey::Decode { context, concurrency, reuse: Some(p) } => {
-            format!("{}-x{concurrency}-reuse{p}", context_slug(context))
+        BoardKey::Decode { context, concurrency, workload: w } => {
+            let reuse = w.prefix_reuse_pct.map(|p| format!("-reuse{p}")).unwrap_or_default();
+            let turns = w.turns.map(|t| format!("-turns{t}")).unwrap_or_default();
+            format!("{}-x{concurrency}{reuse}{turns}", context_slug(context))
         }
         BoardKey::Prefill { context } => format!("prefill-{}", context_slug(context)),
     }
@@ -36,9 +37,10 @@ pub fn board_slug(key: BoardKey) -> String {
 /// `8K × 64` or `Prefill 8K`.
 pub fn board_name(key: BoardKey) -> String {
     match key {
-        BoardKey::Decode { context, concurrency, reuse: None } => format!("{} × {concurrency}", context_label(context)),
-        BoardKey::Decode { context, concurrency, reuse: Some(p) } => {
-            format!("{} × {concurrency} · {p}% prefix reuse", context_label(context))
+        BoardKey::Decode { context, concurrency, workload: w } => {
+            let reuse = w.prefix_reuse_pct.map(|p| format!(" · {p}% prefix reuse")).unwrap_or_default();
+            let turns = w.turns.map(|t| format!(" · {t}-turn conversations")).unwrap_or_default();
+            format!("{} × {concurrency}{reuse}{turns}", context_label(context))
         }
         BoardKey::Prefill { context } => format!("Prefill {}", context_label(context)),
     }
@@ -74,8 +76,9 @@ struct BoardLink {
     name: String,
     context: u32,
     concurrency: Option<u32>,
-    /// A decode board of cells measured with prefix reuse: listed apart from the grid.
-    reuse: Option<u32>,
+    /// A decode board of another workload (prefix reuse, conversations): listed apart from
+    /// the grid.
+    apart: bool,
     ranked: usize,
 }
 
@@ -104,15 +107,17 @@ pub fn render_all(
         .leaderboards
         .iter()
         .map(|b| {
-            let (context, concurrency, reuse) = match b.key {
-                BoardKey::Decode { context, concurrency, reuse } => (context, Some(concurrency), reuse),
-                BoardKey::Prefill { context } => (context, None, None),
+            let (context, concurrency, apart) = match b.key {
+                BoardKey::Decode { context, concurrency, workload } => {
+                    (context, Some(concurrency), !workload.is_plain())
+                }
+                BoardKey::Prefill { context } => (context, None, false),
             };
             let (slug, name, ranked) = (board_slug(b.key), board_name(b.key), b.ranked.len());
-            BoardLink { slug, name, context, concurrency, reuse, ranked }
+            BoardLink { slug, name, context, concurrency, apart, ranked }
         })
         .collect();
-    let grid = || links.iter().filter(|l| l.reuse.is_none());
+    let grid = || links.iter().filter(|l| !l.apart);
     let mut columns: Vec<u32> = grid().filter_map(|l| l.concurrency).collect();
     columns.sort_unstable();
     columns.dedup();

@@ -282,6 +282,7 @@ pub fn render(
         repeated => run.prefill.iter().chain(&run.decode).map(|c| c.repetitions).max().filter(|n| *n > 1),
         // The decode cells' planned prefix reuse (`--prefix-reuse`), if any.
         prefix_reuse => run.manifest.settings.prefix_reuse_pct,
+        turns => run.manifest.settings.turns,
         // Streams that reasoned first: the TTFT is of any token, the answer's is apart.
         reasoning => run.decode.iter().any(|c| c.figures.answer_ttft_ms.is_some()),
         // Several tokens a chunk somewhere (speculative decoding, MTP): shown where so.
@@ -393,7 +394,11 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
 mod tests {
     use super::*;
 
-    const BOARD: BoardKey = BoardKey::Decode { context: 8192, concurrency: 4, reuse: None };
+    const BOARD: BoardKey = BoardKey::Decode {
+        context: 8192,
+        concurrency: 4,
+        workload: crate::format::Workload { prefix_reuse_pct: None, turns: None },
+    };
     const PREFILL: BoardKey = BoardKey::Prefill { context: 8192 };
 
     fn page(places: &[(BoardKey, usize, usize)]) -> String {

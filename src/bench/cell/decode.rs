@@ -55,8 +55,12 @@ pub async fn decode_cell(
     let (cancel_tx, cancel_rx) = watch::channel(false);
     let (events_tx, events) = mpsc::unbounded_channel();
     let bodies = Arc::new(Bodies::new(cx, prompt));
+    let prompt: Arc<str> = Arc::from(prompt);
     let workers: Vec<_> = (0..c)
-        .map(|_| tokio::spawn(worker(cx.clone(), bodies.clone(), cancel_rx.clone(), events_tx.clone())))
+        .map(|_| {
+            let stream = Stream { bodies: bodies.clone(), prompt: prompt.clone() };
+            tokio::spawn(worker(cx.clone(), stream, cancel_rx.clone(), events_tx.clone()))
+        })
         .collect();
     drop(events_tx);
     let mut run =
@@ -111,21 +115,21 @@ pub async fn decode_cell(
 /// `--prefix-reuse`) a prompt of its own for each request, sharing the planned prefix.
 enum Bodies {
     Same(Bytes),
-    Reuse { cx: CellContext, prompt: String, pct: u32 },
+    Reuse { prompt: String, pct: u32 },
 }
 
 impl Bodies {
     fn new(cx: &CellContext, prompt: &str) -> Bodies {
         match cx.prefix_reuse {
-            Some(pct) => Bodies::Reuse { cx: cx.clone(), prompt: prompt.to_string(), pct },
+            Some(pct) => Bodies::Reuse { prompt: prompt.to_string(), pct },
             None => Bodies::Same(cx.body(prompt, cx.max_output)),
         }
     }
 
-    fn next(&self) -> Bytes {
+    fn next(&self, cx: &CellContext) -> Bytes {
         match self {
             Bodies::Same(body) => body.clone(),
-            Bodies::Reuse { cx, prompt, pct } => {
+            Bodies::Reuse { prompt, pct } => {
                 let n = cx.request_serial.fetch_add(1, Ordering::Relaxed);
                 cx.body(&crate::bench::prompt::reuse_prompt(prompt, *pct, n), cx.max_output)
             }
@@ -133,23 +137,65 @@ impl Bodies {
     }
 }
 
+/// What a worker sends: the cell's bodies, and its sized prompt (a conversation's first turn).
+struct Stream {
+    bodies: Arc<Bodies>,
+    prompt: Arc<str>,
+}
+
+/// A stream's conversation (`--turns`): its messages so far and the turn to send.
+struct Conversation {
+    turns: u32,
+    turn: u32,
+    messages: Vec<(&'static str, String)>,
+}
+
+impl Conversation {
+    /// The next turn's body and number: the conversation goes on with the last answer and a
+    /// new question, or (after its last turn, or an answer it did not get) a new one begins,
+    /// numbered apart from every other of the run.
+    fn next(&mut self, cx: &CellContext, prompt: &str, answer: Option<String>) -> (Bytes, u32) {
+        match answer.filter(|_| self.turn > 0 && self.turn < self.turns) {
+            Some(answer) => {
+                self.turn += 1;
+                self.messages.push(("assistant", answer));
+                self.messages.push(("user", crate::bench::prompt::next_question(self.turn)));
+            }
+            None => {
+                let id = cx.request_serial.fetch_add(1, Ordering::Relaxed);
+                self.turn = 1;
+                self.messages = vec![("user", format!("[conversation {id}] {prompt}"))];
+            }
+        }
+        let body = crate::bench::prompt::conversation_body(&cx.model, &self.messages, cx.max_output);
+        (Bytes::from(serde_json::to_vec(&body).expect("json")), self.turn)
+    }
+}
+
 /// Streams one request after another until the cell cancels, a stream fails or loops.
 async fn worker(
     cx: CellContext,
-    bodies: Arc<Bodies>,
+    stream: Stream,
     cancel: watch::Receiver<bool>,
     events: mpsc::UnboundedSender<WorkerEvent>,
 ) {
     let mut first = true;
+    let mut conversation = cx.turns.map(|turns| Conversation { turns, turn: 0, messages: Vec::new() });
+    let mut answer: Option<String> = None;
     while !*cancel.borrow() {
         let on_first_token = || {
             if std::mem::take(&mut first) {
                 let _ = events.send(WorkerEvent::FirstToken);
             }
         };
-        let out =
-            run_stream(&cx.client, cx.api.path(), bodies.next(), &cx.clock, cx.stream, cancel.clone(), on_first_token)
-                .await;
+        let (body, turn) = match conversation.as_mut() {
+            Some(c) => c.next(&cx, &stream.prompt, answer.take()),
+            None => (stream.bodies.next(&cx), 0),
+        };
+        let mut out =
+            run_stream(&cx.client, cx.api.path(), body, &cx.clock, cx.stream, cancel.clone(), on_first_token).await;
+        out.record.turn = u64::from(turn);
+        answer = out.answer.take().filter(|_| out.record.finish_reason.is_some());
         let last = out.failure.is_some() || out.loop_finding.is_some() || out.cancelled;
         let _ = events.send(WorkerEvent::Finished(Box::new(out)));
         if last {

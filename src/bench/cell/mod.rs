@@ -45,6 +45,8 @@ pub struct CellContext {
     pub max_output: u32,
     /// Prefix reuse of decode cells, in percent (`--prefix-reuse`).
     pub prefix_reuse: Option<u32>,
+    /// Turns of each stream's conversation (`--turns`).
+    pub turns: Option<u32>,
     /// Requests sent with a prompt of their own so far, the run's cells together: each
     /// one's number, so no two requests of a run share more than the planned prefix.
     pub request_serial: Arc<std::sync::atomic::AtomicU64>,

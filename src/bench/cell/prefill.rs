@@ -11,7 +11,7 @@ use crate::format::{Cell, ErrorCause, Measurement, Phase, RequestRecord};
 
 /// One streamed request of `prompt` with `max_tokens: 1`.
 async fn one_request(cx: &CellContext, prompt: &str, cancel: watch::Receiver<bool>) -> StreamOutcome {
-    let settings = StreamSettings { detect_loops: false, ..cx.stream };
+    let settings = StreamSettings { detect_loops: false, keep_answer: false, ..cx.stream };
     run_stream(&cx.client, cx.api.path(), cx.body(prompt, 1), &cx.clock, settings, cancel, || {}).await
 }
 

@@ -61,7 +61,13 @@ pub struct StreamSettings {
     pub stall_timeout: Duration,
     pub loop_settings: LoopSettings,
     pub detect_loops: bool,
+    /// Keep the answer's text (a conversation's next turn carries it), up to
+    /// `MAX_ANSWER_BYTES`.
+    pub keep_answer: bool,
 }
+
+/// The most of an answer kept for a conversation's next turn.
+pub const MAX_ANSWER_BYTES: usize = 256 * 1024;
 
 /// How a request failed: the message (scrubbed of secrets, bounded in length), the HTTP
 /// status where there was one, and the cause where it matters to the run.
@@ -107,6 +113,8 @@ pub struct StreamOutcome {
     pub failure: Option<Failure>,
     /// Ended by the cell (window over, or another stream's failure), not by the server.
     pub cancelled: bool,
+    /// The answer's text (content, not reasoning), where the settings keep it.
+    pub answer: Option<String>,
 }
 
 impl StreamOutcome {
@@ -118,7 +126,7 @@ impl StreamOutcome {
             _ => (None, true),
         };
         record.error = failure.as_ref().map(|f| f.message.clone());
-        StreamOutcome { record, loop_finding: None, failure, cancelled }
+        StreamOutcome { record, loop_finding: None, failure, cancelled, answer: None }
     }
 }
 
@@ -197,6 +205,7 @@ struct StreamState {
     found: Option<LoopFinding>,
     done: bool,
     channels: Channels,
+    answer: Option<String>,
 }
 
 /// The reasoning channel of a stream: chunks that carried reasoning text before the answer
@@ -263,7 +272,8 @@ impl StreamReader {
     }
 
     fn finish(self, ended: Ended, clock: &WindowClock, client: &HttpClient) -> StreamOutcome {
-        let StreamReader { parser, state } = self;
+        let StreamReader { parser, mut state } = self;
+        let answer = state.answer.take();
         let mut record = state.record;
         record.end_s = Some(clock.now_s());
         let (mut failure, cancelled, loop_finding) = match ended {
@@ -283,7 +293,7 @@ impl StreamReader {
         record.token_source = count.source;
         let failure = failure.map(|f| Failure { message: client.scrub(&f.message), ..f });
         record.error = failure.as_ref().map(|f| f.message.clone());
-        StreamOutcome { record, loop_finding, failure, cancelled }
+        StreamOutcome { record, loop_finding, failure, cancelled, answer }
     }
 }
 
@@ -297,6 +307,7 @@ impl StreamState {
             found: None,
             done: false,
             channels: Channels::default(),
+            answer: settings.keep_answer.then(String::new),
         }
     }
 
@@ -355,6 +366,11 @@ impl StreamState {
         }
         let text = |s: Option<&str>| s.is_some_and(|s| !s.is_empty());
         self.channels.take(rec, text(chunk.reasoning.as_deref()), text(chunk.content.as_deref()), t);
+        if let (Some(answer), Some(content)) = (self.answer.as_mut(), chunk.content.as_deref()) {
+            if answer.len() + content.len() <= MAX_ANSWER_BYTES {
+                answer.push_str(content);
+            }
+        }
         if let (Some((content, reasoning)), true) = (self.loops.as_mut(), tokens.has_text) {
             let content = chunk.content.as_deref().and_then(|text| content.push(text, "content"));
             let reasoning = chunk.reasoning.as_deref().and_then(|text| reasoning.push(text, "reasoning"));

@@ -103,6 +103,8 @@ struct RequestColumns {
     reasoning_chunks: Column<u64>,
     #[serde(default = "Column::none", skip_serializing_if = "Column::is_none")]
     first_answer_s: Column<Option<f64>>,
+    #[serde(default = "Column::zero", skip_serializing_if = "Column::is_zero")]
+    turn: Column<u64>,
 }
 
 impl RequestColumns {
@@ -133,6 +135,7 @@ impl RequestColumns {
             server_decode_tps: opt(&|r| r.server_decode_tps),
             reasoning_chunks: plain!(reasoning_chunks),
             first_answer_s: opt(&|r| r.first_answer_s),
+            turn: plain!(turn),
         }
     }
 
@@ -154,6 +157,7 @@ impl RequestColumns {
         self.server_decode_tps.check(n, "server_decode_tps")?;
         self.reasoning_chunks.check(n, "reasoning_chunks")?;
         self.first_answer_s.check(n, "first_answer_s")?;
+        self.turn.check(n, "turn")?;
         Ok((0..n)
             .map(|i| RequestRecord {
                 send_s: self.send_s.at(i),
@@ -172,6 +176,7 @@ impl RequestColumns {
                 server_decode_tps: self.server_decode_tps.at(i),
                 reasoning_chunks: self.reasoning_chunks.at(i),
                 first_answer_s: self.first_answer_s.at(i),
+                turn: self.turn.at(i),
             })
             .collect())
     }
@@ -280,6 +285,7 @@ mod tests {
             server_decode_tps: Some(41.25),
             reasoning_chunks: if i == 1 { 5 } else { 0 },
             first_answer_s: (i == 1).then_some(0.9),
+            turn: i,
         }
     }
 

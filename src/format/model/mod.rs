@@ -198,6 +198,33 @@ pub struct RunSettings {
     /// of its own). Absent: every stream sends one identical prompt again and again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_reuse_pct: Option<u32>,
+    /// Turns of each stream's conversation (`site bench --turns`): a request's prompt
+    /// carries the conversation's earlier turns and answers. Absent: one request a prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
+}
+
+/// What a run's decode cells send, beyond context and concurrency: a workload of its own,
+/// ranked and compared apart from others.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Workload {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_reuse_pct: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
+}
+
+impl Workload {
+    /// Every stream repeating one prompt, one request a turn: the matrix as the seeds measure it.
+    pub fn is_plain(&self) -> bool {
+        *self == Workload::default()
+    }
+}
+
+impl RunSettings {
+    pub fn workload(&self) -> Workload {
+        Workload { prefix_reuse_pct: self.prefix_reuse_pct, turns: self.turns }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -629,6 +656,9 @@ pub struct RequestRecord {
     /// that reasoned first; for one that did not, the first token is the answer's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_answer_s: Option<f64>,
+    /// The request's turn in its stream's conversation (`--turns`: 1 first); 0 outside one.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub turn: u64,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -796,6 +826,7 @@ impl RequestRecord {
             server_decode_tps: None,
             reasoning_chunks: 0,
             first_answer_s: None,
+            turn: 0,
         }
     }
 

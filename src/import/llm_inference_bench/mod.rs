@@ -356,6 +356,7 @@ pub fn convert(path: &Path) -> Result<(Converted, BenchTool)> {
         repeat: None,
         prefill_samples: None,
         prefix_reuse_pct: None,
+        turns: None,
     };
     let converted = Converted {
         settings,
