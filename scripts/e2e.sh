@@ -80,7 +80,7 @@ step "prefix reuse on llama.cpp: 0% and 90% planned, checked against its prompt 
 mkdir -p "$WORK/reuse"
 for pct in 0 90; do
   (cd "$WORK/reuse" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id "reuse-$pct" --prefix-reuse "$pct" \
-    --contexts 512 --concurrency 1,2 --duration 3s --max-output 16 --warmup-hold 1s \
+    --contexts 512 --concurrency 1 --duration 4s --max-output 16 --warmup-hold 1s \
     --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
 done
 (cd "$WORK/reuse" && "$SITE" build)

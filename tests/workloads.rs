@@ -209,3 +209,28 @@ fn each_stream_a_conversation_whose_later_turns_carry_the_earlier_ones() {
     let out = bench(d, &sim.url, &["--contexts", "256", "--concurrency", "1", "--turns", "2", "--api", "completions"]);
     assert!(!out.status.success() && stderr(&out).contains("--turns needs --api chat"), "{}", stderr(&out));
 }
+
+#[test]
+fn sglangs_speculative_decoding_gauges_are_read_where_it_keeps_no_counters() {
+    let sim = SimArgs::new()
+        .steps(10, 0)
+        .flavor("sglang")
+        .flag("--tokens-per-chunk", 3)
+        .flag("--spec-draft-tokens", 4)
+        .flag("--usage", "continuous")
+        .start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    assert_ok(&bench(d, &sim.url, &["--contexts", "256", "--concurrency", "2", "--run-id", "sg"]));
+    let raw = cell(d, "sg", "decode-256-c2.json");
+    assert!(raw["measurement"].get("spec_decode").is_none(), "{}", raw["measurement"]);
+    let gauges = &raw["measurement"]["spec_decode_gauges"];
+    // 2 of 4 accepted a chunk, less each finished request's last (shorter) chunk.
+    assert!((gauges["accept_rate"].as_f64().unwrap() - 0.5).abs() < 0.02, "{gauges}");
+    assert_ok(&site_in(d, &["build"]));
+    let cells = cells_download(&d.join("public"), "sg");
+    let f = &decode_cell(&cells, 256, 2)["figures"];
+    assert!((f["spec_accepted_len"].as_f64().unwrap() - 3.0).abs() < 0.05, "{f}");
+    let formulas = evidence_cell(d, "sg", "decode-256-x2")["reps"][0]["formulas"].to_string();
+    assert!(formulas.contains("an average over its most recent batches"), "{formulas}");
+}

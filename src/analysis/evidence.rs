@@ -382,6 +382,7 @@ mod tests {
             machine: None,
             spec_decode: None,
             prefix_cache: None,
+            spec_decode_gauges: None,
         };
         let cell = Cell { measurement: Some(m), ..Cell::new(Phase::Decode, 1024, 4, Status::Valid) };
         let e = evidence(&cell).unwrap();

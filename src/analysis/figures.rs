@@ -209,6 +209,23 @@ pub fn usage_tokens_chunks(requests: &[RequestRecord]) -> (u64, u64) {
         .fold((0, 0), |(t, c): (u64, u64), r| (t.saturating_add(r.tokens), c.saturating_add(r.chunks)))
 }
 
+/// Accepted / proposed draft tokens: the server's counters over the window, else its
+/// gauge of its most recent batches (SGLang).
+fn spec_acceptance(m: &Measurement) -> Option<f64> {
+    match &m.spec_decode {
+        Some(s) => (s.draft_tokens > 0.0).then(|| s.accepted_tokens / s.draft_tokens),
+        None => m.spec_decode_gauges.as_ref().and_then(|g| g.accept_rate),
+    }
+}
+
+/// 1 + accepted / drafts: the counters over the window, else SGLang's gauge.
+fn spec_accepted_len(m: &Measurement) -> Option<f64> {
+    match &m.spec_decode {
+        Some(s) => (s.drafts > 0.0).then(|| 1.0 + s.accepted_tokens / s.drafts),
+        None => m.spec_decode_gauges.as_ref().and_then(|g| g.accept_length),
+    }
+}
+
 /// Output tokens per streamed chunk, where the server's usage counted them.
 fn tokens_per_chunk(requests: &[RequestRecord]) -> Option<f64> {
     let (tokens, chunks) = usage_tokens_chunks(requests);
@@ -294,16 +311,8 @@ fn decode_figures(m: &Measurement) -> Figures {
         answer_ttft_ms: answers.as_deref().and_then(median).map(ms),
         answer_ttft_p90_ms: answers.as_deref().and_then(|a| supported_percentile(a, 90.0)).map(ms),
         tokens_per_chunk: tokens_per_chunk(requests),
-        spec_acceptance: m
-            .spec_decode
-            .as_ref()
-            .filter(|s| s.draft_tokens > 0.0)
-            .map(|s| s.accepted_tokens / s.draft_tokens),
-        spec_accepted_len: m
-            .spec_decode
-            .as_ref()
-            .filter(|s| s.drafts > 0.0)
-            .map(|s| 1.0 + s.accepted_tokens / s.drafts),
+        spec_acceptance: spec_acceptance(m),
+        spec_accepted_len: spec_accepted_len(m),
         cached_prompt_pct: m.cached_prompt_pct(),
         next_turn_ttft_ms: median(&requests.iter().filter(|r| r.turn >= 2).filter_map(ttft_s).collect::<Vec<_>>())
             .map(ms),
@@ -420,6 +429,7 @@ mod tests {
             machine: None,
             spec_decode: None,
             prefix_cache: None,
+            spec_decode_gauges: None,
         };
         let f = Figures::from_measurement(Phase::Decode, Some(8192), &m);
         assert_eq!(f.output_tokens, Some(4500));
@@ -487,6 +497,7 @@ mod tests {
             machine: None,
             spec_decode: None,
             prefix_cache: None,
+            spec_decode_gauges: None,
         };
         let f = Figures::from_measurement(Phase::Decode, None, &m);
         assert_eq!(f.completed, Some(1));

@@ -48,6 +48,15 @@ pub fn prefix_between(open: [f64; 2], close: [f64; 2]) -> Option<crate::format::
     (queries > 0.0 && hits >= 0.0 && hits <= queries).then_some(crate::format::PrefixCacheCount { queries, hits })
 }
 
+/// SGLang's speculative-decoding gauges of a `/metrics` text, where it has either; a rate
+/// beyond 0 to 1 or a length below 1 is no reading.
+pub fn spec_gauges(text: &str) -> Option<crate::format::SpecDecodeGauges> {
+    let rate = metric_value(text, "sglang:spec_accept_rate").filter(|r| (0.0..=1.0).contains(r));
+    let length = metric_value(text, "sglang:spec_accept_length").filter(|l| *l >= 1.0);
+    (rate.is_some() || length.is_some())
+        .then_some(crate::format::SpecDecodeGauges { accept_rate: rate, accept_length: length })
+}
+
 /// The speculative-decoding counters of a `/metrics` text, where it has all three.
 pub fn spec_counters(text: &str) -> Option<[f64; 3]> {
     let [a, b, c] = SPEC_DECODE_COUNTERS.map(|name| metric_value(text, name));

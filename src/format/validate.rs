@@ -298,6 +298,11 @@ fn validate_numbers(c: &Cell) -> Result<()> {
             check_numbers(&values, |f| format!("measurement.server_tokens.{f}"))?;
         }
         check_numbers(&[("client_cpu_s", m.client_cpu_s)], |f| format!("measurement.{f}"))?;
+        if let Some(g) = &m.spec_decode_gauges {
+            check_numbers(&[("accept_rate", g.accept_rate), ("accept_length", g.accept_length)], |f| {
+                format!("measurement.spec_decode_gauges.{f}")
+            })?;
+        }
         if let Some(p) = &m.prefix_cache {
             check_numbers(&[("queries", Some(p.queries)), ("hits", Some(p.hits))], |f| {
                 format!("measurement.prefix_cache.{f}")

@@ -233,6 +233,29 @@ mod tests {
     }
 
     #[test]
+    fn hostile_values_are_refused_or_left_out_never_taken() {
+        let with = |from: &str, to: &str| {
+            let text = serde_json::to_string(&report("8", "s")).unwrap().replace(from, to);
+            serde_json::from_str::<Value>(&text).unwrap()
+        };
+        // A length of no prompt, or beyond any: refused by name.
+        for value in ["0", "-5", "1e30"] {
+            let e = read("r.yaml: ".into(), &with("\"value\":1024", &format!("\"value\":{value}"))).unwrap_err();
+            assert!(e.to_string().contains("input_seq_len.value: expected a length"), "{value}: {e}");
+        }
+        // A fractional or absurd concurrency: refused.
+        for c in ["2.5", "0", "1e9"] {
+            let e = read("r.yaml: ".into(), &with("\"concurrency\":8", &format!("\"concurrency\":{c}"))).unwrap_err();
+            assert!(e.to_string().contains("concurrency: expected a whole number"), "{c}: {e}");
+        }
+        // A negative latency is no latency; a throughput of another unit is none.
+        let r = read("r.yaml: ".into(), &with("\"p50\":0.04", "\"p50\":-0.04")).unwrap();
+        assert_eq!(r.cell.reported.as_ref().unwrap().ttft_ms, None);
+        let e = read("r.yaml: ".into(), &with("\"units\":\"tokens/s\"", "\"units\":\"parsecs\"")).unwrap_err();
+        assert!(e.to_string().contains("output_token_rate.mean: expected the output tok/s"), "{e}");
+    }
+
+    #[test]
     fn a_rate_stage_or_unknown_units_are_not_taken_as_cells() {
         let e = read("r.yaml: ".into(), &report(".inf", "s")).unwrap_err().to_string();
         assert!(e.contains("concurrency: expected a whole number"), "{e}");

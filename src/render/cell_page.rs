@@ -634,7 +634,8 @@ fn cache_formulas(f: &Figures, cell: &Cell) -> Option<Formula> {
 
 /// The server's speculative-decoding counters over the window.
 fn spec_formulas(f: &Figures, cell: &Cell) -> Vec<Formula> {
-    let Some(s) = cell.measurement.as_ref().and_then(|m| m.spec_decode.as_ref()) else { return Vec::new() };
+    let Some(m) = cell.measurement.as_ref() else { return Vec::new() };
+    let Some(s) = m.spec_decode.as_ref() else { return spec_gauge_formulas(f, m) };
     let mut rows = Vec::new();
     if let Some(v) = f.spec_acceptance {
         rows.push(Formula {
@@ -653,6 +654,27 @@ fn spec_formulas(f: &Figures, cell: &Cell) -> Vec<Formula> {
         });
     }
     rows
+}
+
+/// SGLang's speculative-decoding gauges, read as the window closed.
+fn spec_gauge_formulas(f: &Figures, m: &crate::format::Measurement) -> Vec<Formula> {
+    if m.spec_decode_gauges.is_none() {
+        return Vec::new();
+    }
+    let gauge = "the server's gauge as the window closed (sglang:spec_accept_rate / spec_accept_length: an average over its most recent batches, not the whole window)";
+    let rate = f.spec_acceptance.map(|v| Formula {
+        figure: "Draft acceptance",
+        value: format!("{:.1}%", v * 100.0),
+        formula: gauge,
+        inputs: "sglang:spec_accept_rate".into(),
+    });
+    let length = f.spec_accepted_len.map(|v| Formula {
+        figure: "Mean accepted length",
+        value: format!("{v:.2}"),
+        formula: gauge,
+        inputs: "sglang:spec_accept_length".into(),
+    });
+    rate.into_iter().chain(length).collect()
 }
 
 /// The server's own figures beside ours, and the client's CPU.

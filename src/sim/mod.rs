@@ -70,8 +70,9 @@ pub struct SimArgs {
     /// Tokens sent in each chunk (more than 1 mimics speculative / MTP decoding).
     #[arg(long, default_value_t = 1)]
     pub tokens_per_chunk: u64,
-    /// Speculative decoding's counters on /metrics (vllm flavor): each chunk is one draft of
-    /// this many proposed tokens, all of the chunk's tokens but one accepted. 0: none.
+    /// Speculative decoding on /metrics (vllm flavor: counters; sglang: its gauges): each
+    /// chunk is one draft of this many proposed tokens, all of the chunk's tokens but one
+    /// accepted. 0: none.
     #[arg(long, default_value_t = 0)]
     pub spec_draft_tokens: u64,
     /// KV cache in tokens; requests that do not fit wait (and count as waiting).

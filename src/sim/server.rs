@@ -207,6 +207,19 @@ fn metrics(sim: &Sim) -> String {
             w = s.waiting,
             b = a.kv_tokens / 16
         ),
+        Flavor::Sglang if a.spec_draft_tokens > 0 && s.spec[0] > 0 => {
+            // Gauges, as SGLang keeps them (its recent batches; here, everything so far).
+            let [d, p, acc] = s.spec.map(|v| v as f64);
+            format!(
+                "sglang:num_running_reqs{{model_name=\"{m}\"}} {}.0\nsglang:num_queue_reqs {}.0\n\
+                 sglang:spec_accept_rate{{model_name=\"{m}\"}} {}\nsglang:spec_accept_length{{model_name=\"{m}\"}} {}\n",
+                s.running,
+                s.waiting,
+                acc / p,
+                1.0 + acc / d,
+                m = a.model
+            )
+        }
         Flavor::Sglang => format!("sglang:num_running_reqs{{model_name=\"{}\"}} {}.0\nsglang:num_queue_reqs {}.0\n", a.model, s.running, s.waiting),
         Flavor::Llamacpp => format!("# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing {}\nllamacpp:requests_deferred {}\n", s.running, s.waiting),
     };

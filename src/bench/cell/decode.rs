@@ -102,6 +102,8 @@ pub async fn decode_cell(
         m.machine = edges.machine(cx);
         m.spec_decode = edges.spec_decode();
         m.prefix_cache = edges.prefix_cache();
+        // Gauges only where no counters: the counters cover the window, the gauges a batch.
+        m.spec_decode_gauges = if m.spec_decode.is_none() { edges.count_close.spec_gauges } else { None };
         let planned = cx.prefix_reuse.map(|p| (p, m.cached_prompt_pct()));
         cell.warnings.extend(planned.and_then(|(p, measured)| reuse_warning(p, measured?)));
         m.telemetry = cx.telemetry.as_ref().map(|t| t.between(start_s, end_s)).unwrap_or_default();
@@ -137,6 +139,9 @@ impl Bodies {
     }
 }
 
+/// The most text a conversation's later turns add before a new one begins.
+const MAX_CONVERSATION_GROWTH: usize = 1 << 20;
+
 /// What a worker sends: the cell's bodies, and its sized prompt (a conversation's first turn).
 struct Stream {
     bodies: Arc<Bodies>,
@@ -155,7 +160,12 @@ impl Conversation {
     /// new question, or (after its last turn, or an answer it did not get) a new one begins,
     /// numbered apart from every other of the run.
     fn next(&mut self, cx: &CellContext, prompt: &str, answer: Option<String>) -> (Bytes, u32) {
-        match answer.filter(|_| self.turn > 0 && self.turn < self.turns) {
+        // A conversation grown past its first prompt by more than this is begun anew: a
+        // server's answers cannot make a stream hold more (32 turns of 256 KiB answers
+        // would be 8 MiB a stream).
+        let size: usize = self.messages.iter().map(|(_, m)| m.len()).sum();
+        let fits = |a: &String| size + a.len() <= prompt.len() + MAX_CONVERSATION_GROWTH;
+        match answer.filter(|a| self.turn > 0 && self.turn < self.turns && fits(a)) {
             Some(answer) => {
                 self.turn += 1;
                 self.messages.push(("assistant", answer));

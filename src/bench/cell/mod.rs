@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use super::client::http::HttpClient;
 use super::client::stream::{run_stream, Failure, StreamSettings, WindowClock};
-use super::discover::{gauge_values, metric_value, prefix_counters, spec_counters};
+use super::discover::{gauge_values, metric_value, prefix_counters, spec_counters, spec_gauges};
 use super::engine::EngineKind;
 use super::prompt::{request_body, Api};
 use crate::format::{Cell, CellError, GaugeSample, Phase, Status};
@@ -30,6 +30,8 @@ pub struct Counters {
     pub spec: Option<[f64; 3]>,
     /// The prefix-cache counters (queries, hits), where the server keeps them.
     pub prefix: Option<[f64; 2]>,
+    /// SGLang's speculative-decoding gauges, where it has them.
+    pub spec_gauges: Option<crate::format::SpecDecodeGauges>,
 }
 
 /// Everything a cell needs to know about the server and the run.
@@ -103,7 +105,12 @@ impl CellContext {
         status.is_success().then_some(())?;
         let text = String::from_utf8_lossy(&body);
         let tokens = self.token_counter.and_then(|name| metric_value(&text, name)).map(|v| (t, v));
-        Some(Counters { tokens, spec: spec_counters(&text), prefix: prefix_counters(&text) })
+        Some(Counters {
+            tokens,
+            spec: spec_counters(&text),
+            prefix: prefix_counters(&text),
+            spec_gauges: spec_gauges(&text),
+        })
     }
 
     /// Waits until the server reports no running requests, so one cell never leaks load

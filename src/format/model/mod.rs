@@ -458,6 +458,21 @@ pub struct Measurement {
     /// The server's prefix-cache counters' growth across the window, where it keeps them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<PrefixCacheCount>,
+    /// A server that keeps no speculative-decoding counters but gauges of its most recent
+    /// batches (SGLang), read as the window closes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode_gauges: Option<SpecDecodeGauges>,
+}
+
+/// SGLang's speculative-decoding gauges at the window's end (`sglang:spec_accept_rate`,
+/// `sglang:spec_accept_length`): averages over its most recent batches, not the window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecDecodeGauges {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_length: Option<f64>,
 }
 
 /// A server's prefix-cache counters read at the window's edges, their growth between the
@@ -577,6 +592,7 @@ impl Measurement {
             machine: None,
             spec_decode: None,
             prefix_cache: None,
+            spec_decode_gauges: None,
         }
     }
 }
