@@ -178,16 +178,11 @@ fn inference_perf_run(found: &[&Source]) -> Result<(Converted, String)> {
 
 /// llm-d Benchmark Reports, grouped by stack and load tool into runs.
 fn llmd_runs(found: &[Source]) -> Result<Vec<Imported>> {
-    let mut groups: Vec<(String, Vec<llmd::Report>)> = Vec::new();
-    for s in found {
-        let v = format::yaml::parse(&s.path, &s.text()?)?;
-        let report = llmd::read(format!("{}: ", s.path.display()), &v)?;
-        match groups.iter_mut().find(|(k, _)| *k == report.key) {
-            Some((_, g)) => g.push(report),
-            None => groups.push((report.key.clone(), vec![report])),
-        }
-    }
-    groups
+    let read = |s: &Source| {
+        let report = llmd::read(format!("{}: ", s.path.display()), &format::yaml::parse(&s.path, &s.text()?)?)?;
+        Ok((report.key.clone(), report))
+    };
+    grouped(found, read)?
         .into_iter()
         .map(|(_, g)| {
             let (converted, (name, version)) = llmd::convert(g)?;
@@ -196,21 +191,30 @@ fn llmd_runs(found: &[Source]) -> Result<Vec<Imported>> {
         .collect()
 }
 
+/// Each source read into a keyed part, the parts grouped by key in the order first seen
+/// (one group a run).
+fn grouped<T>(found: &[Source], read: impl Fn(&Source) -> Result<(String, T)>) -> Result<Vec<(String, Vec<T>)>> {
+    let mut groups: Vec<(String, Vec<T>)> = Vec::new();
+    for s in found {
+        let (key, part) = read(s)?;
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(part),
+            None => groups.push((key, vec![part])),
+        }
+    }
+    Ok(groups)
+}
+
 /// AIPerf profiles (with the request records beside each), grouped by setting into runs.
 fn aiperf_runs(found: &[Source]) -> Result<Vec<Imported>> {
     // One profile at a time: its document and records are dropped once its cell is made.
-    let mut groups: Vec<(String, Vec<aiperf::Profile>)> = Vec::new();
-    for s in found {
+    let read = |s: &Source| {
         let v: Value = format::json::parse_lean(&s.path, &s.text()?, &[])?;
         let records = s.path.with_file_name("profile_export.jsonl");
         let profile = aiperf::read_profile(format!("{}: ", s.path.display()), &v, &records)?;
-        drop(v);
-        match groups.iter_mut().find(|(k, _)| *k == profile.key) {
-            Some((_, g)) => g.push(profile),
-            None => groups.push((profile.key.clone(), vec![profile])),
-        }
-    }
-    groups
+        Ok((profile.key.clone(), profile))
+    };
+    grouped(found, read)?
         .into_iter()
         .map(|(_, g)| {
             let (converted, version) = aiperf::convert(g)?;
