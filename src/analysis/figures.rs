@@ -196,8 +196,8 @@ pub fn answer_ttft_s(r: &RequestRecord) -> Option<f64> {
 
 /// Answer TTFTs of the requests, where any of them reasoned first (else none: the answer's
 /// first token is the first token, and the TTFT says it).
-fn answer_ttfts(requests: &[&RequestRecord]) -> Option<Vec<f64>> {
-    requests.iter().any(|r| r.reasoned()).then(|| requests.iter().filter_map(|r| answer_ttft_s(r)).collect())
+fn answer_ttfts(requests: &[RequestRecord]) -> Option<Vec<f64>> {
+    requests.iter().any(RequestRecord::reasoned).then(|| requests.iter().filter_map(answer_ttft_s).collect())
 }
 
 /// Output tokens and the chunks that carried them, of the requests whose tokens the
@@ -289,7 +289,7 @@ fn decode_figures(m: &Measurement) -> Figures {
     let total_tps = measured_s.map(|s| output_tokens as f64 / s);
 
     let ttfts: Vec<f64> = requests.iter().filter_map(ttft_s).collect();
-    let answers = answer_ttfts(&requests.iter().collect::<Vec<_>>());
+    let answers = answer_ttfts(requests);
     let tbts: Vec<f64> = requests.iter().filter_map(time_between_tokens_s).collect();
     let rates: Vec<f64> = tbts.iter().map(|t| 1.0 / t).collect();
     let finished = finished_rates(requests);
