@@ -18,16 +18,17 @@ fn decode_cell(cells: &Value, context: u64, c: u64) -> &Value {
         .unwrap_or_else(|| panic!("no decode cell {context} x {c}"))
 }
 
+/// The simulated engine at 10 ms a step sending `tokens` tokens a chunk, counted by its
+/// usage in every chunk (so tokens per chunk are measured, not assumed).
+fn chunked(tokens: u32) -> SimArgs {
+    SimArgs::new().steps(10, 0).flag("--tokens-per-chunk", tokens).flag("--usage", "continuous")
+}
+
 #[test]
 fn a_reasoning_model_gets_the_first_token_of_any_kind_and_the_answers_apart() {
     // 10 ms a step, 2 tokens a chunk: the first 40 tokens are reasoning, 20 chunks, so the
     // answer's first token comes some 200 ms after the first token.
-    let sim = SimArgs::new()
-        .steps(10, 0)
-        .flag("--reasoning-tokens", 40)
-        .flag("--tokens-per-chunk", 2)
-        .flag("--usage", "continuous")
-        .start();
+    let sim = chunked(2).flag("--reasoning-tokens", 40).start();
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
     assert_ok(&bench(d, &sim.url, &["--contexts", "256", "--concurrency", "1,2", "--run-id", "think"]));
@@ -84,12 +85,7 @@ fn a_model_that_does_not_reason_has_one_ttft_and_one_token_a_chunk() {
 #[test]
 fn speculative_decoding_is_measured_from_the_chunks_and_the_servers_counters() {
     // 3 tokens a chunk; each chunk one draft of 4 proposed tokens, 2 of them accepted.
-    let sim = SimArgs::new()
-        .steps(10, 0)
-        .flag("--tokens-per-chunk", 3)
-        .flag("--spec-draft-tokens", 4)
-        .flag("--usage", "continuous")
-        .start();
+    let sim = chunked(3).flag("--spec-draft-tokens", 4).start();
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
     assert_ok(&bench(d, &sim.url, &["--contexts", "256", "--concurrency", "2", "--run-id", "spec"]));
@@ -212,13 +208,7 @@ fn each_stream_a_conversation_whose_later_turns_carry_the_earlier_ones() {
 
 #[test]
 fn sglangs_speculative_decoding_gauges_are_read_where_it_keeps_no_counters() {
-    let sim = SimArgs::new()
-        .steps(10, 0)
-        .flavor("sglang")
-        .flag("--tokens-per-chunk", 3)
-        .flag("--spec-draft-tokens", 4)
-        .flag("--usage", "continuous")
-        .start();
+    let sim = chunked(3).flavor("sglang").flag("--spec-draft-tokens", 4).start();
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
     assert_ok(&bench(d, &sim.url, &["--contexts", "256", "--concurrency", "2", "--run-id", "sg"]));
