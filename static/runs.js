@@ -96,7 +96,7 @@
 
     function matches(r) {
       if (presetField && String(r[presetField]) !== presetValue) return false;
-      for (var k in state.f) if (state.f[k] && String(r[k] === null ? "" : r[k]) !== state.f[k]) return false;
+      for (var k in state.f) if (state.f[k] && String(r[k] == null ? "" : r[k]) !== state.f[k]) return false;
       if (state.from && (!r.date || r.date < state.from)) return false;
       if (state.to && (!r.date || r.date > state.to)) return false;
       if (state.q) {

@@ -108,13 +108,14 @@ fn pages_show_capacity_at_the_targets() {
     let vllm_row = rows.iter().find(|r| r[0] == "0.10.0 · 2× · 2026-11-01 imported").unwrap();
     assert_eq!(vllm_row.last().unwrap(), "120.0 at 8K ×16");
     assert!(index.contains("<td class=\"num\" data-label=\"Capacity per device\">120.0<small> at 8K ×16</small></td>"));
-    // index.json carries the capacity for scripts.
+    // index.json carries the listing's capacity; the run's download carries it in full.
     let json: serde_json::Value = serde_json::from_str(&ws.read("public/index.json")).unwrap();
     let vllm = json["runs"].as_array().unwrap().iter().find(|r| r["id"] == "acme-vllm").unwrap();
-    let chat = &vllm["capacity"]["contexts"][0]["slos"][1];
-    assert_eq!((chat["slo"].as_str(), chat["point"]["concurrency"].as_u64()), (Some("chat"), Some(4)));
-    assert_eq!(vllm["capacity"]["contexts"][0]["levels"][1]["tps_per_device"], 112.0);
     assert_eq!((vllm["capacity_text"].as_str(), vllm["capacity_at"].as_str()), (Some("120.0"), Some("8K ×16")));
+    let download = common::cells_download(&ws.path().join("public"), "acme-vllm");
+    let chat = &download["capacity"]["contexts"][0]["slos"][1];
+    assert_eq!((chat["slo"].as_str(), chat["point"]["concurrency"].as_u64()), (Some("chat"), Some(4)));
+    assert_eq!(download["capacity"]["contexts"][0]["levels"][1]["tps_per_device"], 112.0);
 }
 
 #[test]

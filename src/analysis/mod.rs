@@ -55,9 +55,8 @@ pub struct SiteModel {
     pub targets: Vec<capacity::TargetBoard>,
     /// Per model, the best configuration at each SLO (the front page).
     pub best: Vec<capacity::ModelBest>,
-    /// The other runs of each run's exact configuration, by run index
-    /// (`series::siblings`).
-    pub siblings: Vec<Vec<usize>>,
+    /// The runs of each exact configuration measured more than once.
+    pub siblings: series::ConfigGroups,
     /// The run-to-run noise every leaderboard's places allow for.
     pub board_noise: run_noise::RunNoise,
     /// The run-to-run noise of the site's configurations measured more than once.
@@ -275,7 +274,7 @@ fn assembled(
     let Grouped { runs, models, hardware, engines } = grouped;
     let AcrossRuns { leaderboards, tools, paretos, series, places } = views;
     let (targets, best) = capacity_views(&capacity, &models, settings);
-    let siblings = series::siblings(&runs);
+    let siblings = series::ConfigGroups::of(&runs);
     let noise = run_noise::SiteNoise::new(&runs, &siblings);
     let board_noise = noise.site_wide(settings.change_noise_pct);
     let leaderboards = match places {

@@ -130,21 +130,9 @@ pub struct SiteNoise {
 }
 
 impl SiteNoise {
-    /// `siblings`: each run's other runs of its exact configuration (`series::siblings`).
-    pub fn new(runs: &[RunView], siblings: &[Vec<usize>]) -> SiteNoise {
-        let mut group_of = vec![None; runs.len()];
-        let mut groups = Vec::new();
-        for (i, others) in siblings.iter().enumerate() {
-            if others.is_empty() || group_of[i].is_some() {
-                continue;
-            }
-            let mut members: Vec<usize> = std::iter::once(i).chain(others.iter().copied()).collect();
-            members.sort_unstable();
-            for &m in &members {
-                group_of[m] = Some(groups.len());
-            }
-            groups.push(members);
-        }
+    /// `configs`: the runs of each configuration measured more than once.
+    pub fn new(runs: &[RunView], configs: &super::series::ConfigGroups) -> SiteNoise {
+        let (groups, group_of) = (configs.groups.clone(), configs.group_of.clone());
         let pools: Vec<Pools> = groups.iter().map(|g| group_pools(runs, g)).collect();
         let total = pools.iter().fold(Pools::default(), |t, p| add_pools(t, p, 1.0));
         let index: HashMap<&str, usize> = runs.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();

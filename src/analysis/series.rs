@@ -242,30 +242,59 @@ pub fn setup_key(r: &RunView) -> String {
     )
 }
 
-/// For each run, the other runs of its exact configuration (model, device and count, engine,
-/// version and quantization, benchmark tool, launch command and bench settings), in run
-/// order: repetitions of one measurement, which its page links.
-pub fn siblings(runs: &[RunView]) -> Vec<Vec<usize>> {
-    let mut by_key: std::collections::HashMap<(&str, ConfigKeyRef, &str, &str, String), Vec<usize>> =
-        std::collections::HashMap::new();
-    for (i, r) in runs.iter().enumerate() {
-        let m = &r.manifest;
-        let key = (
-            m.model.id.as_str(),
-            ConfigKey::borrowed(r),
-            m.engine.version.as_str(),
-            m.bench_tool.name.as_str(),
-            setup_key(r),
-        );
-        by_key.entry(key).or_default().push(i);
-    }
-    let mut out = vec![Vec::new(); runs.len()];
-    for group in by_key.values().filter(|g| g.len() > 1) {
-        for &i in group {
-            out[i] = group.iter().copied().filter(|&j| j != i).collect();
+/// The runs of each exact configuration (model, device and count, engine, version and
+/// quantization, benchmark tool, launch command and bench settings) measured more than
+/// once: repetitions of one measurement, which their pages link and whose spread is the
+/// noise between runs. Linear in the runs however many share a configuration.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ConfigGroups {
+    /// Each group's runs in run order; groups in order of their first run.
+    pub groups: Vec<Vec<usize>>,
+    /// By run index: its group, if its configuration was measured more than once.
+    pub group_of: Vec<Option<usize>>,
+}
+
+impl ConfigGroups {
+    pub fn of(runs: &[RunView]) -> ConfigGroups {
+        let mut by_key: std::collections::HashMap<(&str, ConfigKeyRef, &str, &str, String), Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, r) in runs.iter().enumerate() {
+            let m = &r.manifest;
+            let key = (
+                m.model.id.as_str(),
+                ConfigKey::borrowed(r),
+                m.engine.version.as_str(),
+                m.bench_tool.name.as_str(),
+                setup_key(r),
+            );
+            by_key.entry(key).or_default().push(i);
         }
+        let mut groups: Vec<Vec<usize>> = by_key.into_values().filter(|g| g.len() > 1).collect();
+        groups.sort_unstable_by_key(|g| g[0]);
+        let mut group_of = vec![None; runs.len()];
+        for (n, g) in groups.iter().enumerate() {
+            for &i in g {
+                group_of[i] = Some(n);
+            }
+        }
+        ConfigGroups { groups, group_of }
     }
-    out
+
+    /// How many other runs share run `i`'s configuration.
+    pub fn others(&self, i: usize) -> usize {
+        self.group_of.get(i).copied().flatten().map_or(0, |g| self.groups[g].len() - 1)
+    }
+
+    /// At most `n` of the other runs of run `i`'s configuration, those nearest it in run
+    /// order: what its page names (a page that named all would grow with the site, and
+    /// each new run would change every one).
+    pub fn nearest(&self, i: usize, n: usize) -> Vec<usize> {
+        let Some(g) = self.group_of.get(i).copied().flatten() else { return Vec::new() };
+        let members = &self.groups[g];
+        let at = members.binary_search(&i).unwrap_or(0);
+        let from = at.saturating_sub(n / 2).min(members.len().saturating_sub(n + 1));
+        members[from..members.len().min(from + n + 1)].iter().copied().filter(|&j| j != i).take(n).collect()
+    }
 }
 
 /// The comparisons the flagged steps of `series` link to and `listed` does not hold: (run

@@ -696,12 +696,16 @@ fn draw_scatter<DB: DrawingBackend>(
         let css = format!("#{:02x}{:02x}{:02x}", colour.0, colour.1, colour.2);
         // Unlinked points: dots of one path (a zero-length segment each, drawn by its round
         // cap), so a chart of thousands of cells stays a few kilobytes.
+        // A dot drawn once per pixel: identical points (repeated runs of one setup) add nothing.
         let mut dots = String::new();
+        let mut dotted = std::collections::HashSet::new();
         for (j, p) in g.points.iter().enumerate().filter(|(_, p)| drawable(p.x, p.y)) {
             let on_frontier = g.frontier.contains(&j);
             let (cx, cy) = chart.backend_coord(&(p.x, p.y));
             if !(on_frontier || linked < spec.max_linked) {
-                dots.push_str(&format!("M{cx} {cy}h0"));
+                if dotted.insert((cx, cy)) {
+                    dots.push_str(&format!("M{cx} {cy}h0"));
+                }
                 continue;
             }
             linked += 1;
@@ -768,9 +772,10 @@ fn push_linked(marks: &mut String, open: &str, p: &PointLabel) {
     }
 }
 
-/// A small trend line (no axes: the page prints the numbers beside it), one point per
-/// value, gaps where a value is missing; each point titled with its label and value. Far
-/// lighter than a full chart, for a table of many. Empty with fewer than two values.
+/// A small trend line (no axes: the page prints the numbers beside it), one dot per value,
+/// gaps where a value is missing. Far lighter than a full chart, for a table of many: the
+/// dots are one path (no element or title per point), whole-pixel coordinates, and the
+/// description names the range and the first and last labels.
 pub fn sparkline(title: &str, values: &[Option<f64>], labels: &[String], value_text: fn(f64) -> String) -> String {
     use std::fmt::Write as _;
     let present: Vec<f64> = values.iter().flatten().copied().filter(|v| v.is_finite()).collect();
@@ -782,35 +787,35 @@ pub fn sparkline(title: &str, values: &[Option<f64>], labels: &[String], value_t
     let min = present.iter().copied().fold(f64::MAX, f64::min).min(max - 1e-9);
     let x = |i: usize| pad + (w - 2.0 * pad) * i as f64 / (values.len().max(2) - 1) as f64;
     let y = |v: f64| pad + (h - 2.0 * pad) * (1.0 - (v - min) / (max - min));
+    let labelled: Vec<&str> =
+        values.iter().zip(labels).filter(|(v, _)| v.is_some_and(f64::is_finite)).map(|(_, l)| l.as_str()).collect();
+    let span = match (labelled.first(), labelled.last()) {
+        (Some(a), Some(b)) if a != b => format!("; {a} to {b}"),
+        (Some(a), _) => format!("; {a}"),
+        _ => String::new(),
+    };
     let mut svg = format!(
-        "<svg class=\"chart spark\" role=\"img\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" preserveAspectRatio=\"xMidYMid meet\"><title>{}</title><desc>{} values from {} to {}.</desc>",
+        "<svg class=\"chart spark\" role=\"img\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" preserveAspectRatio=\"xMidYMid meet\"><title>{}</title><desc>{}</desc>",
         xml_escape(title),
-        present.len(),
-        value_text(min.min(max)),
-        value_text(max)
+        xml_escape(&format!("{} values from {} to {}{span}.", present.len(), value_text(min.min(max)), value_text(max)))
     );
     // One polyline per run of consecutive values.
     let mut line = Vec::new();
+    let mut dots = String::new();
     for (i, v) in values.iter().enumerate() {
         match v.filter(|v| v.is_finite()) {
-            Some(v) => line.push(format!("{:.1},{:.1}", x(i), y(v))),
+            Some(v) => {
+                line.push(format!("{:.0},{:.0}", x(i), y(v)));
+                let _ = write!(dots, "M{:.0} {:.0}h0", x(i), y(v));
+            }
             None => flush_line(&mut svg, &mut line),
         }
     }
     flush_line(&mut svg, &mut line);
-    for (i, v) in values.iter().enumerate() {
-        if let Some(v) = v.filter(|v| v.is_finite()) {
-            let label = labels.get(i).map(String::as_str).unwrap_or("");
-            let title = xml_escape(&format!("{label}: {}", value_text(v))).into_owned();
-            let _ = write!(
-                svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"currentColor\"><title>{title}</title></circle>",
-                x(i),
-                y(v)
-            );
-        }
-    }
-    svg.push_str("</svg>");
+    let _ = write!(
+        svg,
+        "<path d=\"{dots}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"5\" stroke-linecap=\"round\"/></svg>"
+    );
     svg
 }
 

@@ -68,14 +68,17 @@ pub struct PageContext<'a> {
     /// Each run's place when all are listed newest first (see `newest_first`), by run index:
     /// a listing of any subset sorts by it instead of comparing dates again.
     pub newest_first: Vec<u32>,
-    /// The other runs (index, id) of each run's exact configuration, by run index
-    /// (`analysis::series::siblings`).
-    pub siblings: Vec<Vec<(usize, String)>>,
+    /// By run index: the other runs (index, id) of its exact configuration its page names
+    /// (the nearest `SIBLINGS_NAMED`), and how many there are in all.
+    pub siblings: Vec<(Vec<(usize, String)>, usize)>,
     /// Each run's capacity as listings show it, by run index.
     pub capacity: Vec<CapacitySummary>,
     /// The site's settings (SLOs, levels, prices), for pages that compute at the targets.
     pub settings: crate::format::SiteSettings,
 }
+
+/// Other runs of its configuration a run's page names: repetitions nearest it.
+pub const SIBLINGS_NAMED: usize = 8;
 
 impl PageContext<'_> {
     /// The context of every page of `site`: made once, from the analysed model alone.
@@ -109,8 +112,12 @@ impl PageContext<'_> {
             .collect();
         let nav_hash = crate::units::InputHash::default().json(&nav).finish();
         let nav_value = ser(&nav);
-        let siblings =
-            site.siblings.iter().map(|others| others.iter().map(|&j| (j, runs[j].id.clone())).collect()).collect();
+        let siblings = (0..runs.len())
+            .map(|i| {
+                let near = site.siblings.nearest(i, SIBLINGS_NAMED).into_iter().map(|j| (j, runs[j].id.clone())).collect();
+                (near, site.siblings.others(i))
+            })
+            .collect();
         PageContext {
             env,
             nav,

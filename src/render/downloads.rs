@@ -119,9 +119,11 @@ struct CellsDownload<'a> {
     hardware: &'a str,
     hardware_count: u32,
     cells: Vec<&'a CellView>,
+    /// The run's capacity under each SLO and context, with its interactivity levels.
+    capacity: &'a crate::analysis::capacity::RunCapacity,
 }
 
-pub fn cells_json(run: &RunView) -> String {
+pub fn cells_json(run: &RunView, capacity: &crate::analysis::capacity::RunCapacity) -> String {
     let doc = CellsDownload {
         run: &run.id,
         model: &run.manifest.model.id,
@@ -130,6 +132,7 @@ pub fn cells_json(run: &RunView) -> String {
         hardware: &run.manifest.hardware.device,
         hardware_count: run.manifest.hardware.count,
         cells: run.prefill.iter().chain(&run.decode).collect(),
+        capacity,
     };
     // Compact: a download for programs (a browser's viewer indents it for a reader), and
     // a third smaller than indented at 10,000 runs' worth of cells; every figure to six
@@ -142,7 +145,7 @@ pub fn cells_json(run: &RunView) -> String {
 }
 
 /// Every fractional number in `v` to `SIGNIFICANT` digits; integers stay as they are.
-fn round_numbers(v: &mut serde_json::Value) {
+pub fn round_numbers(v: &mut serde_json::Value) {
     use serde_json::Value;
     match v {
         Value::Number(n) if n.is_f64() => {

@@ -1,6 +1,7 @@
 //! Leaderboards: `leaderboards/index.html` (every board), and one page per decode cell key
 //! (`leaderboards/8k-x64/`) and prefill context (`leaderboards/prefill-8k/`), ranked rows
-//! first, cells that were not valid listed apart, the whole board as `board.csv`.
+//! first, cells that were not valid listed apart, the whole board as `board.csv.gz` (figures to six significant digits; gzipped
+//! because a board of every run grows with the site).
 
 use std::collections::BTreeMap;
 
@@ -10,13 +11,13 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::cached::{render_pages, CachedPages, Unit};
-use super::common::{put_file, put_page, root, ser, PageContext, RenderStats};
-use super::downloads::CsvWriter;
+use super::common::{put_bytes, put_page, root, ser, PageContext, RenderStats};
+use super::downloads::{significant, CsvWriter};
 use crate::analysis::metric::Metric;
 use crate::analysis::run_noise::{NoiseBasis, RunNoise};
 use crate::analysis::{BoardKey, Leaderboard, RunView, SiteModel};
 use crate::units::numbers::{self, context_label, context_slug};
-use crate::units::InputHash;
+use crate::units::{gzip, InputHash};
 use crate::write::Sink;
 
 /// Ranked rows a board's page shows; the rest are in its CSV.
@@ -148,7 +149,7 @@ impl CachedPages for Boards<'_> {
     fn units(&self) -> Vec<Unit<'_>> {
         let unit = |b: &Leaderboard| {
             let dir = format!("leaderboards/{}", board_slug(b.key));
-            let files = vec![format!("{dir}/board.csv"), format!("{dir}/index.html")];
+            let files = vec![format!("{dir}/board.csv.gz"), format!("{dir}/index.html")];
             Unit::page(
                 dir,
                 board_hash(b, &self.listed, self.frame, &places_noise(&self.site.board_noise, b.key)),
@@ -219,10 +220,11 @@ fn render_board(
                 count: run.manifest.hardware.count,
                 engine: engine_text(run),
                 tool: format!("{} {}", run.manifest.bench_tool.name, run.manifest.bench_tool.version),
-                score: e.score,
-                tps_per_device: e.tps_per_device,
-                per_request_tps: e.per_request_tps,
-                ttft_ms: e.ttft_ms,
+                // Six digits: what the page sorts by and the CSV keeps, no float noise.
+                score: significant(e.score),
+                tps_per_device: significant(e.tps_per_device),
+                per_request_tps: e.per_request_tps.map(significant),
+                ttft_ms: e.ttft_ms.map(significant),
             }
         })
         .collect();
@@ -233,7 +235,7 @@ fn render_board(
         .collect();
     let slug = board_slug(board.key);
     let dir = format!("leaderboards/{slug}");
-    put_file(sink, &format!("{dir}/board.csv"), &board_csv(board.key, &rows, &apart), stats)?;
+    put_bytes(sink, &format!("{dir}/board.csv.gz"), &gzip(board_csv(board.key, &rows, &apart).as_bytes()), stats)?;
     let html = cx.env.get_template("leaderboard.html")?.render(context! {
         root => root("../../"),
         nav_pages => cx.nav_pages(),
@@ -286,7 +288,8 @@ fn board_csv(key: BoardKey, rows: &[Row], apart: &[Apart]) -> String {
         "per_request_tps",
         "ttft_ms",
     ]);
-    let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    let num = |x: f64| x.to_string();
+    let opt = |v: Option<f64>| v.map(num).unwrap_or_default();
     for r in rows {
         w.row(vec![
             r.rank.to_string(),
@@ -295,8 +298,8 @@ fn board_csv(key: BoardKey, rows: &[Row], apart: &[Apart]) -> String {
             r.device.into(),
             r.count.to_string(),
             r.engine.clone(),
-            r.score.to_string(),
-            r.tps_per_device.to_string(),
+            num(r.score),
+            num(r.tps_per_device),
             opt(r.per_request_tps),
             opt(r.ttft_ms),
         ]);

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::analysis::capacity::RunCapacity;
 use minijinja::context;
 use minijinja::value::Value;
 use serde::Serialize;
@@ -185,22 +184,39 @@ impl CachedPages for ListPages<'_> {
     }
 }
 
-/// `index.json` (every run, newest first) and `index.js`, the same data as a script the
-/// listing loads where `fetch` cannot read files (`file://`).
-/// A run of `index.json`: what the listing shows, and its capacity under each SLO and
-/// context with its interactivity levels, for scripts.
-#[derive(Serialize)]
-struct IndexRow<'a> {
-    #[serde(flatten)]
-    run: RunSummary<'a>,
-    capacity: &'a RunCapacity,
+/// `index.json` (every run, newest first: what the listing shows) and `index.js` (the same
+/// as a script the listing loads where `fetch` cannot read files: `file://`). Both grow with
+/// the site (some 600 bytes a run), so figures keep six significant digits and absent values
+/// are left out; a run's capacity in full is in its own `cells.json.gz`.
+fn index_document(rows: Vec<RunSummary>, regressions: &[super::series_page::RegressionFound]) -> Result<String> {
+    let mut value = if regressions.is_empty() {
+        serde_json::json!({ "runs": rows })
+    } else {
+        serde_json::json!({ "runs": rows, "regressions": regressions })
+    };
+    super::downloads::round_numbers(&mut value);
+    drop_nulls(&mut value);
+    Ok(serde_json::to_string(&value)?)
+}
+
+/// `value` without its null fields (an absent figure is an absent key).
+fn drop_nulls(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        Value::Object(fields) => {
+            fields.retain(|_, v| !v.is_null());
+            fields.values_mut().for_each(drop_nulls);
+        }
+        _ => {}
+    }
 }
 
 /// `regressions`: the change points that are falls (`series_page::regressions_found`),
 /// listed beside the runs where there are any.
 pub fn render_index_data(
     cx: &PageContext,
-    (runs, capacity): (&[RunView], &[RunCapacity]),
+    runs: &[RunView],
     regressions: &[super::series_page::RegressionFound],
     cache: &ListingCache,
     sink: &dyn Sink,
@@ -211,20 +227,12 @@ pub fn render_index_data(
     let files = vec!["index.js".to_string(), "index.json".to_string()];
     let hash = crate::units::InputHash::default()
         .u64(cache.hash(&order, &[b"index.json"]))
-        .json(capacity)
         .json(&regressions)
         .finish();
     let unit = Unit::listed("index.json".into(), hash, RenderStats { files: 2, ..Default::default() }, files);
     let render = |sink: &dyn Sink, st: &mut RenderStats| {
-        let rows: Vec<IndexRow> = order
-            .iter()
-            .map(|&i| IndexRow { run: summary(&runs[i], &cx.titles[i], cx.capacity_of(i)), capacity: &capacity[i] })
-            .collect();
-        let json = if regressions.is_empty() {
-            serde_json::to_string(&serde_json::json!({ "runs": rows }))?
-        } else {
-            serde_json::to_string(&serde_json::json!({ "runs": rows, "regressions": regressions }))?
-        };
+        let rows = order.iter().map(|&i| summary(&runs[i], &cx.titles[i], cx.capacity_of(i))).collect();
+        let json = index_document(rows, regressions)?;
         put_file(sink, "index.js", &format!("window.speedMatrixIndex = {json};\n"), st)?;
         put_file(sink, "index.json", &json, st)
     };

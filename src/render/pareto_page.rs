@@ -16,7 +16,7 @@ use crate::write::Sink;
 
 /// Points drawn with their title, link and whisker per chart; beyond, only frontier points
 /// keep them and the others are dots (the frontier table and the runs' pages have them).
-const MAX_LINKED_POINTS: usize = 120;
+const MAX_LINKED_POINTS: usize = 40;
 
 #[derive(Debug, Serialize)]
 struct ConfigLegend {

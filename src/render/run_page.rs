@@ -189,8 +189,11 @@ pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, template_hash: 
     for c in cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id) {
         h.json(c);
     }
-    for (j, id) in cx.siblings.get(index).into_iter().flatten() {
-        h.piece(id.as_bytes()).piece(cx.titles[*j].as_bytes());
+    if let Some((near, all)) = cx.siblings.get(index) {
+        for (j, id) in near {
+            h.piece(id.as_bytes()).piece(cx.titles[*j].as_bytes());
+        }
+        h.u64(*all as u64);
     }
     h.u64(cx.nav_hash);
     h.u64(template_hash);
@@ -299,9 +302,10 @@ pub fn render(
         siblings => index
             .and_then(|i| cx.siblings.get(i))
             .into_iter()
-            .flatten()
+            .flat_map(|(near, _)| near)
             .map(|(j, id)| (id.clone(), cx.titles[*j].clone()))
             .collect::<Vec<_>>(),
+        siblings_total => index.and_then(|i| cx.siblings.get(i)).map_or(0, |s| s.1),
     })?;
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;
@@ -309,7 +313,7 @@ pub fn render(
     put_file(sink, &format!("{dir}/cells.csv"), &downloads::cells_csv(full), stats)?;
     // Compressed: the JSON is some 8 times the size of its gzip, and a download (curl
     // piped to gunzip, pandas' read_json) reads either; the site's bytes are its budget.
-    put_bytes(sink, &format!("{dir}/cells.json.gz"), &gzip(downloads::cells_json(full).as_bytes()), stats)
+    put_bytes(sink, &format!("{dir}/cells.json.gz"), &gzip(downloads::cells_json(full, capacity).as_bytes()), stats)
 }
 
 /// Tokens per chunk from which a cell is said to send several a chunk (one a chunk, with a

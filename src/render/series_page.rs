@@ -8,7 +8,10 @@ use minijinja::context;
 use serde::Serialize;
 
 use super::charts::{line_chart, sparkline, ChartSpec, Series, XAxis};
-use super::common::{put_page, root, ser, PageContext, RenderStats};
+use super::common::{put_bytes, put_page, root, ser, PageContext, RenderStats};
+use super::downloads::{significant, CsvWriter};
+use super::leaderboard_page::BOARD_ROWS;
+use crate::units::gzip;
 use super::compare_page;
 use super::pareto_page::config_name;
 use crate::analysis::series::{KeyFigure, Trend};
@@ -18,8 +21,12 @@ use crate::format::Status;
 use crate::units::numbers::{self, context_label};
 use crate::write::Sink;
 
-/// Runs a per-cell chart follows (the latest ones); the table keeps them all.
+/// Runs a per-cell chart follows (the latest ones); the CSV keeps them all.
 pub const CELL_CHART_RUNS: usize = 50;
+
+/// Runs a key figure's chart follows (the latest ones): a page's weight stays bounded
+/// however long the history grows.
+pub const TREND_CHART_RUNS: usize = 100;
 
 pub fn figure_name(f: KeyFigure) -> &'static str {
     match f {
@@ -51,6 +58,8 @@ struct RunRow<'a> {
     values: Vec<Option<f64>>,
     /// The step from the previous run; none for the first.
     step: Option<StepView<'a>>,
+    /// The series' first run (no run before it to step from).
+    first: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -112,12 +121,16 @@ pub fn render(
             date: site.runs[i].date.as_deref(),
             values: s.values.iter().map(|v| v[n]).collect(),
             step: s.steps.iter().position(|st| st.to == i && n > 0).map(|k| step_view(s, k)),
+            first: n == 0,
         })
         .collect();
     let charts: Vec<(&str, String)> = KeyFigure::ALL
         .iter()
         .zip(&s.values)
-        .map(|(&f, values)| (figure_name(f), trend_chart(figure_name(f), &versions, values)))
+        .map(|(&f, values)| {
+            let from = values.len().saturating_sub(TREND_CHART_RUNS);
+            (figure_name(f), trend_chart(figure_name(f), &versions[from..], &values[from..]))
+        })
         .collect();
     let cells = cell_rows(&runs, &versions);
     stats.charts +=
@@ -145,6 +158,9 @@ pub fn render(
             }
         })
         .collect();
+    let dir = format!("series/{}", s.slug);
+    put_bytes(sink, &format!("{dir}/runs.csv.gz"), &gzip(series_csv(&rows).as_bytes()), stats)?;
+    let shown = &rows[rows.len().saturating_sub(BOARD_ROWS)..];
     let html = cx.env.get_template("series.html")?.render(context! {
         root => root("../../"),
         nav_pages => cx.nav_pages(),
@@ -152,14 +168,46 @@ pub fn render(
         model_slug => &runs[0].slugs.model_slug,
         figures => KeyFigure::ALL.iter().map(|&f| figure_name(f)).collect::<Vec<_>>(),
         prefill_context => s.prefill_context.map(context_label),
-        rows => ser(&rows),
+        rows => ser(shown),
+        rows_total => rows.len(),
         charts => ser(&charts),
         cells => ser(&cells),
         regressions => regressions,
         change_points => ser(&change_points),
         cell_chart_runs => CELL_CHART_RUNS,
+        trend_chart_runs => TREND_CHART_RUNS,
     })?;
-    put_page(sink, &format!("series/{}/index.html", s.slug), &html, stats)
+    put_page(sink, &format!("{dir}/index.html"), &html, stats)
+}
+
+/// Every run of a series in release order with its key figures and its step's trend: the
+/// page shows the latest `BOARD_ROWS`.
+fn series_csv(rows: &[RunRow]) -> String {
+    let mut columns = vec!["version", "date", "run_id"];
+    columns.extend(KeyFigure::ALL.iter().map(|&f| key_figure_column(f)));
+    columns.push("trend");
+    let mut w = CsvWriter::new(&columns);
+    for r in rows {
+        let mut fields = vec![r.version.to_string(), r.date.unwrap_or_default().to_string(), r.id.to_string()];
+        fields.extend(r.values.iter().map(|v| v.map(|x| significant(x).to_string()).unwrap_or_default()));
+        fields.push(r.step.as_ref().map(|st| trend_name(st.trend)).unwrap_or_default().to_string());
+        w.row(fields);
+    }
+    w.finish()
+}
+
+fn key_figure_column(f: KeyFigure) -> &'static str {
+    match f {
+        KeyFigure::PeakTotalTps => "peak_total_tps",
+        KeyFigure::SingleRequestTps => "single_request_tps",
+        KeyFigure::PrefillTps => "prefill_tps",
+        KeyFigure::CapacityPerDevice => "capacity_tps_per_device",
+    }
+}
+
+/// A step's trend as its serde name.
+fn trend_name(t: Trend) -> String {
+    serde_json::to_value(t).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
 }
 
 /// A lasting fall of a key figure found over a series' history (a change point), as the

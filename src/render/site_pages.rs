@@ -219,8 +219,7 @@ impl SitePages<'_> {
         let listing::RenderedListing { first: listing, mut hashes, .. } =
             listing::render_listing(cx, &self.site.runs, &runs, cache, sink, stats)?;
         let regressions = series_page::regressions_found(self.site);
-        let data = (&self.site.runs[..], &self.site.capacity[..]);
-        hashes.extend(listing::render_index_data(cx, data, &regressions, cache, sink, stats)?);
+        hashes.extend(listing::render_index_data(cx, &self.site.runs, &regressions, cache, sink, stats)?);
         let series: Vec<SeriesLink> = self
             .site
             .series
@@ -320,14 +319,16 @@ struct Views<'a> {
 impl Views<'_> {
     /// A view is made from its runs (their pages' hashes cover each run's figures, title and
     /// links) and the settings (in `template_hash`).
-    fn unit(&self, dir: String, runs: &[usize]) -> Unit<'static> {
+    /// `downloads`: the files beside the page in its folder.
+    fn unit(&self, dir: String, runs: &[usize], downloads: &[&str]) -> Unit<'static> {
         let mut h = InputHash::default();
         h.piece(dir.as_bytes());
         for &i in runs {
             h.u64(self.run_hashes[i]);
         }
         h.u64(self.template_hash);
-        let files = vec![format!("{dir}/index.html")];
+        let mut files = vec![format!("{dir}/index.html")];
+        files.extend(downloads.iter().map(|f| format!("{dir}/{f}")));
         Unit::page(dir, h.finish(), files)
     }
 }
@@ -338,7 +339,7 @@ impl CachedPages for Views<'_> {
         self.site
             .paretos
             .iter()
-            .map(|v| self.unit(format!("pareto/{}", models[v.model].slug), &models[v.model].runs))
+            .map(|v| self.unit(format!("pareto/{}", models[v.model].slug), &models[v.model].runs, &[]))
             .collect()
     }
 
@@ -354,7 +355,7 @@ struct SeriesPages<'a>(Views<'a>);
 
 impl CachedPages for SeriesPages<'_> {
     fn units(&self) -> Vec<Unit<'_>> {
-        self.0.site.series.iter().map(|s| self.0.unit(format!("series/{}", s.slug), &s.runs)).collect()
+        self.0.site.series.iter().map(|s| self.0.unit(format!("series/{}", s.slug), &s.runs, &["runs.csv.gz"])).collect()
     }
 
     fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {

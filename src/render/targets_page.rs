@@ -11,7 +11,10 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::cached::{render_pages, CachedPages, Unit};
-use super::common::{put_page, root, ser, PageContext, RenderStats};
+use super::common::{put_bytes, put_page, root, ser, PageContext, RenderStats};
+use super::downloads::{significant, CsvWriter};
+use super::leaderboard_page::BOARD_ROWS;
+use crate::units::gzip;
 use crate::analysis::capacity::{Miss, RunCapacity, TargetBoard};
 use crate::analysis::SiteModel;
 use crate::format::SiteSettings;
@@ -195,7 +198,7 @@ impl CachedPages for TargetBoards<'_> {
     fn units(&self) -> Vec<Unit<'_>> {
         let unit = |b: &TargetBoard| {
             let dir = format!("targets/{}", target_slug(&b.slo, b.context));
-            let files = vec![format!("{dir}/index.html")];
+            let files = vec![format!("{dir}/index.html"), format!("{dir}/runs.csv.gz")];
             Unit::page(dir, board_hash(self.cx, self.site, b, self.frame), files)
         };
         self.site.targets.par_iter().map(unit).collect()
@@ -261,24 +264,64 @@ fn render_board(
                 count: run.manifest.hardware.count,
                 engine: format!("{} {}", eng.name, eng.version),
                 concurrency: e.point.concurrency,
-                total_tps: e.point.total_tps,
-                tps_per_device: e.point.tps_per_device,
-                usd_per_mtok: e.point.usd_per_mtok,
+                // Six digits: what the page sorts by and the CSV keeps, no float noise.
+                total_tps: significant(e.point.total_tps),
+                tps_per_device: significant(e.point.tps_per_device),
+                usd_per_mtok: e.point.usd_per_mtok.map(significant),
                 repetitions: e.point.repetitions,
             }
         })
         .collect();
     let unmet: Vec<(&str, &str)> = b.none.iter().map(|&r| (site.runs[r].id.as_str(), cx.titles[r].as_str())).collect();
+    let dir = format!("targets/{}", target_slug(&b.slo, b.context));
+    put_bytes(sink, &format!("{dir}/runs.csv.gz"), &gzip(target_csv(&rows, &unmet).as_bytes()), stats)?;
     let html = cx.env.get_template("target.html")?.render(context! {
         root => root("../../"),
         nav_pages => cx.nav_pages(),
         slo => ser(slo),
         context_label => context_label(b.context),
-        rows => ser(&rows),
-        unmet => ser(&unmet),
+        rows => ser(&rows[..rows.len().min(BOARD_ROWS)]),
+        rows_total => rows.len(),
+        unmet => ser(&unmet[..unmet.len().min(BOARD_ROWS)]),
+        unmet_total => unmet.len(),
         priced => settings.price_known(),
     })?;
-    put_page(sink, &format!("targets/{}/index.html", target_slug(&b.slo, b.context)), &html, stats)
+    put_page(sink, &format!("{dir}/index.html"), &html, stats)
+}
+
+/// Every run of a target's board, the ones its page leaves out included: a page shows the
+/// best `BOARD_ROWS` so that it stays within a page's weight at any number of runs.
+fn target_csv(rows: &[BoardRow], unmet: &[(&str, &str)]) -> String {
+    let mut w = CsvWriter::new(&[
+        "place",
+        "run_id",
+        "device",
+        "count",
+        "engine",
+        "concurrency",
+        "tps_per_device",
+        "total_tps",
+        "usd_per_mtok",
+        "repetitions",
+    ]);
+    for r in rows {
+        w.row(vec![
+            r.place.to_string(),
+            r.id.into(),
+            r.device.into(),
+            r.count.to_string(),
+            r.engine.clone(),
+            r.concurrency.to_string(),
+            r.tps_per_device.to_string(),
+            r.total_tps.to_string(),
+            r.usd_per_mtok.map(|u| u.to_string()).unwrap_or_default(),
+            r.repetitions.to_string(),
+        ]);
+    }
+    for (id, _) in unmet {
+        w.row(vec![String::new(), id.to_string()]);
+    }
+    w.finish()
 }
 
 /// One SLO's best configuration on the front page.

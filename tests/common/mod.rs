@@ -61,16 +61,21 @@ impl Workspace {
     }
 }
 
-/// A run's published evidence file (`public/runs/RUN/evidence.js`) as data, under `dir`.
+/// A published gzipped download (`board.csv.gz`, `cells.json.gz`), unpacked.
+pub fn gunzip_text(p: &Path) -> String {
+    use std::io::Read as _;
+    let gz = fs::read(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).unwrap();
+    text
+}
+
 /// A run's JSON download (`runs/RUN/cells.json.gz` under `public`), unpacked.
 pub fn cells_download(public: &Path, run: &str) -> serde_json::Value {
-    use std::io::Read as _;
-    let p = public.join("runs").join(run).join("cells.json.gz");
-    let gz = fs::read(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
-    let mut json = String::new();
-    flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut json).unwrap();
-    serde_json::from_str(&json).unwrap()
+    serde_json::from_str(&gunzip_text(&public.join("runs").join(run).join("cells.json.gz"))).unwrap()
 }
+
+/// A run's published evidence file (`public/runs/RUN/evidence.js`) as data, under `dir`.
 
 pub fn evidence(dir: &Path, run: &str) -> serde_json::Value {
     let p = dir.join("public/runs").join(run).join("evidence.js");
