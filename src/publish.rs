@@ -15,8 +15,8 @@ use crate::units::numbers;
 pub enum Section {
     /// `runs/ID/` less its cells' evidence: run pages and their downloads.
     Runs,
-    /// `runs/ID/evidence.js` and `runs/ID/cell/`: every cell's evidence and the page that
-    /// draws it.
+    /// `runs/ID/evidence.js` and `cell/`: every cell's evidence and the one page that draws
+    /// it.
     Cells,
     /// Leaderboards, capacity boards, Pareto fronts, trend series, comparisons.
     Boards,
@@ -47,7 +47,7 @@ impl Section {
     pub fn of(rel: &str) -> Section {
         let mut parts = rel.split('/');
         match (parts.next(), parts.next(), parts.next()) {
-            (Some("runs"), Some(_), Some("cell" | "evidence.js")) => Section::Cells,
+            (Some("runs"), Some(_), Some("evidence.js")) | (Some("cell"), Some(_), None) => Section::Cells,
             (Some("runs"), Some(_), Some(_)) => Section::Runs,
             (Some("leaderboards" | "targets" | "pareto" | "series" | "compare" | "trends"), Some(_), _) => {
                 Section::Boards
@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn files_fall_in_the_sections_a_reader_names() {
-        assert_eq!(Section::of("runs/a/cell/index.html"), Section::Cells);
+        assert_eq!(Section::of("cell/index.html"), Section::Cells);
         assert_eq!(Section::of("runs/a/evidence.js"), Section::Cells);
         assert_eq!(Section::of("runs/a/index.html"), Section::Runs);
         assert_eq!(Section::of("runs/index.html"), Section::Site);

@@ -1,15 +1,17 @@
-// Draws one cell of a run from the run's evidence file (evidence.js, loaded by a script tag
-// so that the page works from file:// as on any host): `#decode-8k-x4` shows the cell's
-// first repetition, `#decode-8k-x4/r2` its second, `#decode-8k-x4/warnings` scrolls to a
-// section. Every text from the data goes in with textContent, never as markup.
+// The site's one cell viewer (cell/): draws a cell of any run from that run's evidence file
+// (runs/ID/evidence.js, loaded by a script tag so that the page works from file:// as on any
+// host). `#RUN/decode-8k-x4` shows the cell's first repetition, `#RUN/decode-8k-x4/r2` its
+// second, `#RUN/decode-8k-x4/warnings` scrolls to a section, `#RUN` lists the run's cells.
+// Every text from the data goes in with textContent, never as markup.
 (function () {
   "use strict";
-  var packed = window.SPEED_MATRIX_EVIDENCE_GZIP;
   var view = document.getElementById("cell-view");
-  if (!packed || !view || !window.DecompressionStream) return;
-  var data;
+  if (!view || !window.DecompressionStream) return;
+  var data, runId = null;
   var root = view.getAttribute("data-root") || "";
   var listing = view.cloneNode(true);
+  // A run id as the site writes one (a folder name): nothing else becomes a script's path.
+  var RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
   var baseTitle = document.title;
   var SVG = "http://www.w3.org/2000/svg";
   var OUTCOMES = [
@@ -210,14 +212,16 @@
     return chart ? el("figure", { class: "chart", tabindex: "0" }, [chart, el("figcaption", {}, caption)]) : null;
   }
 
-  function cellHref(slug, rep) { return "#" + slug + (rep > 1 ? "/r" + rep : ""); }
+  function cellHref(slug, rep) { return "#" + runId + "/" + slug + (rep > 1 ? "/r" + rep : ""); }
+  function runHref() { return root + "runs/" + runId + "/index.html"; }
 
   function header(cell, rep) {
     var nav = el("nav", { class: "cell-nav", "aria-label": "Neighbouring cells" }, cell.neighbours.map(function (n) {
       var other = data.cells[n[1]];
       return el("a", { href: cellHref(other.slug, 1) }, [text(n[0]) + ": " + other.name]);
     }).concat([el("a", { href: root + "leaderboards/" + cell.board + "/index.html" }, ["Leaderboard " + cell.name])]));
-    var out = [el("h1", {}, [cell.name]),
+    var out = [el("p", { class: "kicker" }, [el("a", { href: runHref() }, [data.title]), " · ", el("a", { href: "#" + runId }, ["cells"])]),
+      el("h1", {}, [cell.name]),
       el("p", { class: "subtitle" }, [el("span", { class: "status " + cell.status }, [text(cell.status_label)]), " · " + subtitle(cell)]), nav];
     if (cell.reps.length > 1) {
       out.push(el("nav", { class: "cell-nav reps", "aria-label": "Repetitions" }, ["Repetition: "].concat(cell.reps.map(function (r) {
@@ -337,31 +341,62 @@
     return out;
   }
 
-  function show() {
-    var parts = decodeURIComponent(location.hash.slice(1)).split("/");
-    var cell = data.cells.filter(function (c) { return c.slug === parts[0]; })[0];
-    var fresh = listing.cloneNode(true);
-    if (!cell) {
-      view.replaceWith(fresh);
-      view = fresh;
-      document.title = baseTitle;
-      return;
-    }
-    var want = /^r(\d+)$/.test(parts[1] || "") ? Number(parts[1].slice(1)) : 1;
-    var rep = cell.reps.filter(function (r) { return r.rep === want; })[0] || cell.reps[0];
-    var page = el("div", { id: "cell-view", "data-root": root }, [].concat(header(cell, rep), outcomeSections(cell),
-      figures(cell, rep), extras(cell), evidence(cell, rep)));
+  // The run's cells as a list (the viewer's page for `#RUN`).
+  function runCells() {
+    return el("div", { id: "cell-view", "data-root": root }, [
+      el("p", { class: "kicker" }, [el("a", { href: runHref() }, [data.title]), " · cells"]),
+      el("h1", {}, ["Cells"]),
+      el("nav", { "aria-label": "Cells of the run" }, [el("ul", { class: "cell-list" }, data.cells.map(function (c) {
+        return el("li", {}, [el("a", { href: cellHref(c.slug, 1) }, [c.name])]);
+      }))])]);
+  }
+
+  function replaceView(page, title) {
     view.replaceWith(page);
     view = page;
-    document.title = cell.name + " · " + baseTitle.replace(/^Cells · /, "");
-    var target = parts[1] && !/^r\d+$/.test(parts[1]) ? document.getElementById(parts[1]) : null;
+    document.title = title;
+  }
+
+  function show() {
+    var parts = decodeURIComponent(location.hash.slice(1)).split("/");
+    if (!RUN_ID.test(parts[0]) || parts[0] !== runId || !data) return replaceView(listing.cloneNode(true), baseTitle);
+    var cell = data.cells.filter(function (c) { return c.slug === parts[1]; })[0];
+    if (!cell) return replaceView(runCells(), "Cells · " + data.title + " · " + baseTitle.replace(/^Cells · /, ""));
+    var want = /^r(\d+)$/.test(parts[2] || "") ? Number(parts[2].slice(1)) : 1;
+    var rep = cell.reps.filter(function (r) { return r.rep === want; })[0] || cell.reps[0];
+    replaceView(el("div", { id: "cell-view", "data-root": root }, [].concat(header(cell, rep), outcomeSections(cell),
+      figures(cell, rep), extras(cell), evidence(cell, rep))), cell.name + " · " + data.title + " · " + baseTitle.replace(/^Cells · /, ""));
+    var target = parts[2] && !/^r\d+$/.test(parts[2]) ? document.getElementById(parts[2]) : null;
     if (target) target.scrollIntoView();
   }
 
-  unpack(packed).then(function (d) {
-    data = d;
-    data.cells.forEach(filled);
-    window.addEventListener("hashchange", show);
-    show();
-  });
+  // Loads run `id`'s evidence (once a run: a script tag, then its data unpacked), then shows.
+  function load() {
+    var id = decodeURIComponent(location.hash.slice(1)).split("/")[0];
+    if (!RUN_ID.test(id) || id === runId) return show();
+    var script = document.createElement("script");
+    script.src = root + "runs/" + id + "/evidence.js";
+    script.onload = function () {
+      var packed = window.SPEED_MATRIX_EVIDENCE_GZIP;
+      window.SPEED_MATRIX_EVIDENCE_GZIP = undefined;
+      script.remove();
+      if (!packed) return show();
+      unpack(packed).then(function (d) {
+        data = d;
+        runId = id;
+        data.cells.forEach(filled);
+        show();
+      });
+    };
+    script.onerror = function () {
+      script.remove();
+      runId = null;
+      data = null;
+      show();
+    };
+    document.head.appendChild(script);
+  }
+
+  window.addEventListener("hashchange", load);
+  load();
 })();

@@ -256,7 +256,7 @@ fn a_looping_output_makes_a_looped_cell() {
     assert_ok(&site_in(ws.path(), &["build"]));
     let page = fs::read_to_string(ws.path().join("public/runs/loop/index.html")).unwrap();
     assert!(page.contains(
-        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"cell/index.html#decode-2k-x2\">Looped</a></td>"
+        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"../../cell/index.html#loop/decode-2k-x2\">Looped</a></td>"
     ));
 }
 

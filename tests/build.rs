@@ -103,7 +103,7 @@ fn shipped_seed_runs_carry_every_published_figure() {
         assert!(text.contains(launch), "{run_id}: launch command differs");
         // Over capacity cells are styled as such and link to their cell's evidence.
         let over = page
-            .matches("<td class=\"cell over-capacity\" data-status=\"over_capacity\"><a href=\"cell/index.html#decode-")
+            .matches(&format!("<td class=\"cell over-capacity\" data-status=\"over_capacity\"><a href=\"../../cell/index.html#{run_id}/decode-"))
             .count();
         assert_eq!(over, page.matches("data-status=\"over_capacity\"").count(), "{run_id}");
         // The prefill curve and throughput vs interactivity: a point per valid cell.
@@ -113,9 +113,11 @@ fn shipped_seed_runs_carry_every_published_figure() {
         assert_eq!(chart_points(&page), expected, "{run_id}: chart points");
     }
     let vllm = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[0].1));
-    let looped =
-        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"cell/index.html#decode-64k-x4\">Looped</a></td>";
-    assert_eq!(vllm.matches(looped).count(), 1);
+    let looped = format!(
+        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"../../cell/index.html#{}/decode-64k-x4\">Looped</a></td>",
+        SEED_RUNS[0].1
+    );
+    assert_eq!(vllm.matches(&looped).count(), 1);
     assert_eq!(vllm.matches("data-status=\"over_capacity\"").count(), 15);
     // Seed 2's cells whose active requests stray from their column are flagged.
     let sglang = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[1].1));
@@ -358,9 +360,9 @@ fn every_run_and_cell_page_has_a_title_of_its_own() {
     let model = "SmolLM2-135M-Instruct · llama.cpp xllamacpp 2026.10.11549 · 1× AMD EPYC (2 cores)";
     assert_eq!(titles[0], format!("{model} · 2026-12-02 · smollm2-135m-llamacpp-cpu-2-slots · Speed Matrix"));
     assert_eq!(titles[1], format!("{model} · 2026-12-03 · Speed Matrix"));
-    // The page that draws a run's cells names the run the same way (and each cell, once drawn).
-    let cells = title("public/runs/smollm2-135m-llamacpp-cpu-2-slots/cell/index.html");
-    assert_eq!(cells, format!("Cells · {}", titles[0]));
+    // The run's evidence names the run the same way (the cell viewer titles each cell with it).
+    let evidence = common::evidence(ws.path(), "smollm2-135m-llamacpp-cpu-2-slots");
+    assert_eq!(format!("{} · Speed Matrix", evidence["title"].as_str().unwrap()), titles[0]);
 }
 
 #[test]

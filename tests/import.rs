@@ -91,7 +91,9 @@ fn both_shared_files_import_with_reconstructed_over_capacity_cells() {
     assert_ok(&ws.site(&["build"]));
     let page = ws.read("public/runs/unsound/index.html");
     // The heatmap cell of 1K x 2 is marked warned.
-    let at = page.find("<a class=\"tps\" href=\"cell/index.html#decode-1k-x2\"").expect("the 1K x 2 heatmap cell");
+    let at = page
+        .find("<a class=\"tps\" href=\"../../cell/index.html#unsound/decode-1k-x2\"")
+        .expect("the 1K x 2 heatmap cell");
     let td = &page[page[..at].rfind("<td class=\"").unwrap()..at];
     assert!(td.contains(" warned"), "{td}");
     assert!(page.contains("usage_not_continuous"));
@@ -122,7 +124,9 @@ fn looped_cells_of_newer_versions_become_looped() {
     assert_eq!(c["loop_finding"]["period_chars"], 37);
     assert_ok(&ws.site(&["build"]));
     let page = ws.read("public/runs/newer/index.html");
-    assert!(page.contains("data-status=\"looped\"><a href=\"cell/index.html#decode-512-x1\">Looped</a></td>"));
+    assert!(
+        page.contains("data-status=\"looped\"><a href=\"../../cell/index.html#newer/decode-512-x1\">Looped</a></td>")
+    );
 }
 
 #[test]

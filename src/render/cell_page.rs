@@ -295,7 +295,18 @@ fn outcome_code(o: evidence::Outcome) -> u8 {
 /// The files a run's cells publish, as paths under the site, in the order `render_all`
 /// writes them (a unit's digest reads them in order).
 pub fn files(run: &RunView) -> Vec<String> {
-    vec![format!("runs/{}/evidence.js", run.id), format!("runs/{}/cell/index.html", run.id)]
+    vec![format!("runs/{}/evidence.js", run.id)]
+}
+
+/// The site's one cell viewer (`cell/`): it reads a run and a cell from its address
+/// (`cell/#RUN/decode-8k-x4`) and draws them from that run's evidence file, so that a run
+/// publishes no page of its own for its cells.
+pub fn render_viewer(cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+    let html = cx.env.get_template("cell.html")?.render(context! {
+        root => root("../"),
+        nav_pages => cx.nav_pages(),
+    })?;
+    put_page(sink, "cell/index.html", &html, stats)
 }
 
 /// A run's cells: the viewer page and its evidence file; `detail` is every cell file of the
@@ -308,8 +319,8 @@ pub fn render_all(
     sink: &dyn Sink,
     stats: &mut RenderStats,
 ) -> Result<()> {
-    let title = super::common::run_title(run);
-    let page_title = cx.titles.get(index).cloned().unwrap_or_else(|| title.clone());
+    // The run's title as listings give it (unique on the site): the viewer names the run by it.
+    let title = cx.titles.get(index).cloned().unwrap_or_else(|| super::common::run_title(run));
     let tool = &run.manifest.bench_tool;
     let mut texts = Texts::default();
     // Each cell's repetitions, and each cell's place by slug (neighbours name it), once.
@@ -346,17 +357,7 @@ pub fn render_all(
         &format!("window.SPEED_MATRIX_EVIDENCE_GZIP=\"{packed}\";\n"),
         stats,
     )?;
-    let names: Vec<Link> =
-        run.prefill.iter().chain(&run.decode).map(|c| Link { name: cell_name(c), slug: cell_slug(c) }).collect();
-    let html = cx.env.get_template("cell.html")?.render(context! {
-        root => root("../../../"),
-        nav_pages => cx.nav_pages(),
-        run_id => run.id.as_str(),
-        run_title => title,
-        page_run_title => page_title,
-        cells => ser(names),
-    })?;
-    put_page(sink, &format!("{dir}/cell/index.html"), &html, stats)
+    Ok(())
 }
 
 /// The evidence as the file carries it: gzip (deterministic: no name, no time in the

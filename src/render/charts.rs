@@ -150,10 +150,11 @@ fn finish_svg(svg: &str, class: &str, title: &str, summary: &str, marks: &str) -
 /// The drawn SVG made smaller without changing what it draws: numbers inside tags rounded
 /// to a tenth (a pixel's tenth, at a 600-pixel-wide chart), `opacity="1"` left out, and runs
 /// of lines, rects and circles that share their style grouped under one `<g>` carrying it,
-/// each keeping only its geometry; two-point polylines (axes and ticks) of one style drawn as
-/// one path. Plotters writes an element a line; text stays as it is.
+/// each keeping only its geometry (texts too: their words kept as they are); two-point
+/// polylines (axes and ticks) of one style drawn as one path. Plotters writes an element a
+/// line, a text in three.
 fn lean(svg: &str) -> String {
-    let svg = &merge_segments(svg);
+    let svg = &merge_segments(&join_texts(svg));
     let mut out = String::with_capacity(svg.len());
     let mut group: Option<(String, Vec<String>)> = None;
     let flush = |out: &mut String, group: &mut Option<(String, Vec<String>)>| {
@@ -236,13 +237,24 @@ fn two_point_polyline(line: &str) -> Option<(String, String)> {
     Some((style.trim().to_string(), format!("M{x1} {y1}{to}")))
 }
 
-/// A one-line self-closing `<line>`, `<rect>` or `<circle>` split into its style attributes
-/// and the element with its geometry only.
+/// A one-line self-closing `<line>`, `<rect>` or `<circle>`, or a one-line `<text>` with
+/// its words, split into its style attributes (which a `<g>` around it can carry: they
+/// inherit) and the element with its geometry (and words) only.
 fn split_style(line: &str) -> Option<(String, String)> {
-    const GEOMETRY: &[&str] = &["x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "width", "height"];
-    let body = line.trim().strip_suffix("/>")?;
+    // `dy` and `transform` do not inherit from a group: they stay with their element.
+    const GEOMETRY: &[&str] =
+        &["x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "width", "height", "dy", "transform"];
+    let line = line.trim();
+    let (body, words) = match line.strip_suffix("/>") {
+        Some(body) => (body, None),
+        None => {
+            let inner = line.strip_prefix("<text ")?.strip_suffix("</text>")?;
+            let (attrs, words) = inner.split_once('>')?;
+            (line.get(..6 + attrs.len())?, Some(words))
+        }
+    };
     let (tag, attrs) = body.strip_prefix('<')?.split_once(' ')?;
-    if !matches!(tag, "line" | "rect" | "circle") {
+    if !matches!((tag, words.is_some()), ("line" | "rect" | "circle", false) | ("text", true)) {
         return None;
     }
     let (mut style, mut shape) = (Vec::new(), vec![format!("<{tag}")]);
@@ -258,7 +270,31 @@ fn split_style(line: &str) -> Option<(String, String)> {
         }
         rest = tail.trim_start();
     }
-    Some((style.join(" "), format!("{}/>", shape.join(" "))))
+    let shape = shape.join(" ");
+    Some((style.join(" "), words.map_or_else(|| format!("{shape}/>"), |w| format!("{shape}>{w}</text>"))))
+}
+
+/// Plotters' `<text>` elements (the tag, the words and the closing tag a line each) each on
+/// one line, so that `lean` can group them by style like any shape.
+fn join_texts(svg: &str) -> String {
+    let mut out = String::with_capacity(svg.len());
+    let mut open = false;
+    for line in svg.lines() {
+        let t = line.trim();
+        if !open && t.starts_with("<text ") && t.ends_with('>') && !t.contains("</text>") {
+            out.push_str(t);
+            open = true;
+        } else if open && t == "</text>" {
+            out.push_str("</text>\n");
+            open = false;
+        } else if open {
+            out.push_str(t);
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// Numbers inside tags (attribute values) rounded to one decimal; text between tags kept.
@@ -389,7 +425,8 @@ fn draw<DB: DrawingBackend>(
             .collect();
         let pts: Vec<(f64, f64)> = kept.iter().map(|&(x, y, _)| (x, y)).collect();
         chart.draw_series(LineSeries::new(pts, colour.stroke_width(2)))?;
-        // A series' whiskers share one group carrying their style.
+        // A series' whiskers are one path (each interval's line and its two 6-pixel caps);
+        // the intervals' numbers are in the page's tables, not repeated on each whisker.
         let mut whiskers = String::new();
         for (j, &(x, y)) in s.points.iter().enumerate() {
             let Some((lo, hi)) = s.errors.get(j).copied().flatten() else { continue };
@@ -399,34 +436,34 @@ fn draw<DB: DrawingBackend>(
             }
             let (wx, top) = chart.backend_coord(&(x, hi.max(0.0)));
             let (_, bottom) = chart.backend_coord(&(x, lo.max(0.0)));
-            // One path: the interval's line and its two 6-pixel caps.
-            whiskers.push_str(&format!(
-                "<path d=\"M{wx} {top}V{bottom}M{} {top}h6M{} {bottom}h6\"><title>{}: {} to {}</title></path>",
-                wx - 3,
-                wx - 3,
-                xml_escape(s.label.trim()),
-                axis_number(lo),
-                axis_number(hi),
-            ));
+            whiskers.push_str(&format!("M{wx} {top}V{bottom}M{} {top}h6M{} {bottom}h6", wx - 3, wx - 3));
         }
         if !whiskers.is_empty() {
             marks.push_str(&format!(
-                "<g class=\"whisker\" stroke=\"{css}\" stroke-width=\"1.5\" fill=\"none\">{whiskers}</g>"
+                "<path class=\"whisker\" stroke=\"{css}\" stroke-width=\"1.5\" fill=\"none\" d=\"{whiskers}\"/>"
             ));
         }
+        // A series' markers share their colour on one group.
+        let mut points = String::new();
         for &(x, y, label) in &kept {
             let (cx, cy) = chart.backend_coord(&(x, y));
-            let open = marker(marker_shape(i), cx, cy, 4, &css);
-            marks.push_str(&open.replacen(' ', " class=\"point\" ", 1));
-            marks.truncate(marks.len() - 1);
-            marks.push_str("/>");
+            let open = marker(marker_shape(i), cx, cy, 4, &css).replace(&format!(" fill=\"{css}\""), "");
+            points.push_str(&open.replacen(' ', " class=\"point\" ", 1));
+            points.truncate(points.len() - 1);
+            points.push_str("/>");
             labels.occupy(Rect::around(cx, cy, 5));
             if let Some(text) = label.map(|t| t.trim()).filter(|t| !t.is_empty()) {
                 labels.place(text, cx, cy);
             }
         }
+        if !points.is_empty() {
+            marks.push_str(&format!("<g fill=\"{css}\">{points}</g>"));
+        }
     }
-    marks.push_str(&labels.svg);
+    // The labels share their style on one group.
+    if !labels.svg.is_empty() {
+        marks.push_str(&format!("<g font-size=\"{TEXT_PX}\" fill=\"currentColor\">{}</g>", labels.svg));
+    }
     Ok(())
 }
 
@@ -556,11 +593,7 @@ impl LabelPlacer {
             let inside = r.x0 >= 0 && r.x1 <= WIDTH as i32 && r.y0 >= 0 && r.y1 <= HEIGHT as i32;
             if inside && !self.taken.iter().any(|t| t.overlaps(&r)) {
                 self.taken.push(r);
-                let _ = write!(
-                    self.svg,
-                    "<text x=\"{tx}\" y=\"{baseline}\" font-size=\"{TEXT_PX}\" font-family=\"sans-serif\" fill=\"currentColor\">{}</text>",
-                    xml_escape(text)
-                );
+                let _ = write!(self.svg, "<text x=\"{tx}\" y=\"{baseline}\">{}</text>", xml_escape(text));
                 return;
             }
         }
@@ -868,9 +901,7 @@ mod tests {
             lean,
             concat!(
                 "<g opacity=\"0.2\" stroke=\"currentColor\" stroke-width=\"1\"><line x1=\"122\" y1=\"271.1\" x2=\"122\" y2=\"12\"/><line x1=\"197\" y1=\"271\" x2=\"197\" y2=\"12\"/></g>\n",
-                "<text x=\"12\" font-size=\"15.3\" fill=\"#0072b2\">\n",
-                "1.23456 tok/s\n",
-                "</text>\n",
+                "<text font-size=\"15.3\" fill=\"#0072b2\" x=\"12\">1.23456 tok/s</text>\n",
                 "<circle fill=\"#e69f00\" cx=\"3\" cy=\"4\" r=\"2\"/>\n",
             )
         );

@@ -114,7 +114,8 @@ impl PageContext<'_> {
         let nav_value = ser(&nav);
         let siblings = (0..runs.len())
             .map(|i| {
-                let near = site.siblings.nearest(i, SIBLINGS_NAMED).into_iter().map(|j| (j, runs[j].id.clone())).collect();
+                let near =
+                    site.siblings.nearest(i, SIBLINGS_NAMED).into_iter().map(|j| (j, runs[j].id.clone())).collect();
                 (near, site.siblings.others(i))
             })
             .collect();

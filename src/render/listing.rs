@@ -225,10 +225,7 @@ pub fn render_index_data(
     let all: Vec<usize> = (0..runs.len()).collect();
     let order = newest_first(cx, &all);
     let files = vec!["index.js".to_string(), "index.json".to_string()];
-    let hash = crate::units::InputHash::default()
-        .u64(cache.hash(&order, &[b"index.json"]))
-        .json(&regressions)
-        .finish();
+    let hash = crate::units::InputHash::default().u64(cache.hash(&order, &[b"index.json"])).json(&regressions).finish();
     let unit = Unit::listed("index.json".into(), hash, RenderStats { files: 2, ..Default::default() }, files);
     let render = |sink: &dyn Sink, st: &mut RenderStats| {
         let rows = order.iter().map(|&i| summary(&runs[i], &cx.titles[i], cx.capacity_of(i))).collect();

@@ -116,39 +116,64 @@ pub fn patch_places(page: &[u8], places: &[(BoardKey, usize, usize)]) -> Option<
     by_slug.values().all(|p| p.2).then(|| out.into_bytes())
 }
 
-/// One decode cell's figure beside the server's own, and the client's CPU.
+/// One decode cell's figure beside the server's own, and the client's CPU: the extra
+/// columns of the table of all measurements.
 #[derive(Debug, Serialize)]
 struct CrossCheckRow {
-    cell: String,
-    slug: String,
-    basis: &'static str,
-    ours: String,
+    /// The server's figure ("per request" where it is not total tok/s).
     server: String,
     gap: String,
     client_cpu: String,
-    flagged: bool,
 }
 
-fn cross_check_rows(run: &RunView) -> Vec<CrossCheckRow> {
+/// The cross-check in a sentence or two: what was compared, how far apart, how many cells
+/// were flagged and the most CPU the client used (each cell's row is in the table of all
+/// measurements). Empty where no cell has either.
+fn cross_check_summary(run: &RunView) -> Vec<String> {
+    let valid = || run.decode.iter().filter(|c| c.status == Status::Valid);
+    let checks: Vec<_> = valid().filter_map(|c| c.figures.cross_check()).collect();
+    let mut out = Vec::new();
+    for (basis, name) in [
+        (CrossCheckBasis::WindowCounter, "total tok/s against the server's token counter"),
+        (CrossCheckBasis::FinishedRequests, "per request tok/s against the server's finished requests"),
+    ] {
+        let gaps: Vec<f64> = checks.iter().filter(|x| x.basis == basis).map(|x| x.gap_pct).collect();
+        let (Some(lo), Some(hi)) = (gaps.iter().copied().reduce(f64::min), gaps.iter().copied().reduce(f64::max))
+        else {
+            continue;
+        };
+        let cells = if gaps.len() == 1 { "1 cell".to_string() } else { format!("{} cells", gaps.len()) };
+        out.push(format!("{cells} compared {name}: differences from {lo:+.2}% to {hi:+.2}%."));
+    }
+    let flagged =
+        valid().filter(|c| c.warnings.iter().any(|w| w.code == "server_disagrees" || w.code == "client_busy")).count();
+    if flagged > 0 {
+        out.push(format!("{flagged} flagged (a difference over 2% or a client above half a core)."));
+    }
+    if let Some(cpu) = valid().filter_map(|c| c.figures.client_cpu_cores).reduce(f64::max) {
+        out.push(format!("The load generator used at most {cpu:.2} cores."));
+    }
+    out
+}
+
+/// By decode cell (in `run.decode`'s order): its figure beside the server's, and the
+/// client's CPU, where the cell is valid and has either.
+fn cross_check_rows(run: &RunView) -> Vec<Option<CrossCheckRow>> {
     run.decode
         .iter()
-        .filter(|c| c.status == Status::Valid)
-        .filter_map(|c| {
-            let x = c.figures.cross_check();
-            let cpu = c.figures.client_cpu_cores;
+        .map(|c| {
+            let x = c.figures.cross_check().filter(|_| c.status == Status::Valid);
+            let cpu = c.figures.client_cpu_cores.filter(|_| c.status == Status::Valid);
             (x.is_some() || cpu.is_some()).then(|| CrossCheckRow {
-                cell: format!("{} × {}", numbers::context_label(c.context), c.concurrency),
-                slug: cell_slug(c),
-                basis: match x.map(|x| x.basis) {
-                    Some(CrossCheckBasis::WindowCounter) => "total tok/s, server's token counter",
-                    Some(CrossCheckBasis::FinishedRequests) => "per request tok/s, finished requests",
-                    None => "no server count",
-                },
-                ours: numbers::or_dash(x.map(|x| x.ours), numbers::decimal1),
-                server: numbers::or_dash(x.map(|x| x.server), numbers::decimal1),
+                server: x.map_or_else(
+                    || numbers::or_dash(None, numbers::decimal1),
+                    |x| match x.basis {
+                        CrossCheckBasis::WindowCounter => numbers::decimal1(x.server),
+                        CrossCheckBasis::FinishedRequests => format!("{} per request", numbers::decimal1(x.server)),
+                    },
+                ),
                 gap: numbers::or_dash(x.map(|x| x.gap_pct), |g| format!("{g:+.2}%")),
                 client_cpu: numbers::or_dash(cpu, |c| format!("{c:.2}")),
-                flagged: c.warnings.iter().any(|w| w.code == "server_disagrees" || w.code == "client_busy"),
             })
         })
         .collect()
@@ -263,6 +288,7 @@ pub fn render(
         .collect();
     let prefill_links: Vec<CellLinks> = run.prefill.iter().map(|c| cell_links(ranks, index, c)).collect();
     let decode_slugs: Vec<String> = run.decode.iter().map(cell_slug).collect();
+    let cross_checks = cross_check_rows(run);
     let energy = energy_rows(&heat_rows);
     let html = cx.env.get_template("run.html")?.render(context! {
         root => root("../../"),
@@ -280,7 +306,8 @@ pub fn render(
         heat_links => ser(heat_links),
         prefill_links => ser(prefill_links),
         decode_slugs => ser(decode_slugs),
-        cross_checks => ser(cross_check_rows(run)),
+        cross_checks => ser(cross_checks),
+        cross_summary => cross_check_summary(run),
         energy_rows => ser(energy),
         repeated => run.prefill.iter().chain(&run.decode).map(|c| c.repetitions).max().filter(|n| *n > 1),
         // The decode cells' planned prefix reuse (`--prefix-reuse`), if any.

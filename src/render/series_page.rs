@@ -9,15 +9,15 @@ use serde::Serialize;
 
 use super::charts::{line_chart, sparkline, ChartSpec, Series, XAxis};
 use super::common::{put_bytes, put_page, root, ser, PageContext, RenderStats};
+use super::compare_page;
 use super::downloads::{significant, CsvWriter};
 use super::leaderboard_page::BOARD_ROWS;
-use crate::units::gzip;
-use super::compare_page;
 use super::pareto_page::config_name;
 use crate::analysis::series::{KeyFigure, Trend};
 use crate::analysis::verdict::Verdict;
 use crate::analysis::{Comparison, RunView, SeriesView, SiteModel};
 use crate::format::Status;
+use crate::units::gzip;
 use crate::units::numbers::{self, context_label};
 use crate::write::Sink;
 

@@ -253,7 +253,7 @@ impl SitePages<'_> {
         Ok(hashes)
     }
 
-    /// The glossary, the data folder's Markdown pages and the 404 page.
+    /// The glossary, the cell viewer, the data folder's Markdown pages and the 404 page.
     fn render_text_pages(&self, cx: &PageContext, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
         let glossary = cx.env.get_template("glossary.html")?.render(context! {
             root => root("../"), nav_pages => cx.nav_pages(),
@@ -265,6 +265,7 @@ impl SitePages<'_> {
             import_mappings => import_mappings(),
         })?;
         put_page(sink, "glossary/index.html", &glossary, stats)?;
+        cell_page::render_viewer(cx, sink, stats)?;
         for p in self.pages {
             let title = markdown::first_heading(&p.markdown).unwrap_or_else(|| p.slug.clone());
             let html = cx.env.get_template("page.html")?.render(context! {
@@ -355,7 +356,12 @@ struct SeriesPages<'a>(Views<'a>);
 
 impl CachedPages for SeriesPages<'_> {
     fn units(&self) -> Vec<Unit<'_>> {
-        self.0.site.series.iter().map(|s| self.0.unit(format!("series/{}", s.slug), &s.runs, &["runs.csv.gz"])).collect()
+        self.0
+            .site
+            .series
+            .iter()
+            .map(|s| self.0.unit(format!("series/{}", s.slug), &s.runs, &["runs.csv.gz"]))
+            .collect()
     }
 
     fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {

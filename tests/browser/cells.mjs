@@ -1,8 +1,9 @@
-// Browser checks of a run's cells page (runs/ID/cell/), which draws each cell's evidence from
-// the run's evidence.js, in Debian's Chromium: every repetition of a repeated cell renders,
-// over HTTP and from file://, with no console error and no serious axe violation; a former
-// cell page's address (runs/ID/cells/NAME/) reaches the cell through the 404 page; with
-// JavaScript off, the run page's tables read and the cells page says where the figures are.
+// Browser checks of the site's cell viewer (cell/#RUN/SLUG), which draws each cell's evidence
+// from the run's evidence.js, in Debian's Chromium: every repetition of a repeated cell
+// renders, over HTTP and from file://, with no console error and no serious axe violation;
+// `#RUN` lists the run's cells; former addresses (runs/ID/cells/NAME/, runs/ID/cell/#NAME)
+// reach the cell through the 404 page; with JavaScript off, the run page's tables read and
+// the viewer says where the figures are.
 // Usage: node cells.mjs BASE_URL SITE_DIR RUN_ID CELL_SLUG REPETITIONS
 import { launchChromium, tally } from './common.mjs';
 import fs from 'node:fs';
@@ -41,7 +42,7 @@ async function axe(page, what) {
 const fileBase = 'file://' + path.resolve(siteDir);
 for (const [scheme, root, page0] of [['http', base, '/cell/'], ['file', fileBase, '/cell/index.html']]) {
   for (let rep = 1; rep <= Number(reps); rep++) {
-    const url = `${root}/runs/${run}${page0}#${slug}${rep > 1 ? '/r' + rep : ''}`;
+    const url = `${root}${page0}#${run}/${slug}${rep > 1 ? '/r' + rep : ''}`;
     const what = `${scheme} ${slug} r${rep}`;
     const { context, page, errors } = await open(url);
     // The evidence is unpacked after load.
@@ -63,14 +64,24 @@ for (const [scheme, root, page0] of [['http', base, '/cell/'], ['file', fileBase
   }
 }
 
-// A former cell page's address reaches the cell.
+// `#RUN` lists the run's cells, each linked to its evidence, from file:// too.
 {
-  const { context, page, errors } = await open(`${base}/runs/${run}/cells/${slug}/`);
-  await page.waitForURL((u) => u.hash === `#${slug}`, { timeout: 10000 }).catch(() => {});
+  const { context, page, errors } = await open(`${fileBase}/cell/index.html#${run}`);
+  await page.waitForSelector('ul.cell-list a', { timeout: 10000 }).catch(() => {});
+  ok(await page.locator(`ul.cell-list a[href="#${run}/${slug}"]`).count() === 1, 'run cells: the list does not link the cell');
+  ok(await page.locator(`a[href$="runs/${run}/index.html"]`).count() > 0, 'run cells: no link back to the run page');
+  ok(errors.length === 0, `run cells: console errors: ${errors.join(' | ')}`);
+  await context.close();
+}
+
+// Former addresses reach the cell: a cell's own page, and a run's own cells page.
+for (const [what, address] of [['old cell page', `/runs/${run}/cells/${slug}/`], ['old cells page', `/runs/${run}/cell/#${slug}`]]) {
+  const { context, page, errors } = await open(`${base}${address}`);
+  await page.waitForURL((u) => u.hash === `#${run}/${slug}`, { timeout: 10000 }).catch(() => {});
   await page.waitForSelector('svg.timeline', { timeout: 10000 }).catch(() => {});
-  ok(page.url().endsWith(`/runs/${run}/cell/#${slug}`), `old cell address: landed on ${page.url()}`);
-  ok(await page.locator('svg.timeline').count() === 1, 'old cell address: the cell is not drawn');
-  ok(errors.length === 0, `old cell address: console errors: ${errors.join(' | ')}`);
+  ok(page.url().endsWith(`/cell/#${run}/${slug}`), `${what}: landed on ${page.url()}`);
+  ok(await page.locator('svg.timeline').count() === 1, `${what}: the cell is not drawn`);
+  ok(errors.length === 0, `${what}: console errors: ${errors.join(' | ')}`);
   await context.close();
 }
 
@@ -85,16 +96,15 @@ for (const [scheme, root, page0] of [['http', base, '/cell/'], ['file', fileBase
   await context.close();
 }
 
-// With JavaScript off: the run page's tables, and the cells page's list and note.
+// With JavaScript off: the run page's tables, and the viewer's note.
 {
   const { context, page } = await open(`${base}/runs/${run}/`, { javaScriptEnabled: false });
   const rows = await page.locator('table.measurements tbody tr').count();
   ok(rows > 0, `no script: the run page's measurements table has ${rows} rows`);
   ok(await page.locator('table.heatmap td.cell').count() > 0, 'no script: the run page has no heatmap cells');
   const page2 = await context.newPage();
-  await page2.goto(`${base}/runs/${run}/cell/`, { waitUntil: 'load' });
-  ok(await page2.locator(`ul.cell-list a[href="#${slug}"]`).count() === 1, 'no script: the cells page does not list the cell');
-  ok((await page2.locator('main').innerText()).includes('run page'), 'no script: the cells page does not say where the figures are');
+  await page2.goto(`${base}/cell/#${run}/${slug}`, { waitUntil: 'load' });
+  ok((await page2.locator('main').innerText()).includes("run's page"), 'no script: the viewer does not say where the figures are');
   await context.close();
 }
 
