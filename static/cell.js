@@ -32,11 +32,32 @@
     return new Response(stream).text().then(JSON.parse);
   }
 
+  // Lanes come as columns in whole milliseconds (each send after the one before, first token
+  // and end after their send): back to rows [send, first, end, outcome, requests] in seconds.
+  function laneRows(c) {
+    if (!c) return [];
+    var t = 0;
+    return c[0].map(function (d, i) {
+      t += d;
+      return [t / 1000, c[1][i] === null ? null : (t + c[1][i]) / 1000, (t + c[2][i]) / 1000, c[3][i], c[4][i]];
+    });
+  }
+
+  // The gauge comes as columns (each time in milliseconds after the one before): back to
+  // rows [time in seconds, running, waiting].
+  function gaugeRows(c) {
+    if (!c) return [];
+    var t = 0;
+    return c[0].map(function (d, i) { t += d; return [t / 1000, c[1][i], c[2][i] === undefined ? null : c[2][i]]; });
+  }
+
   // Empty fields are left out of the data file: read them as empty.
   function filled(cell) {
     ["neighbours", "uncertainty", "tool_figures", "warnings", "reps"].forEach(function (k) { cell[k] = cell[k] || []; });
     cell.detail = cell.detail || "";
     cell.reps.forEach(function (r) {
+      r.lanes = laneRows(r.lanes);
+      r.gauge = gaugeRows(r.gauge);
       ["formulas", "prefill", "lanes", "gauge", "throughput", "outcomes", "token_sources"].forEach(function (k) { r[k] = r[k] || []; });
       r.requests = r.requests || 0;
       r.lane_group = r.lane_group || 1;

@@ -275,7 +275,7 @@ fn assembled(
     let AcrossRuns { leaderboards, tools, paretos, series, places } = views;
     let (targets, best) = capacity_views(&capacity, &models, settings);
     let siblings = series::ConfigGroups::of(&runs);
-    let noise = run_noise::SiteNoise::new(&runs, &siblings);
+    let noise = run_noise::SiteNoise::new(&runs, (&siblings.groups, &siblings.group_of));
     let board_noise = noise.site_wide(settings.change_noise_pct);
     let leaderboards = match places {
         Places::Mend { touched, noise } if noise == board_noise => {

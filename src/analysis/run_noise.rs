@@ -130,9 +130,10 @@ pub struct SiteNoise {
 }
 
 impl SiteNoise {
-    /// `configs`: the runs of each configuration measured more than once.
-    pub fn new(runs: &[RunView], configs: &super::series::ConfigGroups) -> SiteNoise {
-        let (groups, group_of) = (configs.groups.clone(), configs.group_of.clone());
+    /// `groups`: the runs of each configuration measured more than once; `group_of`: each
+    /// run's group (`series::ConfigGroups`).
+    pub fn new(runs: &[RunView], (groups, group_of): (&[Vec<usize>], &[Option<usize>])) -> SiteNoise {
+        let (groups, group_of) = (groups.to_vec(), group_of.to_vec());
         let pools: Vec<Pools> = groups.iter().map(|g| group_pools(runs, g)).collect();
         let total = pools.iter().fold(Pools::default(), |t, p| add_pools(t, p, 1.0));
         let index: HashMap<&str, usize> = runs.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();

@@ -223,12 +223,10 @@ struct RepData {
     window: Option<(f64, f64)>,
     #[serde(skip_serializing_if = "is_zero_f")]
     span: f64,
-    /// [send, first token, end, outcome (0 finished, 1 cancelled, 2 failed), requests].
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    lanes: Vec<(f64, Option<f64>, f64, u8, usize)>,
-    /// [time, running, waiting].
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    gauge: Vec<(f64, f64, Option<f64>)>,
+    #[serde(skip_serializing_if = "LaneColumns::is_empty")]
+    lanes: LaneColumns,
+    #[serde(skip_serializing_if = "GaugeColumns::is_empty")]
+    gauge: GaugeColumns,
     #[serde(skip_serializing_if = "Option::is_none")]
     gauge_source: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -252,6 +250,72 @@ struct RepData {
     turns: Vec<(u64, usize, String, String)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tbt: Option<StatsData>,
+}
+
+/// Every lane of the timeline as columns, in whole milliseconds: [send (after the lane
+/// before's send), first token (after its send), end (after its send), outcome (0 finished,
+/// 1 cancelled, 2 failed), requests]. Columns of small numbers are the evidence's largest part
+/// made a third smaller (the viewer turns them back into rows).
+#[derive(Serialize, Default)]
+struct LaneColumns(Vec<i64>, Vec<Option<i64>>, Vec<i64>, Vec<u8>, Vec<usize>);
+
+impl LaneColumns {
+    fn of(lanes: &[evidence::Lane]) -> LaneColumns {
+        let mut c = LaneColumns::default();
+        let mut previous = 0;
+        for l in lanes {
+            let send = ms(l.send_s);
+            c.0.push(send - previous);
+            c.1.push(l.first_token_s.map(|f| ms(f) - send));
+            c.2.push(ms(l.end_s) - send);
+            c.3.push(outcome_code(l.outcome));
+            c.4.push(l.requests);
+            previous = send;
+        }
+        c
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The server's gauge as columns: [time in whole milliseconds after the sample before,
+/// running, waiting], counts written as integers.
+#[derive(Serialize, Default)]
+struct GaugeColumns(Vec<i64>, Vec<serde_json::Number>, Vec<Option<serde_json::Number>>);
+
+impl GaugeColumns {
+    fn of(gauge: &[crate::format::GaugeSample]) -> GaugeColumns {
+        let mut c = GaugeColumns::default();
+        let mut previous = 0;
+        for g in gauge {
+            let t = ms(g.t_s);
+            c.0.push(t - previous);
+            c.1.push(count(g.running));
+            c.2.push(g.waiting.map(count));
+            previous = t;
+        }
+        c
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Seconds as whole milliseconds.
+fn ms(s: f64) -> i64 {
+    (s * 1000.0).round() as i64
+}
+
+/// A gauge reading: an integer where it is one (most are), else to a tenth.
+fn count(x: f64) -> serde_json::Number {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        serde_json::Number::from(x as i64)
+    } else {
+        serde_json::Number::from_f64(r1(x)).unwrap_or_else(|| serde_json::Number::from(0))
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -457,12 +521,8 @@ fn rep_data(view: &CellView, d: &CellDetail, texts: &mut Texts) -> RepData {
     rep.lane_group = e.lane_group;
     rep.window = e.window.map(|(a, b)| (r3(a), r3(b)));
     rep.span = r3(e.span_s);
-    rep.lanes = e
-        .lanes
-        .iter()
-        .map(|l| (r3(l.send_s), l.first_token_s.map(r3), r3(l.end_s), outcome_code(l.outcome), l.requests))
-        .collect();
-    rep.gauge = e.gauge.iter().map(|g| (r3(g.t_s), g.running, g.waiting)).collect();
+    rep.lanes = LaneColumns::of(&e.lanes);
+    rep.gauge = GaugeColumns::of(&e.gauge);
     rep.gauge_source = cell.measurement.as_ref().and_then(|m| m.gauge_source.clone());
     rep.gauge_every = e.gauge_every_s().map(numbers::seconds_setting);
     rep.throughput = e.throughput.iter().map(|b| (r3(b.start_s + b.seconds / 2.0), r1(b.tps))).collect();

@@ -124,6 +124,11 @@ pub fn evidence_cell(dir: &Path, run: &str, slug: &str) -> serde_json::Value {
         *n = json!([texts[n[0].as_u64().unwrap() as usize], other["slug"], other["name"]]);
     }
     for rep in cell["reps"].as_array_mut().unwrap() {
+        for (key, rows) in [("lanes", lane_rows as fn(&Value) -> Value), ("gauge", gauge_rows)] {
+            if let Some(columns) = rep.get(key) {
+                rep[key] = rows(columns);
+            }
+        }
         fill(rep, &["formulas", "prefill", "lanes", "gauge", "throughput", "outcomes", "token_sources"]);
         for row in rep["formulas"].as_array_mut().unwrap() {
             text(&mut row[0]);
@@ -134,6 +139,35 @@ pub fn evidence_cell(dir: &Path, run: &str, slug: &str) -> serde_json::Value {
         }
     }
     cell
+}
+
+/// A repetition's lanes, stored as columns in whole milliseconds (each send after the one
+/// before, first token and end after their send), as rows [send, first, end, outcome,
+/// requests] in seconds: what the viewer turns them into.
+fn lane_rows(c: &serde_json::Value) -> serde_json::Value {
+    let col = |i: usize| c[i].as_array().unwrap().clone();
+    let (mut t, sends) = (0i64, col(0));
+    let rows: Vec<serde_json::Value> = (0..sends.len())
+        .map(|i| {
+            t += sends[i].as_i64().unwrap();
+            let at = |v: &serde_json::Value| v.as_i64().map(|d| (t + d) as f64 / 1000.0);
+            serde_json::json!([t as f64 / 1000.0, at(&c[1][i]), at(&c[2][i]), c[3][i], c[4][i]])
+        })
+        .collect();
+    serde_json::Value::Array(rows)
+}
+
+/// A repetition's gauge, stored as columns (each time in milliseconds after the one before),
+/// as rows [time in seconds, running, waiting].
+fn gauge_rows(c: &serde_json::Value) -> serde_json::Value {
+    let mut t = 0i64;
+    let rows: Vec<serde_json::Value> = (0..c[0].as_array().unwrap().len())
+        .map(|i| {
+            t += c[0][i].as_i64().unwrap();
+            serde_json::json!([t as f64 / 1000.0, c[1][i], c[2][i]])
+        })
+        .collect();
+    serde_json::Value::Array(rows)
 }
 
 pub fn site_in(dir: &Path, args: &[&str]) -> Output {
