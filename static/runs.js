@@ -9,7 +9,6 @@
     ["quantization", "Quantization"], ["bench_tool", "Benchmark tool"], ["origin", "Origin"]
   ];
   var NUMERIC = { peak: 1, single: 1, prefill: 1, count: 1, capacity: 1 };
-  var LABELS = ["Run", "Date", "Model", "Engine", "Hardware", "Peak total tok/s", "Single-request tok/s", "Prefill tok/s at 8K", "Capacity per device"];
 
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
@@ -61,8 +60,6 @@
       if (f[1] && r[f[1]]) c.appendChild(el("small", {}, " at " + r[f[1]]));
       tr.appendChild(c);
     });
-    // Phones show each row as a card: every cell says what it is.
-    for (var i = 0; i < tr.cells.length; i++) tr.cells[i].setAttribute("data-label", LABELS[i]);
     return tr;
   }
 

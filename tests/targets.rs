@@ -100,14 +100,14 @@ fn pages_show_capacity_at_the_targets() {
     assert!(text.contains("chat: ≥ 20 tok/s per user (time between tokens ≤ 50.0 ms) at the median request"), "{text}");
     assert!(best.contains("<dt>chat</dt><dd><a href=\"runs/acme-vllm/index.html#targets\"><strong>80.0</strong> tok/s per device</a> on H100 SXM ×2 · vllm 0.10.0 <small>(×4 at once · $6.94 per million tokens)</small>"), "{best}");
     assert!(text.contains("at 8K context · 3 runs"), "{text}");
-    // The runs listing has a capacity column (the first SLO, at each run's shortest context),
-    // each cell labelled for the phone's cards.
+    // The runs listing has a capacity column (the first SLO, at each run's shortest context);
+    // the stylesheet labels each cell of a phone's cards (no attribute on every cell).
     let rows = table_rows(&index, "<table class=\"runs\"");
     assert_eq!(rows[0].last().unwrap(), "Capacity (batch), tok/s per device");
     // A row's name says what its columns do not: version, device count, date.
     let vllm_row = rows.iter().find(|r| r[0] == "0.10.0 · 2× · 2026-11-01 imported").unwrap();
     assert_eq!(vllm_row.last().unwrap(), "120.0 at 8K ×16");
-    assert!(index.contains("<td class=\"num\" data-label=\"Capacity per device\">120.0<small> at 8K ×16</small></td>"));
+    assert!(index.contains("<td class=\"num\">120.0<small> at 8K ×16</small></td>"));
     // index.json carries the listing's capacity; the run's download carries it in full.
     let json: serde_json::Value = serde_json::from_str(&ws.read("public/index.json")).unwrap();
     let vllm = json["runs"].as_array().unwrap().iter().find(|r| r["id"] == "acme-vllm").unwrap();

@@ -79,18 +79,19 @@ struct CellLinks {
 fn cell_links(ranks: &Ranks, index: Option<usize>, cell: &CellView) -> CellLinks {
     let key = BoardKey::of(cell);
     let slug = board_slug(key);
-    let place = index.and_then(|i| ranks.rank(i, key)).map(|(rank, of)| place_html(&slug, rank, of));
+    let place = index.and_then(|i| ranks.rank(i, key)).map(|(rank, of)| place_html(rank, of));
     CellLinks { cell: cell_slug(cell), slug, place, meets_slo: false }
 }
 
-const PLACE_OPEN: &str = "<!--place ";
-const PLACE_CLOSE: &str = "<!--/place-->";
+/// How a page links a cell to its board: `<a class="rank" href="…leaderboards/SLUG/…">`,
+/// the run's place (or "leaderboard" where it has none) as the link's text.
+const RANK_LINK: &str = "<a class=\"rank\" href=\"";
 
-/// A run's place on the board `slug` as its page prints it (`#3 of 40`), between comments
-/// that name the board: a change elsewhere that only moves places (one run faster, a run
-/// added) rewrites these in the previous page (`patch_places`) instead of rendering it.
-fn place_html(slug: &str, rank: usize, of: usize) -> String {
-    format!("{PLACE_OPEN}{slug}-->#{rank} of {of}{PLACE_CLOSE}")
+/// A run's place on a board as its page prints it (`#3 of 40`), the text of the cell's link
+/// to that board: a change elsewhere that only moves places (one run faster, a run added)
+/// rewrites these in the previous page (`patch_places`) instead of rendering it.
+fn place_html(rank: usize, of: usize) -> String {
+    format!("#{rank} of {of}")
 }
 
 /// `page` with every place in it set to `places` (the run's); `None` unless the page shows
@@ -102,15 +103,21 @@ pub fn patch_places(page: &[u8], places: &[(BoardKey, usize, usize)]) -> Option<
         places.iter().map(|&(key, rank, of)| (board_slug(key), (rank, of, false))).collect();
     let mut out = String::with_capacity(page.len() + 64);
     let mut rest = page;
-    while let Some(at) = rest.find(PLACE_OPEN) {
-        let after = &rest[at + PLACE_OPEN.len()..];
-        let slug = &after[..after.find("-->")?];
-        let (rank, of, seen) = by_slug.get_mut(slug)?;
-        *seen = true;
-        let end = after.find(PLACE_CLOSE)? + PLACE_CLOSE.len();
-        out.push_str(&rest[..at]);
-        out.push_str(&place_html(slug, *rank, *of));
-        rest = &after[end..];
+    while let Some(at) = rest.find(RANK_LINK) {
+        let after = &rest[at + RANK_LINK.len()..];
+        let href = &after[..after.find("\">")?];
+        let slug = href.split("leaderboards/").nth(1)?.split('/').next()?;
+        let text_at = href.len() + 2;
+        let text = &after[text_at..text_at + after[text_at..].find("</a>")?];
+        out.push_str(&rest[..at + RANK_LINK.len() + text_at]);
+        if text.starts_with('#') {
+            let (rank, of, seen) = by_slug.get_mut(slug)?;
+            *seen = true;
+            out.push_str(&place_html(*rank, *of));
+        } else {
+            out.push_str(text);
+        }
+        rest = &after[text_at + text.len()..];
     }
     out.push_str(rest);
     by_slug.values().all(|p| p.2).then(|| out.into_bytes())
@@ -433,9 +440,16 @@ mod tests {
     const PREFILL: BoardKey = BoardKey::Prefill { context: 8192 };
 
     fn page(places: &[(BoardKey, usize, usize)]) -> String {
-        let cells: Vec<String> =
-            places.iter().map(|&(k, r, of)| format!("<a>{}</a>", place_html(&board_slug(k), r, of))).collect();
-        format!("<p>head</p>{}<p>tail</p>", cells.join("<br>"))
+        let link = |k: BoardKey, text: &str| {
+            format!("{RANK_LINK}../../leaderboards/{}/index.html#run-r\">{text}</a>", board_slug(k))
+        };
+        let cells: Vec<String> = places.iter().map(|&(k, r, of)| link(k, &place_html(r, of))).collect();
+        // A board the run is not ranked on links by name, and is left as it is.
+        format!(
+            "<p>head</p>{}<br>{}<p>tail</p>",
+            cells.join("<br>"),
+            link(BoardKey::Prefill { context: 512 }, "leaderboard")
+        )
     }
 
     #[test]
@@ -444,7 +458,7 @@ mod tests {
         let new = [(PREFILL, 5, 8), (BOARD, 3, 7)];
         let patched = patch_places(old.as_bytes(), &new).unwrap();
         assert_eq!(String::from_utf8(patched).unwrap(), page(&new));
-        assert!(page(&new).contains("<a><!--place 8k-x4-->#3 of 7<!--/place--></a>"), "{}", page(&new));
+        assert!(page(&new).contains("8k-x4/index.html#run-r\">#3 of 7</a>"), "{}", page(&new));
     }
 
     #[test]
@@ -455,7 +469,7 @@ mod tests {
         // A board the run is not on.
         assert_eq!(patch_places(old.as_bytes(), &[(BOARD, 3, 6)]), None);
         // A place cut short.
-        let cut = &old[..old.rfind(PLACE_CLOSE).unwrap()];
+        let cut = &old[..old.find("</a>").unwrap()];
         assert_eq!(patch_places(cut.as_bytes(), &[(PREFILL, 4, 7), (BOARD, 3, 6)]), None);
         assert_eq!(patch_places(&[0xff, 0xfe], &[]), None);
     }
