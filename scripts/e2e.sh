@@ -202,7 +202,7 @@ mkdir -p target/screenshots
 node tests/browser/check.mjs "$BASE" "$ROOT/target/screenshots" "$CHECKS"
 kill "$SERVE"; wait "$SERVE" 2>/dev/null || true; SERVE=
 
-step "a run's cells page: every repetition's evidence, over HTTP and from file://"
+step "the cell viewer: every repetition's evidence, over HTTP and from file://"
 (cd "$WORK/aa" && "$SITE" build >/dev/null)
 serve_site "$WORK/aa" "$WORK/aa-serve.log"
 node tests/browser/cells.mjs "$BASE" "$WORK/aa/public" aa-a decode-256-x2 3

@@ -24,11 +24,26 @@
 
   function text(i) { return data.texts[i]; }
 
-  // The file is gzip in base64: unpacked here, in memory (file:// allows no fetch).
-  function unpack(b64) {
-    var bin = atob(b64), bytes = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  // The file is gzip in basE91 (see src/units/base91.rs): unpacked here, in memory
+  // (file:// allows no fetch).
+  var B91 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&()*+,./:;<=>?@[]^_`{|}~\"";
+  function base91(text) {
+    var bytes = new Uint8Array(Math.ceil(text.length * 14 / 16) + 1), len = 0, v = -1, b = 0, n = 0;
+    for (var i = 0; i < text.length; i++) {
+      var d = B91.indexOf(text.charAt(i));
+      if (d < 0) continue;
+      if (v < 0) { v = d; continue; }
+      v += d * 91;
+      b |= v << n;
+      n += (v & 8191) > 88 ? 13 : 14;
+      do { bytes[len++] = b & 255; b >>>= 8; n -= 8; } while (n > 7);
+      v = -1;
+    }
+    if (v >= 0) bytes[len++] = (b | v << n) & 255;
+    return bytes.subarray(0, len);
+  }
+  function unpack(text) {
+    var stream = new Blob([base91(text)]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Response(stream).text().then(JSON.parse);
   }
 
@@ -398,8 +413,8 @@
     var script = document.createElement("script");
     script.src = root + "runs/" + id + "/evidence.js";
     script.onload = function () {
-      var packed = window.SPEED_MATRIX_EVIDENCE_GZIP;
-      window.SPEED_MATRIX_EVIDENCE_GZIP = undefined;
+      var packed = window.SPEED_MATRIX_EVIDENCE;
+      window.SPEED_MATRIX_EVIDENCE = undefined;
       script.remove();
       if (!packed) return show();
       unpack(packed).then(function (d) {

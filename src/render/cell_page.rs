@@ -414,23 +414,9 @@ pub fn render_all(
     };
     let json = serde_json::to_string(&data)?;
     let dir = format!("runs/{}", run.id);
-    let packed = gzip_base64(json.as_bytes());
-    put_file(
-        sink,
-        &format!("{dir}/evidence.js"),
-        &format!("window.SPEED_MATRIX_EVIDENCE_GZIP=\"{packed}\";\n"),
-        stats,
-    )?;
+    let packed = crate::units::base91::encode(&crate::units::gzip(json.as_bytes()));
+    put_file(sink, &format!("{dir}/evidence.js"), &format!("window.SPEED_MATRIX_EVIDENCE='{packed}';\n"), stats)?;
     Ok(())
-}
-
-/// The evidence as the file carries it: gzip (deterministic: no name, no time in the
-/// header), then base64, so a `<script>` tag loads it as a string the viewer unpacks with
-/// the browser's own `DecompressionStream` (file:// allows no fetch). Requests' times
-/// repeat their digits and cells their shapes: about a fifth of the JSON's bytes.
-fn gzip_base64(bytes: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(crate::units::gzip(bytes))
 }
 
 /// `reps`: the cell's repetitions in order; `places`: every cell's index by slug.

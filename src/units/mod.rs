@@ -8,6 +8,7 @@
 /// see `build.rs`).
 pub const BUILD_VERSION: &str = env!("SITE_VERSION");
 
+pub mod base91;
 pub mod gzip;
 pub mod hash;
 pub mod names;

@@ -80,11 +80,10 @@ pub fn cells_download(public: &Path, run: &str) -> serde_json::Value {
 pub fn evidence(dir: &Path, run: &str) -> serde_json::Value {
     let p = dir.join("public/runs").join(run).join("evidence.js");
     let js = fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
-    use base64::Engine as _;
     use std::io::Read as _;
-    let packed = js.strip_prefix("window.SPEED_MATRIX_EVIDENCE_GZIP=\"").and_then(|j| j.trim_end().strip_suffix("\";"));
+    let packed = js.strip_prefix("window.SPEED_MATRIX_EVIDENCE='").and_then(|j| j.trim_end().strip_suffix("';"));
     let packed = packed.unwrap_or_else(|| panic!("{} is not an evidence file", p.display()));
-    let gz = base64::engine::general_purpose::STANDARD.decode(packed).unwrap();
+    let gz = speed_matrix::units::base91::decode(packed).expect("basE91");
     let mut json = String::new();
     flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut json).unwrap();
     serde_json::from_str(&json).unwrap()
