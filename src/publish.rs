@@ -221,7 +221,7 @@ pub fn check(fp: &Footprint, host: Host) -> Result<()> {
     let heaviest = fp.sections.iter().max_by_key(|(_, w)| w.bytes).map(|(s, w)| (s.name(), *w));
     let (name, w) = heaviest.unwrap_or(("cells", Weight::default()));
     anyhow::bail!(
-        "the site does not fit {} ([publish] host in site.toml): {}. By section: {}. The heaviest part is {name} ({} files, {}). To fit: publish a site per model or hardware (a data folder each, each its own site), move runs no one compares any more out of the data folder, or publish to a host with higher limits (cloudflare-pages-paid, gitlab-pages); `host = \"none\"` checks nothing. The published site was left as it was.",
+        "the site does not fit {} ([publish] host in site.toml): {}. By section: {}. The heaviest part is {name} ({} files, {}). To fit: publish the cells' evidence of recent runs only (`evidence_days = 365` under [publish]: about a third of a run's bytes), publish a site per model or hardware (a data folder each, each its own site), move runs no one compares any more out of the data folder, or publish to a host with higher limits (cloudflare-pages-paid, gitlab-pages); `host = \"none\"` checks nothing. The published site was left as it was.",
         host.name(),
         over.join("; "),
         fp.sections

@@ -7,7 +7,7 @@
   "use strict";
   var view = document.getElementById("cell-view");
   if (!view || !window.DecompressionStream) return;
-  var data, runId = null;
+  var data, runId = null, missing = null;
   var root = view.getAttribute("data-root") || "";
   var listing = view.cloneNode(true);
   // A run id as the site writes one (a folder name): nothing else becomes a script's path.
@@ -387,6 +387,14 @@
       }))])]);
   }
 
+  // A run whose evidence this site does not publish (`[publish] evidence_days`), or none.
+  function noEvidence(id) {
+    return el("div", { id: "cell-view", "data-root": root }, [el("h1", {}, ["Cells"]),
+      el("p", {}, ["This site publishes no evidence for run " + id + ": ",
+        el("a", { href: root + "runs/" + id + "/index.html" }, ["its page"]),
+        " has every figure of its cells, and its downloads have them as data."])]);
+  }
+
   function replaceView(page, title) {
     view.replaceWith(page);
     view = page;
@@ -395,6 +403,7 @@
 
   function show() {
     var parts = decodeURIComponent(location.hash.slice(1)).split("/");
+    if (RUN_ID.test(parts[0]) && parts[0] === missing) return replaceView(noEvidence(parts[0]), baseTitle);
     if (!RUN_ID.test(parts[0]) || parts[0] !== runId || !data) return replaceView(listing.cloneNode(true), baseTitle);
     var cell = data.cells.filter(function (c) { return c.slug === parts[1]; })[0];
     if (!cell) return replaceView(runCells(), "Cells · " + data.title + " · " + baseTitle.replace(/^Cells · /, ""));
@@ -413,6 +422,7 @@
     var script = document.createElement("script");
     script.src = root + "runs/" + id + "/evidence.js";
     script.onload = function () {
+      missing = null;
       var packed = window.SPEED_MATRIX_EVIDENCE;
       window.SPEED_MATRIX_EVIDENCE = undefined;
       script.remove();
@@ -428,6 +438,7 @@
       script.remove();
       runId = null;
       data = null;
+      missing = id;
       show();
     };
     document.head.appendChild(script);

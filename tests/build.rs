@@ -427,3 +427,47 @@ fn a_build_prints_its_weight_by_section_and_checks_the_named_host() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("unknown variant `geocities`"), "{}", stderr(&out));
 }
+
+#[test]
+fn evidence_days_publishes_the_evidence_of_recent_runs_only() {
+    let ws = Workspace::from_repo_data();
+    let toml = ws.path().join("site.toml");
+    let base = fs::read_to_string(&toml).unwrap_or_default();
+    fs::write(&toml, format!("{base}\n[publish]\nevidence_days = 0\n")).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    // The day each run started (none for an undated run), from its manifest.
+    let runs: Vec<(String, Option<String>)> = fs::read_dir(ws.path().join("data/runs"))
+        .unwrap()
+        .map(|e| {
+            let dir = e.unwrap().path();
+            let m: serde_json::Value =
+                serde_json::from_str(&fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+            let day = m["started_at"].as_str().map(|s| s[..10].to_string());
+            (dir.file_name().unwrap().to_string_lossy().into_owned(), day)
+        })
+        .collect();
+    let newest = runs.iter().filter_map(|r| r.1.clone()).max().unwrap();
+    let (mut kept, mut left) = (0, 0);
+    for (id, day) in &runs {
+        let recent = day.as_ref().is_none_or(|d| *d == newest);
+        let evidence = ws.path().join(format!("public/runs/{id}/evidence.js"));
+        assert_eq!(evidence.is_file(), recent, "{id} ({day:?}, newest {newest})");
+        let page = ws.read(&format!("public/runs/{id}/index.html"));
+        assert_eq!(page.contains("<code>[publish] evidence_days</code>"), !recent, "{id}: the page's note");
+        // Every figure stays: the table of all measurements and the downloads.
+        assert!(page.contains("<table class=\"measurements\""), "{id}");
+        assert!(ws.path().join(format!("public/runs/{id}/cells.csv")).is_file(), "{id}");
+        if recent {
+            kept += 1
+        } else {
+            left += 1
+        }
+    }
+    assert!(kept > 0 && left > 0, "the data has runs of more than one day: {runs:?}");
+    // Without the key, every run publishes its evidence again.
+    fs::write(&toml, &base).unwrap();
+    assert_ok(&ws.site(&["build"]));
+    for (id, _) in &runs {
+        assert!(ws.path().join(format!("public/runs/{id}/evidence.js")).is_file(), "{id}");
+    }
+}

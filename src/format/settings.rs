@@ -56,6 +56,11 @@ pub struct SiteSettings {
 pub struct Publish {
     #[serde(default)]
     pub host: Host,
+    /// Runs that started more than this many days before the site's newest run publish no
+    /// evidence file (every figure, page and download stays; the records stay in the data
+    /// folder): the evidence is about a third of a run's bytes. `None`: every run's.
+    #[serde(default)]
+    pub evidence_days: Option<u32>,
 }
 
 /// A static host whose limits a build is checked against.

@@ -362,6 +362,20 @@ pub fn files(run: &RunView) -> Vec<String> {
     vec![format!("runs/{}/evidence.js", run.id)]
 }
 
+/// By run: whether it publishes its evidence: every run, or with `days` those that started
+/// at most `days` days before the newest run (measured from the newest run, not the clock:
+/// the same data builds the same site any day). An undated run keeps its evidence.
+pub fn with_evidence(runs: &[RunView], days: Option<u32>) -> Vec<bool> {
+    let Some(days) = days else { return vec![true; runs.len()] };
+    let date = |r: &RunView| r.date.as_deref().and_then(|d| d.get(..10)?.parse::<jiff::civil::Date>().ok());
+    let Some(newest) = runs.iter().filter_map(date).max() else { return vec![true; runs.len()] };
+    runs.iter()
+        .map(|r| {
+            date(r).is_none_or(|d| d.until(newest).map_or(true, |span| i64::from(span.get_days()) <= i64::from(days)))
+        })
+        .collect()
+}
+
 /// The site's one cell viewer (`cell/`): it reads a run and a cell from its address
 /// (`cell/#RUN/decode-8k-x4`) and draws them from that run's evidence file, so that a run
 /// publishes no page of its own for its cells.

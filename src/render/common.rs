@@ -71,6 +71,8 @@ pub struct PageContext<'a> {
     /// By run index: the other runs (index, id) of its exact configuration its page names
     /// (the nearest `SIBLINGS_NAMED`), and how many there are in all.
     pub siblings: Vec<(Vec<(usize, String)>, usize)>,
+    /// By run index: whether the run publishes its cells' evidence (`[publish] evidence_days`).
+    pub evidence: Vec<bool>,
     /// Each run's capacity as listings show it, by run index.
     pub capacity: Vec<CapacitySummary>,
     /// The site's settings (SLOs, levels, prices), for pages that compute at the targets.
@@ -128,6 +130,7 @@ impl PageContext<'_> {
             titles,
             newest_first,
             siblings,
+            evidence: super::cell_page::with_evidence(runs, settings.publish.evidence_days),
             capacity: site.capacity.iter().map(capacity_summary).collect(),
             settings: settings.clone(),
         }

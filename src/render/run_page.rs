@@ -227,6 +227,9 @@ pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, template_hash: 
         }
         h.u64(*all as u64);
     }
+    if let Some(&published) = cx.evidence.get(index) {
+        h.u64(u64::from(published));
+    }
     h.u64(cx.nav_hash);
     h.u64(template_hash);
     h.finish()
@@ -340,6 +343,7 @@ pub fn render(
             .map(|(j, id)| (id.clone(), cx.titles[*j].clone()))
             .collect::<Vec<_>>(),
         siblings_total => index.and_then(|i| cx.siblings.get(i)).map_or(0, |s| s.1),
+        evidence_days => index.filter(|&i| !cx.evidence[i]).and(cx.settings.publish.evidence_days),
     })?;
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;

@@ -170,7 +170,8 @@ impl SitePages<'_> {
             .into_par_iter()
             .map(|i| cell_page::input_hash(cx, &site.runs[i], i, self.template_hash))
             .collect();
-        let cells = CellPages { cx, site, hashes: cell_hashes, details: self.cell_details };
+        let published = (0..site.runs.len()).filter(|&i| cx.evidence[i]).collect();
+        let cells = CellPages { cx, site, runs: published, hashes: cell_hashes, details: self.cell_details };
         by_folder.extend(render_pages(&cells, self.previous, sink, stats)?);
         // What the views and comparisons are made from: a run's page but its places, which
         // none of them shows.
@@ -444,11 +445,13 @@ fn cells_key(run: &RunView) -> String {
     format!("runs/{}/cells", run.id)
 }
 
-/// Each run's cells (its viewer page and evidence file) as a unit of their own: they do not
-/// show the run's places, which one run's change can move on thousands of runs.
+/// Each run's evidence file as a unit of its own: it does not show the run's places, which
+/// one run's change can move on thousands of runs.
 struct CellPages<'a> {
     cx: &'a PageContext<'a>,
     site: &'a SiteModel,
+    /// The runs that publish their evidence, by run index (`PageContext::evidence`).
+    runs: Vec<usize>,
     /// By run: `cell_page::input_hash`.
     hashes: Vec<u64>,
     details: &'a (dyn Fn(&RunView) -> Result<Vec<CellDetail>> + Sync),
@@ -456,18 +459,18 @@ struct CellPages<'a> {
 
 impl CachedPages for CellPages<'_> {
     fn units(&self) -> Vec<Unit<'_>> {
-        self.site
-            .runs
+        self.runs
             .par_iter()
-            .zip(&self.hashes)
-            .map(|(r, &hash)| {
-                let kept = RenderStats { pages: 1, files: 2, ..Default::default() };
+            .map(|&i| {
+                let (r, hash) = (&self.site.runs[i], self.hashes[i]);
+                let kept = RenderStats { files: 1, ..Default::default() };
                 Unit { patch: None, key: cells_key(r), files: Box::new(move || cell_page::files(r)), hash, kept }
             })
             .collect()
     }
 
     fn render_one(&self, i: usize, sink: &dyn Sink, stats: &mut RenderStats) -> Result<()> {
+        let i = self.runs[i];
         let run = &self.site.runs[i];
         let details = run.detail_hash.map(|_| (self.details)(run)).transpose()?;
         cell_page::render_all(self.cx, (run, i), details.as_deref(), sink, stats)
