@@ -290,7 +290,7 @@
     if (rep && rep.formulas.length) {
       out.push(section(null, "Figures" + (cell.reps.length > 1 ? " of repetition " + rep.rep : ""), [note, table("How each figure was computed",
         [["Figure"], ["Value", true], ["Formula"], ["Numbers"]],
-        rep.formulas.map(function (f) { return { cells: [text(f[0]), f[1], text(f[2]), f[3]] }; }))]));
+        rep.formulas.map(function (f) { return { cells: [text(f[0]), f[1], text(f[2]), text(f[3])] }; }))]));
     } else if (note) {
       out.push(section(null, "Figures", [note]));
     }

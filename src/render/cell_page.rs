@@ -211,7 +211,7 @@ struct RepData {
     instance: Option<u32>,
     /// [figure, value, formula, numbers], texts by index.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    formulas: Vec<(usize, String, usize, String)>,
+    formulas: Vec<(usize, String, usize, usize)>,
     /// A prefill cell's requests.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     prefill: Vec<PrefillRow>,
@@ -362,20 +362,6 @@ pub fn files(run: &RunView) -> Vec<String> {
     vec![format!("runs/{}/evidence.js", run.id)]
 }
 
-/// By run: whether it publishes its evidence: every run, or with `days` those that started
-/// at most `days` days before the newest run (measured from the newest run, not the clock:
-/// the same data builds the same site any day). An undated run keeps its evidence.
-pub fn with_evidence(runs: &[RunView], days: Option<u32>) -> Vec<bool> {
-    let Some(days) = days else { return vec![true; runs.len()] };
-    let date = |r: &RunView| r.date.as_deref().and_then(|d| d.get(..10)?.parse::<jiff::civil::Date>().ok());
-    let Some(newest) = runs.iter().filter_map(date).max() else { return vec![true; runs.len()] };
-    runs.iter()
-        .map(|r| {
-            date(r).is_none_or(|d| d.until(newest).map_or(true, |span| i64::from(span.get_days()) <= i64::from(days)))
-        })
-        .collect()
-}
-
 /// The site's one cell viewer (`cell/`): it reads a run and a cell from its address
 /// (`cell/#RUN/decode-8k-x4`) and draws them from that run's evidence file, so that a run
 /// publishes no page of its own for its cells.
@@ -479,7 +465,9 @@ fn rep_data(view: &CellView, d: &CellDetail, texts: &mut Texts) -> RepData {
     let e = d.evidence.as_ref();
     let formulas = formulas(view, d.figures.as_ref(), Some(cell), e)
         .into_iter()
-        .map(|f| (texts.id(f.figure), f.value, texts.id(f.formula), f.inputs))
+        // The numbers too ("16 requests with a first token" recurs across cells farther
+        // apart than gzip's window).
+        .map(|f| (texts.id(f.figure), f.value, texts.id(f.formula), texts.id(&f.inputs)))
         .collect();
     let prefill = prefill_requests(view, Some(cell))
         .into_iter()

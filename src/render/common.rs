@@ -79,6 +79,20 @@ pub struct PageContext<'a> {
     pub settings: crate::format::SiteSettings,
 }
 
+/// By run: whether it publishes its evidence: every run, or with `days` those that started
+/// at most `days` days before the newest run (measured from the newest run, not the clock:
+/// the same data builds the same site any day). An undated run keeps its evidence.
+fn with_evidence(runs: &[RunView], days: Option<u32>) -> Vec<bool> {
+    let Some(days) = days else { return vec![true; runs.len()] };
+    let date = |r: &RunView| r.date.as_deref().and_then(|d| d.get(..10)?.parse::<jiff::civil::Date>().ok());
+    let Some(newest) = runs.iter().filter_map(date).max() else { return vec![true; runs.len()] };
+    runs.iter()
+        .map(|r| {
+            date(r).is_none_or(|d| d.until(newest).map_or(true, |span| i64::from(span.get_days()) <= i64::from(days)))
+        })
+        .collect()
+}
+
 /// Other runs of its configuration a run's page names: repetitions nearest it.
 pub const SIBLINGS_NAMED: usize = 8;
 
@@ -130,7 +144,7 @@ impl PageContext<'_> {
             titles,
             newest_first,
             siblings,
-            evidence: super::cell_page::with_evidence(runs, settings.publish.evidence_days),
+            evidence: with_evidence(runs, settings.publish.evidence_days),
             capacity: site.capacity.iter().map(capacity_summary).collect(),
             settings: settings.clone(),
         }

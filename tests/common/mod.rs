@@ -132,6 +132,7 @@ pub fn evidence_cell(dir: &Path, run: &str, slug: &str) -> serde_json::Value {
         for row in rep["formulas"].as_array_mut().unwrap() {
             text(&mut row[0]);
             text(&mut row[2]);
+            text(&mut row[3]);
         }
         for row in rep["token_sources"].as_array_mut().unwrap() {
             text(&mut row[0]);
