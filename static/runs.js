@@ -27,17 +27,27 @@
     return desc ? -r : r;
   }
 
+  // The index's rows are arrays under one list of column names: back to objects.
+  function objects(index) {
+    if (!index || !index.runs) return null;
+    return index.runs.map(function (a) {
+      var o = {};
+      index.columns.forEach(function (c, i) { o[c] = a[i]; });
+      return o;
+    });
+  }
+
   function loadIndex(root, done) {
-    if (window.speedMatrixIndex) return done(window.speedMatrixIndex.runs);
+    if (window.speedMatrixIndex) return done(objects(window.speedMatrixIndex));
     function viaScript() {
       var s = el("script", { src: root + "index.js" });
-      s.onload = function () { done(window.speedMatrixIndex ? window.speedMatrixIndex.runs : null); };
+      s.onload = function () { done(objects(window.speedMatrixIndex)); };
       s.onerror = function () { done(null); };
       document.head.appendChild(s);
     }
     if (location.protocol === "file:" || !window.fetch) return viaScript();
     fetch(root + "index.json").then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
-      .then(function (j) { done(j.runs); }, viaScript);
+      .then(function (j) { done(objects(j)); }, viaScript);
   }
 
   function row(r, root) {

@@ -109,8 +109,8 @@ fn pages_show_capacity_at_the_targets() {
     assert_eq!(vllm_row.last().unwrap(), "120.0 at 8K ×16");
     assert!(index.contains("<td class=\"num\">120.0<small> at 8K ×16</small></td>"));
     // index.json carries the listing's capacity; the run's download carries it in full.
-    let json: serde_json::Value = serde_json::from_str(&ws.read("public/index.json")).unwrap();
-    let vllm = json["runs"].as_array().unwrap().iter().find(|r| r["id"] == "acme-vllm").unwrap();
+    let rows = index_rows(&ws.read("public/index.json"));
+    let vllm = rows.iter().find(|r| r["id"] == "acme-vllm").unwrap();
     assert_eq!((vllm["capacity_text"].as_str(), vllm["capacity_at"].as_str()), (Some("120.0"), Some("8K ×16")));
     let download = common::cells_download(&ws.path().join("public"), "acme-vllm");
     let chat = &download["capacity"]["contexts"][0]["slos"][1];

@@ -6,7 +6,9 @@ mod common;
 
 use std::fs;
 
-use common::{assert_ok, copy_dir, evidence, evidence_cell, fixture, stderr, table_rows, text_of, Workspace};
+use common::{
+    assert_ok, copy_dir, evidence, evidence_cell, fixture, index_rows, stderr, table_rows, text_of, Workspace,
+};
 
 fn built_series() -> Workspace {
     let ws = Workspace::from_fixture("valid/series");
@@ -182,15 +184,14 @@ fn listings_paginate_without_script_and_the_index_holds_every_run() {
     assert!(third.contains("<a href=\"../../index.html\">1</a>"));
     // The last page ends with the undated run.
     assert!(third.contains("href=\"../../runs/a-vllm-0.9.2/index.html\""));
-    let json: serde_json::Value = serde_json::from_str(&ws.read("public/index.json")).unwrap();
-    let rows = json["runs"].as_array().unwrap();
+    let rows = index_rows(&ws.read("public/index.json"));
     assert_eq!(rows.len(), 230);
     assert_eq!(rows[0]["id"], "d-vllm-0.11.0");
     assert_eq!(rows[0]["peak"], 300.0);
     assert_eq!(rows[0]["peak_at"], "8K ×4");
     assert_eq!(rows[229]["date"], serde_json::Value::Null);
     let js = ws.read("public/index.js");
-    assert!(js.starts_with("window.speedMatrixIndex = {\"runs\":["));
+    assert!(js.starts_with("window.speedMatrixIndex = {\"columns\":["));
     // The model page paginates the same way, under its own folder.
     assert!(ws.path().join("public/models/acme-tiny-1b/list/3/index.html").is_file());
     // Overlay charts draw the best seven runs, and say so.

@@ -61,6 +61,18 @@ impl Workspace {
     }
 }
 
+/// `index.json`'s runs (arrays under one list of columns) as objects, as the listing's
+/// script reads them.
+pub fn index_rows(json: &str) -> Vec<serde_json::Value> {
+    let index: serde_json::Value = serde_json::from_str(json).unwrap();
+    let columns: Vec<&str> = index["columns"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    let row = |a: &serde_json::Value| {
+        let fields = columns.iter().zip(a.as_array().unwrap()).map(|(c, v)| (c.to_string(), v.clone()));
+        serde_json::Value::Object(fields.collect())
+    };
+    index["runs"].as_array().unwrap().iter().map(row).collect()
+}
+
 /// A published gzipped download (`board.csv.gz`, `cells.json.gz`), unpacked.
 pub fn gunzip_text(p: &Path) -> String {
     use std::io::Read as _;
@@ -76,7 +88,6 @@ pub fn cells_download(public: &Path, run: &str) -> serde_json::Value {
 }
 
 /// A run's published evidence file (`public/runs/RUN/evidence.js`) as data, under `dir`.
-
 pub fn evidence(dir: &Path, run: &str) -> serde_json::Value {
     let p = dir.join("public/runs").join(run).join("evidence.js");
     let js = fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
