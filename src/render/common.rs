@@ -93,6 +93,12 @@ fn with_evidence(runs: &[RunView], days: Option<u32>) -> Vec<bool> {
         .collect()
 }
 
+/// A status, verdict, basis or trend by its serde name (`over_capacity`), as downloads
+/// write it; empty for a value that is not a plain name.
+pub fn serde_name<T: Serialize>(value: T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+}
+
 /// Other runs of its configuration a run's page names: repetitions nearest it.
 pub const SIBLINGS_NAMED: usize = 8;
 

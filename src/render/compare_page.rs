@@ -6,7 +6,7 @@ use minijinja::context;
 use serde::Serialize;
 
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
-use super::common::{put_file, put_page, root, run_label, run_title, ser, PageContext, RenderStats};
+use super::common::{put_file, put_page, root, run_label, run_title, ser, serde_name, PageContext, RenderStats};
 use super::downloads::CsvWriter;
 use crate::analysis::compare::Change;
 use crate::analysis::metric::Metric;
@@ -225,14 +225,7 @@ fn delta_fields(m: &Option<Change>) -> [String; 6] {
     use crate::units::numbers::{brief, pct2};
     let pct = |v: Option<f64>| v.map(pct2).unwrap_or_default();
     match m {
-        Some(m) => [
-            brief(m.a),
-            brief(m.b),
-            pct(Some(m.pct)),
-            pct(m.lo_pct),
-            pct(m.hi_pct),
-            serde_json::to_value(m.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
-        ],
+        Some(m) => [brief(m.a), brief(m.b), pct(Some(m.pct)), pct(m.lo_pct), pct(m.hi_pct), serde_name(m.verdict)],
         None => Default::default(),
     }
 }
@@ -287,7 +280,7 @@ const CSV_COLUMNS: &[&str] = &[
 /// Where the run-to-run noise comes from and its size for the row's first figure (prompt
 /// tok/s for prefill, total tok/s for decode).
 fn noise_fields(n: &RunNoise, metric: Metric) -> [String; 2] {
-    let basis = serde_json::to_value(n.basis).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let basis = serde_name(n.basis);
     // `processes`: nothing is added, so the size is empty.
     [basis, n.of(metric).map_or(String::new(), |f| format!("{:.2}", f.pct))]
 }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::cached::{render_pages, CachedPages, Unit};
-use super::common::{put_bytes, put_page, root, ser, PageContext, RenderStats};
+use super::common::{put_bytes, put_page, root, ser, serde_name, PageContext, RenderStats};
 use super::downloads::{significant, CsvWriter};
 use crate::analysis::metric::Metric;
 use crate::analysis::run_noise::{NoiseBasis, RunNoise};
@@ -305,8 +305,7 @@ fn board_csv(key: BoardKey, rows: &[Row], apart: &[Apart]) -> String {
         ]);
     }
     for a in apart {
-        let status = serde_json::to_value(a.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-        w.row(vec![String::new(), a.id.into(), status]);
+        w.row(vec![String::new(), a.id.into(), serde_name(a.status)]);
     }
     w.finish()
 }

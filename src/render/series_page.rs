@@ -8,7 +8,7 @@ use minijinja::context;
 use serde::Serialize;
 
 use super::charts::{line_chart, sparkline, ChartSpec, Series, XAxis};
-use super::common::{put_bytes, put_page, root, ser, PageContext, RenderStats};
+use super::common::{put_bytes, put_page, root, ser, serde_name, PageContext, RenderStats};
 use super::compare_page;
 use super::downloads::{significant, CsvWriter};
 use super::leaderboard_page::BOARD_ROWS;
@@ -190,7 +190,7 @@ fn series_csv(rows: &[RunRow]) -> String {
     for r in rows {
         let mut fields = vec![r.version.to_string(), r.date.unwrap_or_default().to_string(), r.id.to_string()];
         fields.extend(r.values.iter().map(|v| v.map(|x| significant(x).to_string()).unwrap_or_default()));
-        fields.push(r.step.as_ref().map(|st| trend_name(st.trend)).unwrap_or_default().to_string());
+        fields.push(r.step.as_ref().map(|st| serde_name(st.trend)).unwrap_or_default());
         w.row(fields);
     }
     w.finish()
@@ -203,11 +203,6 @@ fn key_figure_column(f: KeyFigure) -> &'static str {
         KeyFigure::PrefillTps => "prefill_tps",
         KeyFigure::CapacityPerDevice => "capacity_tps_per_device",
     }
-}
-
-/// A step's trend as its serde name.
-fn trend_name(t: Trend) -> String {
-    serde_json::to_value(t).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
 }
 
 /// A lasting fall of a key figure found over a series' history (a change point), as the
