@@ -118,6 +118,9 @@ fn restarts_need_as_many_repetitions_and_a_launch() {
 /// the clock's, not the server's, and three processes a side cannot average it away, so an
 /// A/A pair was now and then called slower on CI; the level drawn per process and
 /// the per-step jitter are the noise judged here (the verdicts bench measures drift).
+/// Jitter ±3%: a cell at concurrency 1 holds one request a process, so its TTFT is one
+/// step's draw; at ±10% three draws a side differed by the 5% threshold often enough that
+/// the pair was called slower on CI (an honest call on that noise, but not this test's).
 fn measure_restarted(dir: &Path, run: &str, config: &str, slowdown: u32) {
     let script = dir.join(format!("{config}.sh"));
     let port = if script.exists() {
@@ -128,7 +131,7 @@ fn measure_restarted(dir: &Path, run: &str, config: &str, slowdown: u32) {
         let counter = dir.join(format!("{config}.count"));
         let body = format!(
             "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; exec {site} simulate-engine --port {port} --lifetime-s 120 \
-             --step-ms-base 8 --step-ms-per-seq 1 --noise-seed $((n+{seed})) --level-pct 1.5 --jitter-pct 10 --slowdown-pct {slowdown}\n",
+             --step-ms-base 8 --step-ms-per-seq 1 --noise-seed $((n+{seed})) --level-pct 1.5 --jitter-pct 3 --slowdown-pct {slowdown}\n",
             c = counter.display(),
             site = env!("CARGO_BIN_EXE_site"),
             seed = 11 + slowdown * 100
@@ -155,13 +158,14 @@ fn runs_spread_over_processes_are_judged_on_their_processes_and_a_slowdown_is_fo
     let c = cell(d, "a", "decode-256-c4-r3.json");
     assert_eq!(c["server_instance"], 3);
     let out = site_in(d, &["diff", "a", "a2", "--out", "aa", "--fail-on-regression"]);
-    assert_ok(&out);
+    let aa = fs::read_to_string(d.join("aa/comparison.csv")).unwrap_or_default();
+    assert!(out.status.success(), "{}\n{}\n{aa}", stdout(&out), stderr(&out));
     assert!(
         stdout(&out).contains("Run-to-run noise from the runs' own server processes (A 3, B 3"),
         "{}",
         stdout(&out)
     );
-    assert!(!stdout(&out).contains("slower figures in"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("slower figures in"), "{}\n{aa}", stdout(&out));
     // The two runs of the configuration are the ones compared: no other run to pool.
     assert!(!stdout(&out).contains("is pooled with"), "{}", stdout(&out));
     let out = site_in(d, &["diff", "a", "b", "--out", "ab", "--fail-on-regression"]);
