@@ -171,8 +171,10 @@ pub struct BenchArgs {
     /// Prefix reuse of the decode cells, in percent: each request's prompt starts with a
     /// prefix this share of it long that the cell's other requests send too, then a part of
     /// its own (0: nothing shared). Without it, every stream repeats one identical prompt.
-    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u32).range(0..=100))]
-    pub prefix_reuse: Option<u32>,
+    /// Several levels (`0,50,90`) measure the matrix at each in turn, each level a run of
+    /// its own named RUN-reuse<PCT>.
+    #[arg(long, value_name = "PCT,...", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub prefix_reuse: Vec<u32>,
     /// Each stream a conversation of this many turns (chat API): a turn's prompt carries the
     /// earlier turns and their answers, then a new question; then a new conversation.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=32))]

@@ -40,6 +40,8 @@ pub struct Figures {
     /// Conversations (`--turns`): the median TTFT of the turns after the first, whose
     /// prompts carry the earlier turns and answers.
     pub next_turn_ttft_ms: Option<f64>,
+    /// Conversations: the share of the later turns' prompt tokens served from the cache.
+    pub next_turn_cached_pct: Option<f64>,
     /// Median over requests of (last token - first token) / (tokens - 1).
     pub tbt_ms: Option<f64>,
     pub tbt_p90_ms: Option<f64>,
@@ -98,7 +100,7 @@ pub enum FigureValue {
 impl Figures {
     /// Every figure with its column name, in column order. Downloads take their figure
     /// columns from here, so a new figure needs no change there.
-    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 26] {
+    pub fn columns(&self) -> [(&'static str, Option<FigureValue>); 27] {
         let r = |v: Option<f64>| v.map(FigureValue::Rate);
         let n = |v: Option<u64>| v.map(FigureValue::Count);
         [
@@ -115,6 +117,7 @@ impl Figures {
             ("spec_accepted_len", r(self.spec_accepted_len)),
             ("cached_prompt_pct", r(self.cached_prompt_pct)),
             ("next_turn_ttft_ms", r(self.next_turn_ttft_ms)),
+            ("next_turn_cached_pct", r(self.next_turn_cached_pct)),
             ("tbt_ms", r(self.tbt_ms)),
             ("tbt_p90_ms", r(self.tbt_p90_ms)),
             ("tbt_p99_ms", r(self.tbt_p99_ms)),
@@ -316,6 +319,7 @@ fn decode_figures(m: &Measurement) -> Figures {
         cached_prompt_pct: m.cached_prompt_pct(),
         next_turn_ttft_ms: median(&requests.iter().filter(|r| r.turn >= 2).filter_map(ttft_s).collect::<Vec<_>>())
             .map(ms),
+        next_turn_cached_pct: m.next_turn_cached_pct(),
         tbt_ms: median(&tbts).map(ms),
         tbt_p90_ms: supported_percentile(&tbts, 90.0).map(ms),
         tbt_p99_ms: supported_percentile(&tbts, 99.0).map(ms),

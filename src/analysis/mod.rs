@@ -12,6 +12,7 @@ pub mod interval;
 pub mod leaderboard;
 pub mod metric;
 pub mod pareto;
+pub mod reuse;
 pub mod run;
 pub mod run_noise;
 pub mod series;
@@ -57,6 +58,8 @@ pub struct SiteModel {
     pub best: Vec<capacity::ModelBest>,
     /// The runs of each exact configuration measured more than once.
     pub siblings: series::ConfigGroups,
+    /// By run index: the prefix-reuse session the run is a level of.
+    pub reuse: Vec<Option<reuse::ReuseSession>>,
     /// The run-to-run noise every leaderboard's places allow for.
     pub board_noise: run_noise::RunNoise,
     /// The run-to-run noise of the site's configurations measured more than once.
@@ -275,6 +278,7 @@ fn assembled(
     let AcrossRuns { leaderboards, tools, paretos, series, places } = views;
     let (targets, best) = capacity_views(&capacity, &models, settings);
     let siblings = series::ConfigGroups::of(&runs);
+    let reuse = reuse::sessions(&runs);
     let noise = run_noise::SiteNoise::new(&runs, (&siblings.groups, &siblings.group_of));
     let board_noise = noise.site_wide(settings.change_noise_pct);
     let leaderboards = match places {
@@ -297,6 +301,7 @@ fn assembled(
         targets,
         best,
         siblings,
+        reuse,
         noise,
     }
 }

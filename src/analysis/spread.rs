@@ -92,6 +92,7 @@ pub fn mean_figures(reps: &[&Figures]) -> Figures {
         spec_accepted_len: mean(|f| f.spec_accepted_len),
         cached_prompt_pct: mean(|f| f.cached_prompt_pct),
         next_turn_ttft_ms: mean(|f| f.next_turn_ttft_ms),
+        next_turn_cached_pct: mean(|f| f.next_turn_cached_pct),
         tbt_ms: mean(|f| f.tbt_ms),
         tbt_p90_ms: mean(|f| f.tbt_p90_ms),
         tbt_p99_ms: mean(|f| f.tbt_p99_ms),

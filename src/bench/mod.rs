@@ -81,8 +81,11 @@ pub struct BenchConfig {
     pub repeat: u32,
     /// Measured prefill requests per context and repetition (`--prefill-samples`).
     pub prefill_samples: u32,
-    /// Prefix reuse of the decode cells, in percent (`--prefix-reuse`).
+    /// Prefix reuse of the decode cells, in percent: the level this run measures.
     pub prefix_reuse: Option<u32>,
+    /// `--prefix-reuse 0,90`: every level, each measured as a run of its own named
+    /// `RUN-reuse<PCT>` (empty or one level: the run is `RUN`).
+    pub reuse_levels: Vec<u32>,
     /// Turns of each stream's conversation (`--turns`).
     pub turns: Option<u32>,
     pub kv_budget: Option<u64>,
@@ -136,6 +139,8 @@ pub struct BenchSummary {
     pub unreachable_streak: u32,
     /// `--versus`: the second server's run.
     pub versus: Option<Box<BenchSummary>>,
+    /// `--prefix-reuse` with several levels: the runs of the levels after the first.
+    pub levels: Vec<BenchSummary>,
 }
 
 /// Runs the bench to the end (or to Ctrl-C) on a runtime of its own.

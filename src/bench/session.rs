@@ -29,10 +29,53 @@ use crate::units::{context_label, terminal_safe};
 /// Cells in a row that found the server unreachable before the run stops.
 pub const MAX_UNREACHABLE_CELLS: u32 = 3;
 
-pub async fn run(mut cfg: BenchConfig) -> Result<BenchSummary> {
+pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
     if cfg.versus.is_some() {
         return run_versus(cfg).await;
     }
+    if cfg.reuse_levels.len() > 1 {
+        return run_levels(cfg).await;
+    }
+    run_one(cfg).await
+}
+
+/// `--prefix-reuse 0,90`: the matrix at each level in turn, each a run of its own
+/// (`RUN-reuse0`, `RUN-reuse90`, naming each other), on the same server (with `--launch`,
+/// on processes of each level's own). A reuse level changes every figure of a cell, so it
+/// is a workload: each level's run has its heatmap, boards and comparisons, as runs of
+/// one workload do. The first level's run names the session (its id without the suffix)
+/// when no `--run-id` does.
+async fn run_levels(mut cfg: BenchConfig) -> Result<BenchSummary> {
+    let levels = cfg.reuse_levels.clone();
+    if cfg.dry_run {
+        eprintln!(
+            "At each prefix-reuse level ({}%), one after another, each level a run of its own:",
+            levels.iter().map(u32::to_string).collect::<Vec<_>>().join("%, ")
+        );
+        cfg.prefix_reuse = levels.first().copied();
+        return run_one(cfg).await;
+    }
+    let mut summaries: Vec<BenchSummary> = Vec::new();
+    for level in levels.iter().copied() {
+        cfg.prefix_reuse = Some(level);
+        let summary = run_one(cfg.clone()).await?;
+        if cfg.run_id.is_none() {
+            let id = folder_id(&summary.run_dir);
+            let suffix = super::setup::level_run_id("", level);
+            cfg.run_id = Some(id.strip_suffix(&suffix).unwrap_or(&id).to_string());
+        }
+        let interrupted = summary.interrupted;
+        summaries.push(summary);
+        if interrupted {
+            break;
+        }
+    }
+    let mut first = summaries.remove(0);
+    first.levels = summaries;
+    Ok(first)
+}
+
+async fn run_one(mut cfg: BenchConfig) -> Result<BenchSummary> {
     let client = connect(&cfg)?;
     resolve_hardware(&mut cfg.facts, &client.endpoint)?;
     // Ctrl-C is ours from the start: nothing is written before it can be handled.

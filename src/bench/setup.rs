@@ -175,6 +175,11 @@ fn default_run_id(model: &str, engine: &str) -> String {
     id
 }
 
+/// The run of prefix-reuse level `level` of a session of several (`RUN-reuse90`).
+pub(super) fn level_run_id(base: &str, level: u32) -> String {
+    format!("{base}-reuse{level}")
+}
+
 /// Opens the run folder (checking a resumed run's settings) and writes its manifest.
 pub(super) fn open_run(
     cfg: &BenchConfig,
@@ -184,7 +189,15 @@ pub(super) fn open_run(
     cap: &Capacity,
 ) -> Result<(Recorder, RunManifest)> {
     let mut m = run_manifest(cfg, client, info, model, cap)?;
-    let run_id = cfg.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
+    let base = cfg.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
+    let run_id = match cfg.prefix_reuse.filter(|_| cfg.reuse_levels.len() > 1) {
+        Some(level) => {
+            m.other_levels =
+                cfg.reuse_levels.iter().filter(|&&l| l != level).map(|l| level_run_id(&base, *l)).collect();
+            level_run_id(&base, level)
+        }
+        None => base,
+    };
     let recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume, client.scrubber())?;
     if let Some(old) = recorder.existing_manifest()? {
         check_resumable(&old, &m, &recorder.dir)?;

@@ -19,8 +19,14 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     if a.turns.is_some() && matches!(a.api, crate::cli::ApiArg::Completions) {
         anyhow::bail!("--turns needs --api chat: a conversation's turns are chat messages");
     }
-    if a.turns.is_some() && a.prefix_reuse.is_some() {
-        anyhow::bail!("--turns and --prefix-reuse are two workloads (a conversation reuses its own turns): give one");
+    let mut levels = a.prefix_reuse.clone();
+    levels.sort_unstable();
+    levels.dedup();
+    if levels.len() != a.prefix_reuse.len() {
+        anyhow::bail!("--prefix-reuse: each level once");
+    }
+    if levels.len() > 1 && a.versus.is_some() {
+        anyhow::bail!("--versus measures one workload on two servers: give one --prefix-reuse level");
     }
     let mut facts = a.facts.to_manifest_facts()?;
     let launch = launch_settings(a)?;
@@ -44,7 +50,8 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         max_output: a.max_output,
         repeat: a.repeat,
         prefill_samples: a.prefill_samples,
-        prefix_reuse: a.prefix_reuse,
+        prefix_reuse: a.prefix_reuse.first().copied(),
+        reuse_levels: a.prefix_reuse.clone(),
         turns: a.turns,
         kv_budget: a.kv_budget,
         run_id: a.run_id.clone(),
@@ -81,6 +88,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     }
     if !dry {
         say_written(&s)?;
+        for level in &s.levels {
+            say_written(level)?;
+        }
     }
     Ok(())
 }

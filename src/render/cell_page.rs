@@ -658,27 +658,42 @@ fn stream_formulas(f: &Figures, e: &Evidence) -> Vec<Formula> {
     rows
 }
 
-/// The prompt tokens the server served from its prefix cache.
-fn cache_formulas(f: &Figures, cell: &Cell) -> Option<Formula> {
-    let v = f.cached_prompt_pct?;
-    let m = cell.measurement.as_ref()?;
-    let (formula, inputs) = match (m.cached_prompt_tokens(), &m.prefix_cache) {
-        (Some((cached, prompt, inside)), _) => (
-            "cached prompt tokens / prompt tokens, as the requests' usage reports them",
-            format!(
-                "{} / {} tokens of the requests sent {}",
-                numbers::integer(cached as f64),
-                numbers::integer(prompt as f64),
-                if inside { "inside the window" } else { "for the cell" }
-            ),
-        ),
-        (None, Some(p)) => (
-            "prefix-cache hits / prompt tokens looked up (the server's counters, across the window)",
-            format!("{} / {}", numbers::integer(p.hits), numbers::integer(p.queries)),
-        ),
-        (None, None) => return None,
+/// The prompt tokens the server served from its prefix cache: of first turns (what a
+/// `--prefix-reuse` plan is checked against) and, in conversations, of later turns.
+fn cache_formulas(f: &Figures, cell: &Cell) -> Vec<Formula> {
+    let Some(m) = cell.measurement.as_ref() else { return Vec::new() };
+    let conversation = m.requests.iter().any(|r| r.turn >= 2);
+    let of_usage = |(cached, prompt, inside): (u64, u64, bool), which: &str| {
+        format!(
+            "{} / {} tokens of the {which}requests sent {}",
+            numbers::integer(cached as f64),
+            numbers::integer(prompt as f64),
+            if inside { "inside the window" } else { "for the cell" }
+        )
     };
-    Some(Formula { figure: "Cached prompt tokens", value: format!("{v:.1}%"), formula, inputs })
+    let mut rows = Vec::new();
+    if let Some(v) = f.cached_prompt_pct {
+        let first = if conversation { "first-turn " } else { "" };
+        let (formula, inputs) = match (m.cached_prompt_tokens(|turn| turn <= 1), &m.prefix_cache) {
+            (Some(t), _) => ("cached prompt tokens / prompt tokens, as the requests' usage reports them", of_usage(t, first)),
+            (None, Some(p)) => (
+                "prefix-cache hits / prompt tokens looked up (the server's counters, across the window)",
+                format!("{} / {}", numbers::integer(p.hits), numbers::integer(p.queries)),
+            ),
+            (None, None) => return rows,
+        };
+        let figure = if conversation { "Cached prompt tokens, first turns" } else { "Cached prompt tokens" };
+        rows.push(Formula { figure, value: format!("{v:.1}%"), formula, inputs });
+    }
+    if let (Some(v), Some(t)) = (f.next_turn_cached_pct, m.cached_prompt_tokens(|turn| turn >= 2)) {
+        rows.push(Formula {
+            figure: "Cached prompt tokens, later turns",
+            value: format!("{v:.1}%"),
+            formula: "cached prompt tokens / prompt tokens of turns 2 on (each carries its conversation so far)",
+            inputs: of_usage(t, "later-turn "),
+        });
+    }
+    rows
 }
 
 /// The server's speculative-decoding counters over the window.

@@ -73,6 +73,8 @@ pub struct PageContext<'a> {
     pub siblings: Vec<(Vec<(usize, String)>, usize)>,
     /// By run index: whether the run publishes its cells' evidence (`[publish] evidence_days`).
     pub evidence: Vec<bool>,
+    /// By run index: the prefix-reuse session the run is a level of.
+    pub reuse: Vec<Option<crate::analysis::reuse::ReuseSession>>,
     /// Each run's capacity as listings show it, by run index.
     pub capacity: Vec<CapacitySummary>,
     /// The site's settings (SLOs, levels, prices), for pages that compute at the targets.
@@ -151,6 +153,7 @@ impl PageContext<'_> {
             newest_first,
             siblings,
             evidence: with_evidence(runs, settings.publish.evidence_days),
+            reuse: site.reuse.clone(),
             capacity: site.capacity.iter().map(capacity_summary).collect(),
             settings: settings.clone(),
         }

@@ -11,6 +11,7 @@ use super::leaderboard_page::board_slug;
 use super::{downloads, markdown};
 use crate::analysis::capacity::RunCapacity;
 use crate::analysis::figures::CrossCheckBasis;
+use crate::analysis::reuse::ReuseSession;
 use crate::analysis::{BoardKey, CellView, RunView, SiteModel};
 use crate::format::Status;
 use crate::units::{gzip, numbers, InputHash};
@@ -230,6 +231,9 @@ pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, template_hash: 
     if let Some(&published) = cx.evidence.get(index) {
         h.u64(u64::from(published));
     }
+    if let Some(Some(session)) = cx.reuse.get(index) {
+        h.json(session);
+    }
     h.u64(cx.nav_hash);
     h.u64(template_hash);
     h.finish()
@@ -274,7 +278,9 @@ pub fn render(
     let run = folded.as_ref().unwrap_or(run);
     let prefill_chart = prefill_chart(run);
     let tvi_chart = throughput_interactivity_chart(run);
-    stats.charts += [&prefill_chart, &tvi_chart].iter().filter(|c| !c.is_empty()).count();
+    let reuse = index.and_then(|i| cx.reuse.get(i)).and_then(Option::as_ref);
+    let reuse_chart = reuse.map(reuse_chart).unwrap_or_default();
+    stats.charts += [&prefill_chart, &tvi_chart, &reuse_chart].iter().filter(|c| !c.is_empty()).count();
     let notes_html = run.notes_markdown.as_deref().map(|md| markdown::to_html_from_level(md, 3));
     let details: Vec<String> = run.decode.iter().map(downloads::cell_detail).collect();
     let comparisons: Vec<_> = cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id).collect();
@@ -309,6 +315,8 @@ pub fn render(
         page_title => index.and_then(|i| cx.titles.get(i)).cloned().unwrap_or_else(|| run_title(run)),
         prefill_chart => prefill_chart,
         tvi_chart => tvi_chart,
+        reuse => ser(reuse.map(|r| reuse_view(r, &run.id))),
+        reuse_chart => reuse_chart,
         notes_html => ser(notes_html),
         decode_details => ser(details),
         comparisons => ser(comparisons),
@@ -384,6 +392,87 @@ fn prefill_chart(run: &RunView) -> String {
         legend: false,
         x_names: None,
     })
+}
+
+/// TTFT against the planned prefix reuse: one line per context, at the session's lowest
+/// concurrency (one request's prefill, not a queue, then sets the time).
+fn reuse_chart(session: &ReuseSession) -> String {
+    let Some(lowest) = session.rows.iter().map(|r| r.concurrency).min() else { return String::new() };
+    let series: Vec<Series> = session
+        .rows
+        .iter()
+        .filter(|r| r.concurrency == lowest)
+        .filter_map(|r| {
+            let points: Vec<(f64, f64, Option<f64>)> = session
+                .levels
+                .iter()
+                .zip(&r.at)
+                .filter_map(|(l, f)| {
+                    let f = f.as_ref()?;
+                    Some((f64::from(l.planned_pct), f.ttft_ms?, f.cached_prompt_pct))
+                })
+                .collect();
+            (points.len() >= 2).then(|| Series {
+                label: numbers::context_label(r.context),
+                points: points.iter().map(|p| (p.0, p.1)).collect(),
+                point_labels: points
+                    .iter()
+                    .map(|p| p.2.map(|c| format!("  {c:.0}% cached")).unwrap_or_default())
+                    .collect(),
+                errors: vec![None; points.len()],
+            })
+        })
+        .collect();
+    if series.is_empty() {
+        return String::new();
+    }
+    let title = format!("TTFT by prefix reuse, concurrency {lowest}");
+    line_chart(&ChartSpec {
+        x_axis: XAxis::Linear,
+        title: &title,
+        x_desc: "planned prefix reuse (%); labels: measured share of prompt tokens cached",
+        y_desc: "TTFT (ms)",
+        series: &series,
+        legend: series.len() > 1,
+        x_names: None,
+    })
+}
+
+/// A session's levels and cells as the run page's table shows them: figures formatted,
+/// the page's own level marked.
+#[derive(Serialize)]
+struct ReuseTable {
+    levels: Vec<(String, u32, bool)>,
+    rows: Vec<(String, u32, Vec<[String; 3]>)>,
+    turns: bool,
+}
+
+fn reuse_view(session: &ReuseSession, this: &str) -> ReuseTable {
+    let turns = session.rows.iter().flat_map(|r| r.at.iter().flatten()).any(|f| f.next_turn_ttft_ms.is_some());
+    ReuseTable {
+        levels: session.levels.iter().map(|l| (l.id.clone(), l.planned_pct, l.id == this)).collect(),
+        rows: session
+            .rows
+            .iter()
+            .map(|r| {
+                let at = r
+                    .at
+                    .iter()
+                    .map(|f| match f {
+                        None => ["—".to_string(), String::new(), String::new()],
+                        Some(f) => [
+                            numbers::or_dash(f.ttft_ms, numbers::millis)
+                                + &f.next_turn_ttft_ms.map(|t| format!(" · later turns {}", numbers::millis(t))).unwrap_or_default(),
+                            numbers::or_dash(f.cached_prompt_pct, |c| format!("{c:.1}%")),
+                            numbers::or_dash(f.total_tps, |t| format!("{t:.1}")),
+                        ],
+                    })
+                    .collect();
+                (numbers::context_label(r.context), r.concurrency, at)
+            })
+            .collect(),
+        turns,
+    }
 }
 
 /// A chart whisker from a figure's interval (any kind: a within-window interval is drawn

@@ -174,7 +174,13 @@ impl Conversation {
             None => {
                 let id = cx.request_serial.fetch_add(1, Ordering::Relaxed);
                 self.turn = 1;
-                self.messages = vec![("user", format!("[conversation {id}] {prompt}"))];
+                // With --prefix-reuse the first turn shares the planned prefix with the other
+                // conversations (a common system prompt); later turns reuse their own.
+                let first = match cx.prefix_reuse {
+                    Some(pct) => crate::bench::prompt::reuse_prompt(prompt, pct, id),
+                    None => format!("[conversation {id}] {prompt}"),
+                };
+                self.messages = vec![("user", first)];
             }
         }
         let body = crate::bench::prompt::conversation_body(&cx.model, &self.messages, cx.max_output);

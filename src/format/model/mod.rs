@@ -47,6 +47,10 @@ pub struct RunManifest {
     /// on another server: the two are compared on their paired differences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paired_with: Option<String>,
+    /// The runs of the session's other prefix-reuse levels (`site bench --prefix-reuse
+    /// 0,90`: one run a level, measured one after another on the same server).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_levels: Vec<String>,
     /// The server processes `site bench --launch` started, in order: the repetitions are
     /// spread over them (`Cell::server_instance`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -556,21 +560,33 @@ pub struct TelemetrySample {
 impl Measurement {
     /// The share of prompt tokens the server served from its prefix cache, in percent: from
     /// the requests' usage (those sent inside the window, where they say; else all that
-    /// say), else from the server's counters over the window.
+    /// say), else from the server's counters over the window. In conversations (`--turns`)
+    /// only first turns count: what a `--prefix-reuse` plan is checked against (a later
+    /// turn also reuses its own conversation; the counters, which mix the turns, then say
+    /// nothing).
     pub fn cached_prompt_pct(&self) -> Option<f64> {
-        match self.cached_prompt_tokens() {
+        match self.cached_prompt_tokens(|turn| turn <= 1) {
             Some((cached, prompt, _)) => Some(cached as f64 / prompt as f64 * 100.0),
+            None if self.requests.iter().any(|r| r.turn >= 2) => None,
             None => self.prefix_cache.as_ref().map(|p| p.hits / p.queries * 100.0),
         }
     }
 
-    /// (cached, prompt) tokens as the requests' usage reports them, of those sent inside
-    /// the window where any report (the flag says so), else of all that report.
-    pub fn cached_prompt_tokens(&self) -> Option<(u64, u64, bool)> {
+    /// Conversations: the share of the later turns' prompt tokens served from the cache
+    /// (their earlier turns and answers, where the server kept them).
+    pub fn next_turn_cached_pct(&self) -> Option<f64> {
+        self.cached_prompt_tokens(|turn| turn >= 2).map(|(cached, prompt, _)| cached as f64 / prompt as f64 * 100.0)
+    }
+
+    /// (cached, prompt) tokens as the usage of the requests of the turns `turns` keeps
+    /// reports them, of those sent inside the window where any report (the flag says so),
+    /// else of all that report.
+    pub fn cached_prompt_tokens(&self, turns: impl Fn(u64) -> bool) -> Option<(u64, u64, bool)> {
         let sum = |inside: bool| {
             let (cached, prompt) = self
                 .requests
                 .iter()
+                .filter(|r| turns(r.turn))
                 .filter(|r| !inside || self.window.is_some_and(|w| r.send_s >= w.start_s))
                 .filter_map(|r| Some((r.cached_prompt_tokens?, u64::from(r.prompt_tokens?))))
                 .fold((0u64, 0u64), |(c, p), (a, b)| (c.saturating_add(a), p.saturating_add(b)));
