@@ -76,57 +76,47 @@ print(f"e2e: A/A verdicts: {len(judged)} figures judged, {len(called)} called fa
 if not judged or called or single:
     sys.exit(f"e2e: the A/A diff must judge every figure at n 3 and call none faster or slower: {called or single}")
 PY
-step "prefix reuse on llama.cpp: 0% and 90% planned, checked against its prompt cache (timings.cache_n)"
+step "one session at --prefix-reuse 0,90 --turns 2 on llama.cpp: a run a level, first turns checked against its prompt cache (timings.cache_n), second turns carrying the first"
 mkdir -p "$WORK/reuse"
-for pct in 0 90; do
-  (cd "$WORK/reuse" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id "reuse-$pct" --prefix-reuse "$pct" \
-    --contexts 512 --concurrency 1 --duration 4s --max-output 16 --warmup-hold 1s \
-    --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
-done
-(cd "$WORK/reuse" && "$SITE" build)
-python3 - "$WORK/reuse/public" <<'PY'
-import gzip, json, sys
-failed = []
-for run, lo, hi in (("reuse-0", 0, 15), ("reuse-90", 75, 100)):
-    cells = json.load(gzip.open(f"{sys.argv[1]}/runs/{run}/cells.json.gz", "rt"))["cells"]
-    for c in (c for c in cells if c["phase"] == "decode"):
-        pct = c["figures"]["cached_prompt_pct"]
-        off = [w["message"] for w in c["warnings"] if w["code"] == "prefix_reuse_off"]
-        print(f"e2e: {run} {c['context']} x {c['concurrency']}: {pct}% of the prompt tokens from llama.cpp's cache")
-        if pct is None or not lo <= pct <= hi or off:
-            failed.append(f"{run} {c['concurrency']}: {pct} {off}")
-if failed:
-    sys.exit(f"e2e: prefix reuse not as planned: {failed}")
-PY
-if (cd "$WORK/reuse" && "$SITE" diff reuse-0 reuse-90 --out d) 2>"$WORK/reuse/diff.err"; then
-  echo "e2e: two prefix-reuse workloads were compared" >&2; exit 1
-fi
-grep -q "two workloads" "$WORK/reuse/diff.err" || { cat "$WORK/reuse/diff.err" >&2; exit 1; }
-
-step "two-turn conversations on llama.cpp: the second turn carries the first (prompt tokens, cache_n)"
-(cd "$WORK/reuse" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id chat --turns 2 \
-  --contexts 256 --concurrency 1 --duration 5s --max-output 16 --warmup-hold 1s \
+(cd "$WORK/reuse" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id s --prefix-reuse 0,90 --turns 2 \
+  --contexts 512 --concurrency 1 --duration 5s --max-output 16 --warmup-hold 1s \
   --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
 (cd "$WORK/reuse" && "$SITE" build)
 python3 - "$WORK/reuse" <<'PY'
 import gzip, json, sys, glob
 root = sys.argv[1]
-rows = []
-for f in glob.glob(f"{root}/data/runs/chat/cells/decode-*"):
-    d = json.load(gzip.open(f, "rt") if f.endswith(".gz") else open(f))
-    r = d["measurement"]["requests"]
-    col = lambda k: r.get(k) if isinstance(r.get(k), list) else [r.get(k)] * r["rows"]
-    rows += [dict(zip(("turn", "prompt", "cached"), t)) for t in zip(col("turn"), col("prompt_tokens"), col("cached_prompt_tokens"))]
-first = [x["prompt"] for x in rows if x["turn"] == 1 and x["prompt"]]
-second = [x for x in rows if x["turn"] == 2 and x["prompt"]]
-print(f"e2e: {len(first)} first turns ({max(first) if first else None} prompt tokens), {len(second)} second turns (prompt, cached): {[(x['prompt'], x['cached']) for x in second]}")
-carried = first and second and all(x["prompt"] > max(first) and (x["cached"] or 0) >= 0.8 * max(first) for x in second)
-cells = json.load(gzip.open(f"{root}/public/runs/chat/cells.json.gz", "rt"))["cells"]
-later = [c["figures"]["next_turn_ttft_ms"] for c in cells if c["phase"] == "decode"]
-print(f"e2e: later turns' TTFT {later} ms")
-if not carried or not all(later):
-    sys.exit("e2e: the second turns did not carry the first (prompt tokens and llama.cpp's cache)")
+failed = []
+for run, lo, hi in (("s-reuse0", 0, 15), ("s-reuse90", 75, 100)):
+    other = json.load(open(f"{root}/data/runs/{run}/run.json"))["other_levels"]
+    cells = json.load(gzip.open(f"{root}/public/runs/{run}/cells.json.gz", "rt"))["cells"]
+    for c in (c for c in cells if c["phase"] == "decode"):
+        f = c["figures"]
+        pct, later, later_ttft = f["cached_prompt_pct"], f["next_turn_cached_pct"], f["next_turn_ttft_ms"]
+        off = [w["message"] for w in c["warnings"] if w["code"] == "prefix_reuse_off"]
+        print(f"e2e: {run} {c['context']} x {c['concurrency']}: first turns {pct}% of the prompt tokens from llama.cpp's cache (planned {run[7:]}%), later turns {later}% (TTFT {later_ttft} ms); other levels {other}")
+        if pct is None or not lo <= pct <= hi or off or later is None or later_ttft is None:
+            failed.append(f"{run} {c['concurrency']}: {pct} {later} {off}")
+    rows = []
+    for f in glob.glob(f"{root}/data/runs/{run}/cells/decode-*"):
+        d = json.load(gzip.open(f, "rt") if f.endswith(".gz") else open(f))
+        r = d["measurement"]["requests"]
+        col = lambda k: r.get(k) if isinstance(r.get(k), list) else [r.get(k)] * r["rows"]
+        rows += [dict(zip(("turn", "prompt", "cached"), t)) for t in zip(col("turn"), col("prompt_tokens"), col("cached_prompt_tokens"))]
+    first = [x["prompt"] for x in rows if x["turn"] == 1 and x["prompt"]]
+    second = [x for x in rows if x["turn"] == 2 and x["prompt"]]
+    print(f"e2e: {run}: {len(first)} first turns ({max(first) if first else None} prompt tokens), second turns (prompt, cached): {[(x['prompt'], x['cached']) for x in second]}")
+    if not (first and second and all(x["prompt"] > max(first) and (x["cached"] or 0) >= 0.8 * max(first) for x in second)):
+        failed.append(f"{run}: the second turns did not carry the first (prompt tokens and llama.cpp's cache)")
+page = open(f"{root}/public/runs/s-reuse0/index.html").read()
+if "Prefix-reuse levels" not in page or 'href="../../runs/s-reuse90/index.html"' not in page or "TTFT by prefix reuse" not in page:
+    failed.append("the run page does not link and chart the session's levels")
+if failed:
+    sys.exit(f"e2e: prefix reuse and turns not as planned: {failed}")
 PY
+if (cd "$WORK/reuse" && "$SITE" diff s-reuse0 s-reuse90 --out d) 2>"$WORK/reuse/diff.err"; then
+  echo "e2e: two prefix-reuse workloads were compared" >&2; exit 1
+fi
+grep -q "two workloads" "$WORK/reuse/diff.err" || { cat "$WORK/reuse/diff.err" >&2; exit 1; }
 
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
 

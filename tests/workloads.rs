@@ -157,6 +157,62 @@ fn prefix_reuse_is_planned_validated_against_the_server_and_kept_apart() {
     );
 }
 
+/// `--prefix-reuse 0,90 --turns 2`: one session, a run a level naming the other; each
+/// level's first turns validated against its plan and later turns' reuse measured apart;
+/// the run pages link the levels and chart TTFT against reuse. A run that names a level
+/// without being named back is not taken into the session.
+#[test]
+fn a_session_at_two_reuse_levels_of_conversations_is_a_run_a_level_linked_on_their_pages() {
+    let sim = SimArgs::new().steps(5, 0).prefill_tps(20000).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let args = ["--contexts", "512", "--concurrency", "2", "--max-output", "8", "--turns", "2"];
+    let out = bench(d, &sim.url, &[&args[..], &["--prefix-reuse", "0,90", "--run-id", "s"]].concat());
+    assert_ok(&out);
+    assert!(stdout(&out).contains("runs/s-reuse0 (") && stdout(&out).contains("runs/s-reuse90 ("), "{}", stdout(&out));
+    let manifest = |id: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("data/runs").join(id).join("run.json")).unwrap()).unwrap()
+    };
+    let (m0, m90) = (manifest("s-reuse0"), manifest("s-reuse90"));
+    assert_eq!(m0["other_levels"], serde_json::json!(["s-reuse90"]));
+    assert_eq!(m90["other_levels"], serde_json::json!(["s-reuse0"]));
+    assert_eq!((&m0["settings"]["prefix_reuse_pct"], &m90["settings"]["prefix_reuse_pct"]), (&0.into(), &90.into()));
+    assert_eq!(m90["settings"]["turns"], 2);
+    for id in ["s-reuse0", "s-reuse90"] {
+        let raw = cell(d, id, "decode-512-c2.json");
+        assert!(raw.get("warnings").is_none(), "{id}: {}", raw["warnings"]);
+        assert!(request_rows(&raw).iter().any(|r| r["turn"] == 2), "{id}: no second turn");
+    }
+    assert_ok(&site_in(d, &["build"]));
+    let figures = |id: &str| decode_cell(&cells_download(&d.join("public"), id), 512, 2)["figures"].clone();
+    let (f0, f90) = (figures("s-reuse0"), figures("s-reuse90"));
+    // First turns as planned; a later turn carries its conversation, which the cache keeps.
+    let first = |f: &Value| f["cached_prompt_pct"].as_f64().unwrap();
+    assert!(first(&f0) < 10.0 && (75.0..=95.0).contains(&first(&f90)), "{f0} {f90}");
+    let later = f0["next_turn_cached_pct"].as_f64().unwrap();
+    assert!(later > 50.0, "later turns at 0% reuse: {later:.1}% cached");
+    let page = std::fs::read_to_string(d.join("public/runs/s-reuse0/index.html")).unwrap();
+    assert!(page.contains("<h2>Prefix-reuse levels</h2>"), "run page");
+    assert!(page.contains(r#"<a href="../../runs/s-reuse90/index.html">90%</a>"#), "the other level is linked");
+    assert!(page.contains("<strong>0% (this run)</strong>") && page.contains("TTFT by prefix reuse"), "run page");
+    assert!(page.contains("· 0% prefix reuse · 2-turn conversations</p>"), "the workload under the title");
+    // A run naming a level of the session, not named back, stays out of it.
+    let intruder = d.join("data/runs/x");
+    copy_dir(&d.join("data/runs/s-reuse90"), &intruder);
+    let mut m = manifest("x");
+    (m["other_levels"], m["settings"]["prefix_reuse_pct"]) = (serde_json::json!(["s-reuse0"]), 50.into());
+    std::fs::write(intruder.join("run.json"), m.to_string()).unwrap();
+    assert_ok(&site_in(d, &["build"]));
+    let page = std::fs::read_to_string(d.join("public/runs/s-reuse0/index.html")).unwrap();
+    assert!(!page.contains("runs/x/index.html"), "a run not named back is no level of the session");
+    assert!(!std::fs::read_to_string(d.join("public/runs/x/index.html")).unwrap().contains("Prefix-reuse levels"));
+    // Each level once; --versus measures one workload.
+    let out = bench(d, &sim.url, &[&args[..], &["--prefix-reuse", "90,90"]].concat());
+    assert!(!out.status.success() && stderr(&out).contains("--prefix-reuse: each level once"), "{}", stderr(&out));
+    let out = bench(d, &sim.url, &[&args[..], &["--prefix-reuse", "0,90", "--versus", &sim.url]].concat());
+    assert!(!out.status.success() && stderr(&out).contains("give one --prefix-reuse level"), "{}", stderr(&out));
+}
+
 #[test]
 fn a_server_without_a_prefix_cache_is_named_on_the_cell_that_planned_reuse() {
     let sim = SimArgs::new().steps(5, 0).flag("--prefix-cache-prompts", 0).start();
