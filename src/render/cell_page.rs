@@ -675,7 +675,9 @@ fn cache_formulas(f: &Figures, cell: &Cell) -> Vec<Formula> {
     if let Some(v) = f.cached_prompt_pct {
         let first = if conversation { "first-turn " } else { "" };
         let (formula, inputs) = match (m.cached_prompt_tokens(|turn| turn <= 1), &m.prefix_cache) {
-            (Some(t), _) => ("cached prompt tokens / prompt tokens, as the requests' usage reports them", of_usage(t, first)),
+            (Some(t), _) => {
+                ("cached prompt tokens / prompt tokens, as the requests' usage reports them", of_usage(t, first))
+            }
             (None, Some(p)) => (
                 "prefix-cache hits / prompt tokens looked up (the server's counters, across the window)",
                 format!("{} / {}", numbers::integer(p.hits), numbers::integer(p.queries)),

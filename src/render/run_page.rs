@@ -455,19 +455,20 @@ fn reuse_view(session: &ReuseSession, this: &str) -> ReuseTable {
             .rows
             .iter()
             .map(|r| {
-                let at = r
-                    .at
-                    .iter()
-                    .map(|f| match f {
-                        None => ["—".to_string(), String::new(), String::new()],
-                        Some(f) => [
-                            numbers::or_dash(f.ttft_ms, numbers::millis)
-                                + &f.next_turn_ttft_ms.map(|t| format!(" · later turns {}", numbers::millis(t))).unwrap_or_default(),
-                            numbers::or_dash(f.cached_prompt_pct, |c| format!("{c:.1}%")),
-                            numbers::or_dash(f.total_tps, |t| format!("{t:.1}")),
-                        ],
-                    })
-                    .collect();
+                let at =
+                    r.at.iter()
+                        .map(|f| match f {
+                            None => ["—".to_string(), String::new(), String::new()],
+                            Some(f) => [
+                                numbers::or_dash(f.ttft_ms, numbers::millis)
+                                    + &f.next_turn_ttft_ms
+                                        .map(|t| format!(" · later turns {}", numbers::millis(t)))
+                                        .unwrap_or_default(),
+                                numbers::or_dash(f.cached_prompt_pct, |c| format!("{c:.1}%")),
+                                numbers::or_dash(f.total_tps, |t| format!("{t:.1}")),
+                            ],
+                        })
+                        .collect();
                 (numbers::context_label(r.context), r.concurrency, at)
             })
             .collect(),
