@@ -161,7 +161,7 @@ fn entity_index_and_glossary_pages_exist() {
         assert!(glossary.contains(formula), "glossary lacks {formula:?}");
     }
     assert!(ws.path().join("public/static/style.css").is_file());
-    let csv = ws.read("public/runs/step-3.5-flash-vllm-0.29.0-4x-h200-sxm/cells.csv");
+    let csv = gunzip_text(&ws.path().join("public/runs/step-3.5-flash-vllm-0.29.0-4x-h200-sxm/cells.csv.gz"));
     assert_eq!(csv.lines().count(), 56);
     assert!(csv.contains("decode,8192,,128,valid,reported,,4673.1,36.9,1129,"), "{csv}");
     let json = common::cells_download(&ws.path().join("public"), "step-3.5-flash-vllm-0.29.0-4x-h200-sxm");
@@ -456,7 +456,7 @@ fn evidence_days_publishes_the_evidence_of_recent_runs_only() {
         assert_eq!(page.contains("<code>[publish] evidence_days</code>"), !recent, "{id}: the page's note");
         // Every figure stays: the table of all measurements and the downloads.
         assert!(page.contains("<table class=\"measurements\""), "{id}");
-        assert!(ws.path().join(format!("public/runs/{id}/cells.csv")).is_file(), "{id}");
+        assert!(ws.path().join(format!("public/runs/{id}/cells.csv.gz")).is_file(), "{id}");
         if recent {
             kept += 1
         } else {

@@ -163,9 +163,9 @@ fn serve_answers_pages_assets_404_and_refuses_traversal() {
     let (s, h, _) = get(&srv.addr, "/static/style.css");
     assert_eq!(s, 200);
     assert!(h.contains("content-type: text/css"));
-    let (s, h, _) = get(&srv.addr, "/runs/tiny-vllm-l4/cells.csv");
+    let (s, h, _) = get(&srv.addr, "/runs/tiny-vllm-l4/cells.csv.gz");
     assert_eq!(s, 200);
-    assert!(h.contains("text/csv"));
+    assert!(h.contains("application/gzip"));
     let (s, h, _) = get(&srv.addr, "/runs/tiny-vllm-l4");
     assert_eq!(s, 301);
     assert!(h.contains("location: /runs/tiny-vllm-l4/"));

@@ -159,7 +159,9 @@ fn lean(svg: &str) -> String {
     let mut group: Option<(String, Vec<String>)> = None;
     let flush = |out: &mut String, group: &mut Option<(String, Vec<String>)>| {
         if let Some((style, items)) = group.take() {
-            if items.len() == 1 {
+            if let Some(d) = lines_as_path(&items).filter(|_| items.len() > 1) {
+                out.push_str(&format!("<path {style} fill=\"none\" d=\"{d}\"/>"));
+            } else if items.len() == 1 {
                 out.push_str(&items[0].replacen(' ', &format!(" {style} "), 1));
             } else {
                 out.push_str(&format!("<g {style}>"));
@@ -188,6 +190,27 @@ fn lean(svg: &str) -> String {
     }
     flush(&mut out, &mut group);
     out
+}
+
+/// `<line x1 y1 x2 y2/>` elements (a chart's gridlines) as the data of one path, or `None`
+/// where one of them is anything else.
+fn lines_as_path(items: &[String]) -> Option<String> {
+    let mut d = String::new();
+    for item in items {
+        let attrs = item.strip_prefix("<line ")?.strip_suffix("/>")?;
+        let value = |name: &str| {
+            let start = attrs.find(&format!("{name}=\""))? + name.len() + 2;
+            attrs[start..].split('"').next()
+        };
+        let (x1, y1, x2, y2) = (value("x1")?, value("y1")?, value("x2")?, value("y2")?);
+        let to = match (x1 == x2, y1 == y2) {
+            (true, _) => format!("V{y2}"),
+            (_, true) => format!("H{x2}"),
+            _ => format!("L{x2} {y2}"),
+        };
+        d.push_str(&format!("M{x1} {y1}{to}"));
+    }
+    Some(d)
 }
 
 /// Every two-point `<polyline>` (an axis, a tick: a dozen a chart, each with its style) of
@@ -436,28 +459,30 @@ fn draw<DB: DrawingBackend>(
             }
             let (wx, top) = chart.backend_coord(&(x, hi.max(0.0)));
             let (_, bottom) = chart.backend_coord(&(x, lo.max(0.0)));
-            whiskers.push_str(&format!("M{wx} {top}V{bottom}M{} {top}h6M{} {bottom}h6", wx - 3, wx - 3));
+            // An interval within a pixel is its one cap.
+            if top == bottom {
+                whiskers.push_str(&format!("M{} {top}h6", wx - 3));
+            } else {
+                whiskers.push_str(&format!("M{wx} {top}V{bottom}M{} {top}h6M{} {bottom}h6", wx - 3, wx - 3));
+            }
         }
         if !whiskers.is_empty() {
             marks.push_str(&format!(
                 "<path class=\"whisker\" stroke=\"{css}\" stroke-width=\"1.5\" fill=\"none\" d=\"{whiskers}\"/>"
             ));
         }
-        // A series' markers share their colour on one group.
+        // A series' markers are one path, a subpath a point.
         let mut points = String::new();
         for &(x, y, label) in &kept {
             let (cx, cy) = chart.backend_coord(&(x, y));
-            let open = marker(marker_shape(i), cx, cy, 4, &css).replace(&format!(" fill=\"{css}\""), "");
-            points.push_str(&open.replacen(' ', " class=\"point\" ", 1));
-            points.truncate(points.len() - 1);
-            points.push_str("/>");
+            points.push_str(&marker_path(marker_shape(i), cx, cy));
             labels.occupy(Rect::around(cx, cy, 5));
             if let Some(text) = label.map(|t| t.trim()).filter(|t| !t.is_empty()) {
                 labels.place(text, cx, cy);
             }
         }
         if !points.is_empty() {
-            marks.push_str(&format!("<g fill=\"{css}\">{points}</g>"));
+            marks.push_str(&marker_series(marker_shape(i), &css, &points));
         }
     }
     // The labels share their style on one group.
@@ -766,6 +791,27 @@ fn draw_scatter<DB: DrawingBackend>(
     Ok(())
 }
 
+/// One point's marker as a subpath of its series' path (radius 4, as `marker`'s): a circle
+/// or square is a dot its stroke's cap draws, a triangle or diamond a filled outline.
+fn marker_path(shape: &str, x: i32, y: i32) -> String {
+    match shape {
+        "triangle" => format!("M{x} {}l-5 9h10z", y - 5),
+        "diamond" => format!("M{x} {}l5 5-5 5-5-5z", y - 5),
+        _ => format!("M{x} {y}h0"),
+    }
+}
+
+/// A series' markers (`marker_path` subpaths) as one element of class `point`.
+fn marker_series(shape: &str, css: &str, d: &str) -> String {
+    match shape {
+        "triangle" | "diamond" => format!("<path class=\"point\" fill=\"{css}\" d=\"{d}\"/>"),
+        cap => {
+            let cap = if cap == "square" { "square" } else { "round" };
+            format!("<path class=\"point\" fill=\"none\" stroke=\"{css}\" stroke-width=\"8\" stroke-linecap=\"{cap}\" d=\"{d}\"/>")
+        }
+    }
+}
+
 /// An SVG marker element (open, closed by the caller): `<circle ...>` and so on.
 fn marker(shape: &str, x: i32, y: i32, r: i32, fill: &str) -> String {
     match shape {
@@ -888,6 +934,8 @@ mod tests {
 
     #[test]
     fn lean_svg_groups_shared_styles_and_rounds_only_attribute_numbers() {
+        // Lines of one style (gridlines) become one path; other shapes and texts of one style
+        // share a group.
         let drawn = concat!(
             "<line opacity=\"0.2\" stroke=\"currentColor\" stroke-width=\"1\" x1=\"122\" y1=\"271.123456\" x2=\"122\" y2=\"12\"/>\n",
             "<line opacity=\"0.2\" stroke=\"currentColor\" stroke-width=\"1\" x1=\"197\" y1=\"271\" x2=\"197\" y2=\"12\"/>\n",
@@ -900,7 +948,7 @@ mod tests {
         assert_eq!(
             lean,
             concat!(
-                "<g opacity=\"0.2\" stroke=\"currentColor\" stroke-width=\"1\"><line x1=\"122\" y1=\"271.1\" x2=\"122\" y2=\"12\"/><line x1=\"197\" y1=\"271\" x2=\"197\" y2=\"12\"/></g>\n",
+                "<path opacity=\"0.2\" stroke=\"currentColor\" stroke-width=\"1\" fill=\"none\" d=\"M122 271.1V12M197 271V12\"/>\n",
                 "<text font-size=\"15.3\" fill=\"#0072b2\" x=\"12\">1.23456 tok/s</text>\n",
                 "<circle fill=\"#e69f00\" cx=\"3\" cy=\"4\" r=\"2\"/>\n",
             )
@@ -945,7 +993,7 @@ mod tests {
         };
         let svg = line_chart(&spec);
         // The two sane points are drawn (one marker each); the axis tops out near 20.
-        assert_eq!(svg.matches("class=\"point\"").count(), 2, "{svg}");
+        assert_eq!(point_ys(&svg).len(), 2, "{svg}");
         assert!(svg.contains("<title>test</title><desc>y against x. a: 5 points, y"), "{svg}");
         let labels: Vec<&str> =
             svg.split("<text").skip(1).filter_map(|t| t.split('>').nth(1)?.split('<').next()).map(str::trim).collect();
@@ -954,6 +1002,12 @@ mod tests {
     }
 
     /// The number after `name="` in each element of `svg` that starts with `tag`.
+    /// The y of every marker of the first series' path of class `point` (a subpath a point).
+    fn point_ys(svg: &str) -> Vec<i32> {
+        let d = svg.split("class=\"point\"").nth(1).and_then(|p| p.split(" d=\"").nth(1)?.split('"').next());
+        d.unwrap_or_default().split('M').skip(1).filter_map(|m| m.split([' ', 'h', 'l']).nth(1)?.parse().ok()).collect()
+    }
+
     fn attr_values(svg: &str, tag: &str, name: &str) -> Vec<i32> {
         svg.split(tag)
             .skip(1)
@@ -985,12 +1039,12 @@ mod tests {
         let frame = format!("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"", b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0);
         assert!(svg.contains(&frame), "the legend is drawn where legend_box says: {svg}");
         let legend_bottom = b.y1;
-        let running: Vec<i32> = attr_values(&svg, "<circle class=\"point\"", "cy");
+        let running: Vec<i32> = point_ys(&svg);
         assert_eq!(running.len(), 10, "{svg}");
         assert!(running.iter().all(|&cy| cy > legend_bottom), "points at {running:?}, legend down to {legend_bottom}");
         // Without a legend the same series rise to the usual headroom, into that corner.
         let bare = line_chart(&ChartSpec { legend: false, ..spec });
-        let cy = attr_values(&bare, "<circle class=\"point\"", "cy");
+        let cy = point_ys(&bare);
         assert!(cy.iter().all(|&cy| cy < legend_bottom), "{cy:?}");
     }
 

@@ -1,4 +1,4 @@
-//! A run's cells as machine-readable downloads next to its page: `cells.csv` (one row a
+//! A run's cells as machine-readable downloads next to its page: `cells.csv.gz` (one row a
 //! cell, figures in plain units) and `cells.json` (the normalized cells with their figures, published gzipped as
 //! `cells.json.gz`).
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::cell_page::cell_slug;
 use super::charts::{line_chart, ChartSpec, Series, XAxis};
-use super::common::{put_bytes, put_file, put_page, root, run_title, ser, PageContext, RenderStats};
+use super::common::{put_bytes, put_page, root, run_title, ser, PageContext, RenderStats};
 use super::leaderboard_page::board_slug;
 use super::{downloads, markdown};
 use crate::analysis::capacity::RunCapacity;
@@ -207,7 +207,7 @@ fn energy_rows(rows: &[HeatRowView]) -> Vec<(String, Vec<String>)> {
 
 /// The files a run's page writes, under `runs/<id>/`.
 pub fn files(run: &RunView) -> [String; 3] {
-    ["index.html", "cells.csv", "cells.json.gz"].map(|f| format!("runs/{}/{f}", run.id))
+    ["index.html", "cells.csv.gz", "cells.json.gz"].map(|f| format!("runs/{}/{f}", run.id))
 }
 
 /// A hash of everything a run's files are made from but its places on the leaderboards
@@ -325,6 +325,7 @@ pub fn render(
         prefill_links => ser(prefill_links),
         decode_slugs => ser(decode_slugs),
         cross_checks => ser(cross_checks),
+        warning_groups => ser(warning_groups(run)),
         cross_summary => cross_check_summary(run),
         energy_rows => ser(energy),
         repeated => run.prefill.iter().chain(&run.decode).map(|c| c.repetitions).max().filter(|n| *n > 1),
@@ -356,10 +357,39 @@ pub fn render(
     let dir = format!("runs/{}", run.id);
     put_page(sink, &format!("{dir}/index.html"), &html, stats)?;
     stats.run_pages += 1;
-    put_file(sink, &format!("{dir}/cells.csv"), &downloads::cells_csv(full), stats)?;
+    // Both downloads compressed (a spreadsheet or pandas reads the CSV's gzip as it is):
+    // the site's bytes are its budget, and the CSV is a ninth of a run's page.
+    put_bytes(sink, &format!("{dir}/cells.csv.gz"), &gzip(downloads::cells_csv(full).as_bytes()), stats)?;
     // Compressed: the JSON is some 8 times the size of its gzip, and a download (curl
     // piped to gunzip, pandas' read_json) reads either; the site's bytes are its budget.
     put_bytes(sink, &format!("{dir}/cells.json.gz"), &gzip(downloads::cells_json(full, capacity).as_bytes()), stats)
+}
+
+/// A warning code and the cells that carry it, decode cells first, in page order; the
+/// message of the first (a code's messages differ only in their figures).
+#[derive(Serialize)]
+struct WarningGroup<'a> {
+    code: &'a str,
+    cells: Vec<String>,
+    message: &'a str,
+}
+
+/// The run's warnings grouped by code: a run whose server's counter disagrees at 18 cells
+/// says so once, naming the cells, not 18 times (each cell's own message is in its
+/// evidence, under the heatmap's flag).
+fn warning_groups(run: &RunView) -> Vec<WarningGroup<'_>> {
+    let decode = run.decode.iter().map(|c| (format!("{} × {}", numbers::context_label(c.context), c.concurrency), c));
+    let prefill = run.prefill.iter().map(|c| (format!("prefill {}", numbers::context_label(c.context)), c));
+    let mut groups: Vec<WarningGroup> = Vec::new();
+    for (label, c) in decode.chain(prefill) {
+        for w in &c.warnings {
+            match groups.iter_mut().find(|g| g.code == w.code) {
+                Some(g) => g.cells.push(label.clone()),
+                None => groups.push(WarningGroup { code: &w.code, cells: vec![label.clone()], message: &w.message }),
+            }
+        }
+    }
+    groups
 }
 
 /// Tokens per chunk from which a cell is said to send several a chunk (one a chunk, with a

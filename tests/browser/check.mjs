@@ -78,7 +78,8 @@ for (const c of checks) {
           ok(box && box.width > 200 && box.height > 100, `${c.name}: SVG ${c.svg} not rendered (${JSON.stringify(box)})`);
           // Data marks only: a chart's points and a timeline's request lanes. Gridlines and
           // axes are drawn for a chart with no data too, so they do not count.
-          const points = await svg.locator('.point').count();
+          // A series' markers are one path of class point, a subpath ("M") a point.
+          const points = await svg.locator('.point').evaluateAll((ps) => ps.reduce((n, p) => n + (p.tagName === 'path' ? (p.getAttribute('d').match(/M/g) || []).length : 1), 0));
           const lanes = await svg.locator('g > title').evaluateAll((ts) => ts.filter((t) => /^requests? \d/.test(t.textContent)).length);
           if (c.points_from) {
             // One point per valid cell of the phase with its figure, as the run's JSON download says.
