@@ -119,7 +119,7 @@ fn figures_match_the_simulators_ground_truth() {
     assert!(manifest.contains("\"origin\": \"measured\""));
     assert!(manifest.contains("\"kv_budget_tokens\": 20000"));
     let page = fs::read_to_string(ws.path().join("public/runs/truth/index.html")).unwrap();
-    assert!(page.contains("data-status=\"over_capacity\""));
+    assert!(page.contains("class=\"cell over-capacity\""));
     for e in walkdir::WalkDir::new(ws.path()) {
         let e = e.unwrap();
         if e.file_type().is_file() {
@@ -255,9 +255,7 @@ fn a_looping_output_makes_a_looped_cell() {
     }
     assert_ok(&site_in(ws.path(), &["build"]));
     let page = fs::read_to_string(ws.path().join("public/runs/loop/index.html")).unwrap();
-    assert!(page.contains(
-        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"../../cell/index.html#loop/decode-2k-x2\">Looped</a></td>"
-    ));
+    assert!(page.contains("<td class=\"cell looped\"><a href=\"../../cell/index.html#loop/decode-2k-x2\">Looped</a>"));
 }
 
 #[test]
@@ -353,7 +351,7 @@ fn stream_faults_become_error_cells() {
     // Error cells publish as such.
     assert_ok(&site_in(ws.path(), &["build"]));
     let page = fs::read_to_string(ws.path().join("public/runs/f/index.html")).unwrap();
-    assert!(page.contains("data-status=\"error\""));
+    assert!(page.contains("class=\"cell error\""));
 }
 
 #[test]

@@ -77,7 +77,7 @@ fn shipped_seed_runs_carry_every_published_figure() {
             })
             .collect();
         assert_eq!(got, want, "{run_id}: heatmap differs from the seed");
-        assert_eq!(ranked, page.matches("data-status=\"valid\"").count(), "{run_id}: a valid cell without its rank");
+        assert_eq!(ranked, page.matches("<td class=\"cell valid ").count(), "{run_id}: a valid cell without its rank");
 
         // Prefill lines, e.g. "8K context34.2K239 ms TTFT".
         let text = text_of(&page);
@@ -104,9 +104,9 @@ fn shipped_seed_runs_carry_every_published_figure() {
         assert!(text.contains(launch), "{run_id}: launch command differs");
         // Over capacity cells are styled as such and link to their cell's evidence.
         let over = page
-            .matches(&format!("<td class=\"cell over-capacity\" data-status=\"over_capacity\"><a href=\"../../cell/index.html#{run_id}/decode-"))
+            .matches(&format!("<td class=\"cell over-capacity\"><a href=\"../../cell/index.html#{run_id}/decode-"))
             .count();
-        assert_eq!(over, page.matches("data-status=\"over_capacity\"").count(), "{run_id}");
+        assert_eq!(over, page.matches("class=\"cell over-capacity\"").count(), "{run_id}");
         // The prefill curve and throughput vs interactivity: a point per valid cell.
         let data = ws.path().join("data");
         let expected =
@@ -115,15 +115,20 @@ fn shipped_seed_runs_carry_every_published_figure() {
     }
     let vllm = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[0].1));
     let looped = format!(
-        "<td class=\"cell looped\" data-status=\"looped\"><a href=\"../../cell/index.html#{}/decode-64k-x4\">Looped</a></td>",
+        "<td class=\"cell looped\"><a href=\"../../cell/index.html#{}/decode-64k-x4\">Looped</a>",
         SEED_RUNS[0].1
     );
     assert_eq!(vllm.matches(&looped).count(), 1);
-    assert_eq!(vllm.matches("data-status=\"over_capacity\"").count(), 15);
+    assert_eq!(vllm.matches("class=\"cell over-capacity\"").count(), 15);
     // Seed 2's cells whose active requests stray from their column are flagged.
     let sglang = ws.read(&format!("public/runs/{}/index.html", SEED_RUNS[1].1));
-    assert!(sglang.contains("average active requests 18.0 differ from the 2 requested"), "16K x 2 not flagged");
-    let warned = |outlined: &str| sglang.matches(&format!(" warned{outlined}\" data-status=\"valid\"")).count();
+    // Named among the cells of its warning on the run page, its own message in its evidence.
+    let group =
+        sglang.split("<li class=\"warned\">").find(|g| g.contains("<code>active_mismatch</code>")).unwrap_or("");
+    assert!(group.contains("16K × 2"), "16K x 2 not flagged: {group}");
+    let evidence = evidence_cell(ws.path(), SEED_RUNS[1].1, "decode-16k-x2").to_string();
+    assert!(evidence.contains("average active requests 18.0 differ from the 2 requested"), "16K x 2's message");
+    let warned = |outlined: &str| sglang.matches(&format!(" warned{outlined}\"><a class=\"tps\"")).count();
     assert_eq!(warned("") + warned(" meets-slo"), 8);
 }
 
@@ -217,7 +222,7 @@ fn every_string_from_data_is_escaped() {
     }
     let page = ws.read("public/runs/xss-run/index.html");
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-    assert!(page.contains("data-status=\"error\""));
+    assert!(page.contains("class=\"cell error\""));
 }
 
 #[test]

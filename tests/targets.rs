@@ -72,7 +72,7 @@ fn pages_show_capacity_at_the_targets() {
     let levels = table_rows(&run, "<table class=\"levels\"");
     assert_eq!(levels[1], ["8K", "—", "112.0 interpolated", "55.0 interpolated"]);
     // The heatmap outlines the cells meeting the first SLO (batch): all three here.
-    assert_eq!(run.matches(" meets-slo\" data-status=\"valid\"").count(), 3);
+    assert_eq!(run.matches(" meets-slo\"><a class=\"tps\"").count(), 3);
     assert!(run.contains("<span class=\"key meets-slo\">outlined</span>: the cell meets the batch objective"));
     let cpu = ws.read("public/runs/acme-llamacpp-cpu/index.html");
     let rows = table_rows(&cpu, "<table class=\"targets\"");

@@ -288,7 +288,7 @@ fn every_cell_has_its_evidence_linked_from_the_heatmap_and_the_table() {
     // its own for its cells.
     let link = "../../cell/index.html#tiny-vllm-l4/decode-8k-x2";
     assert!(run.contains(&format!("<a class=\"tps\" href=\"{link}\">150.0</a>")), "heatmap link");
-    assert!(run.contains(&format!("<td><a href=\"{link}\">Sustained decode</a></td>")), "table link");
+    assert!(run.contains(&format!("<td><a href=\"{link}\">Sustained decode</a><td>")), "table link");
     let viewer = ws.read("public/cell/index.html");
     assert!(viewer.contains("<script src=\"../static/cell.js\"></script>"), "{viewer}");
     assert!(!ws.path().join("public/runs/tiny-vllm-l4/cell").exists());

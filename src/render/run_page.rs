@@ -349,7 +349,7 @@ pub fn render(
             .and_then(|i| cx.siblings.get(i))
             .into_iter()
             .flat_map(|(near, _)| near)
-            .map(|(j, id)| (id.clone(), cx.titles[*j].clone()))
+            .map(|(j, id)| (id.clone(), distinct_title(&cx.titles[index.unwrap_or(*j)], &cx.titles[*j])))
             .collect::<Vec<_>>(),
         siblings_total => index.and_then(|i| cx.siblings.get(i)).map_or(0, |s| s.1),
         evidence_days => index.filter(|&i| !cx.evidence[i]).and(cx.settings.publish.evidence_days),
@@ -363,6 +363,15 @@ pub fn render(
     // Compressed: the JSON is some 8 times the size of its gzip, and a download (curl
     // piped to gunzip, pandas' read_json) reads either; the site's bytes are its budget.
     put_bytes(sink, &format!("{dir}/cells.json.gz"), &gzip(downloads::cells_json(full, capacity).as_bytes()), stats)
+}
+
+/// Another run's listing title without the leading parts it shares with this run's (a
+/// repetition's model, engine and hardware are this run's): its date and id.
+fn distinct_title(own: &str, other: &str) -> String {
+    let own: Vec<&str> = own.split(" · ").collect();
+    let parts: Vec<&str> = other.split(" · ").collect();
+    let shared = parts.iter().zip(&own).take_while(|(a, b)| a == b).count().min(parts.len().saturating_sub(1));
+    parts[shared..].join(" · ")
 }
 
 /// A warning code and the cells that carry it, decode cells first, in page order; the

@@ -274,10 +274,22 @@ pub fn live_tree(dir: &Path) -> Option<Vec<(String, Vec<u8>)>> {
 
 /// The points (circles) of each chart of a page, in page order.
 pub fn chart_points(html: &str) -> Vec<usize> {
-    html.split("<svg class=\"chart\"")
+    html.split("<svg class=\"chart\"").skip(1).map(|svg| svg_points(&svg[..svg.find("</svg>").unwrap()])).collect()
+}
+
+/// Markers of class `point` in an SVG: an element each, or a series' one path (a subpath,
+/// `M`, a marker).
+pub fn svg_points(svg: &str) -> usize {
+    svg.split("class=\"point\"")
         .skip(1)
-        .map(|svg| svg[..svg.find("</svg>").unwrap()].matches("class=\"point\"").count())
-        .collect()
+        .map(|rest| {
+            let element = &rest[..rest.find('>').unwrap_or(rest.len())];
+            match element.split(" d=\"").nth(1) {
+                Some(d) => d.split('"').next().unwrap_or("").matches('M').count(),
+                None => 1,
+            }
+        })
+        .sum()
 }
 
 /// Valid cells of `phase` with a figure, in the shipped data of run `id` (by the library).
