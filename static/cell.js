@@ -58,6 +58,20 @@
     });
   }
 
+  // Milliseconds to a tenth as the run page writes them: "1,234.5 ms".
+  function ms1(v) {
+    var parts = Number(v).toFixed(1).split(".");
+    return parts[0].replace(/\B(?=(\d{3})+(?!\d))/g, ",") + "." + parts[1] + " ms";
+  }
+
+  // A distribution's [p50, p90, p99, max] numbers as text; a percentile its requests do not
+  // support (null) says how many it needs, and the largest of those it has.
+  function statsText(s) {
+    var q = s.q, needs = data.percentile_needs;
+    var p = function (i) { return q[i] === null ? "needs " + needs[i - 1] + " requests (max of " + s.count + ": " + ms1(q[3]) + ")" : ms1(q[i]); };
+    return { count: s.count, p50: ms1(q[0]), p90: p(1), p99: p(2), max: ms1(q[3]), hist: s.hist };
+  }
+
   // The gauge comes as columns (each time in milliseconds after the one before): back to
   // rows [time in seconds, running, waiting].
   function gaugeRows(c) {
@@ -72,6 +86,7 @@
     cell.detail = cell.detail || "";
     cell.reps.forEach(function (r) {
       r.lanes = laneRows(r.lanes);
+      ["ttft", "answer_ttft", "tbt"].forEach(function (k) { if (r[k]) r[k] = statsText(r[k]); });
       r.gauge = gaugeRows(r.gauge);
       ["formulas", "prefill", "lanes", "gauge", "throughput", "outcomes", "token_sources"].forEach(function (k) { r[k] = r[k] || []; });
       r.requests = r.requests || 0;

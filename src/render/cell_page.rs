@@ -155,6 +155,8 @@ struct RunData {
     bench_tool: String,
     tool: String,
     texts: Vec<String>,
+    /// Requests a p90 and a p99 need (`min_requests_for_percentile`).
+    percentile_needs: [usize; 2],
     cells: Vec<CellData>,
 }
 
@@ -329,10 +331,10 @@ fn is_zero_f(x: &f64) -> bool {
 #[derive(Serialize)]
 struct StatsData {
     count: usize,
-    p50: String,
-    p90: String,
-    p99: String,
-    max: String,
+    /// [p50, p90, p99, max] in milliseconds to a tenth, as numbers (the viewer writes them:
+    /// a sixth of the evidence's bytes were these as text); a percentile the requests do
+    /// not support is null, and the viewer says how many it needs (`percentile_needs`).
+    q: [Option<f64>; 4],
     /// The histogram's equal-width bins as [least, most, [requests a bin]], milliseconds:
     /// the viewer works out each bin's edges (a third of the evidence's bytes were edges).
     hist: (f64, f64, Vec<usize>),
@@ -410,6 +412,7 @@ pub fn render_all(
         bench_tool: format!("{} v{}", tool.name, tool.version),
         tool: tool.name.clone(),
         texts: texts.list,
+        percentile_needs: [90.0, 99.0].map(min_requests_for_percentile),
         cells,
     };
     let json = serde_json::to_string(&data)?;
@@ -475,10 +478,7 @@ fn rep_data(view: &CellView, d: &CellDetail, texts: &mut Texts) -> RepData {
         .collect();
     let stats = |d: &Distribution| StatsData {
         count: d.count,
-        p50: numbers::millis1(d.p50),
-        p90: percentile_or_max(d.p90, 90.0, d),
-        p99: percentile_or_max(d.p99, 99.0, d),
-        max: numbers::millis1(d.max),
+        q: [Some(d.p50), d.p90, d.p99, Some(d.max)].map(|v| v.map(tenth)),
         hist: (
             d.bins.first().map_or(0.0, |b| r3(b.lo)),
             d.bins.last().map_or(0.0, |b| r3(b.hi)),
@@ -522,16 +522,9 @@ fn rep_data(view: &CellView, d: &CellDetail, texts: &mut Texts) -> RepData {
 
 /// A percentile where n supports it, else what n does allow: "max of 8" is the honest
 /// figure for a tail 8 requests cannot reach.
-fn percentile_or_max(value: Option<f64>, p: f64, d: &Distribution) -> String {
-    match value {
-        Some(v) => numbers::millis1(v),
-        None => format!(
-            "needs {} requests (max of {}: {})",
-            min_requests_for_percentile(p),
-            d.count,
-            numbers::millis1(d.max)
-        ),
-    }
+/// A millisecond figure to the tenth `numbers::millis1` prints.
+fn tenth(v: f64) -> f64 {
+    numbers::fixed(v, 1).parse().unwrap_or(v)
 }
 
 /// An imported cell's figures under the source's own names.

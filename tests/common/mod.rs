@@ -134,6 +134,11 @@ pub fn evidence_cell(dir: &Path, run: &str, slug: &str) -> serde_json::Value {
         *n = json!([texts[n[0].as_u64().unwrap() as usize], other["slug"], other["name"]]);
     }
     for rep in cell["reps"].as_array_mut().unwrap() {
+        for key in ["ttft", "answer_ttft", "tbt"] {
+            if let Some(s) = rep.get(key).cloned() {
+                rep[key] = stats_text(&s, &data["percentile_needs"]);
+            }
+        }
         for (key, rows) in [("lanes", lane_rows as fn(&Value) -> Value), ("gauge", gauge_rows)] {
             if let Some(columns) = rep.get(key) {
                 rep[key] = rows(columns);
@@ -155,6 +160,17 @@ pub fn evidence_cell(dir: &Path, run: &str, slug: &str) -> serde_json::Value {
 /// A repetition's lanes, stored as columns in whole milliseconds (each send after the one
 /// before, first token and end after their send), as rows [send, first, end, outcome,
 /// requests] in seconds: what the viewer turns them into.
+/// A distribution's numbers as the viewer writes them (static/cell.js `statsText`).
+fn stats_text(s: &serde_json::Value, needs: &serde_json::Value) -> serde_json::Value {
+    let q = &s["q"];
+    let ms1 = |v: &serde_json::Value| speed_matrix::units::numbers::millis1(v.as_f64().unwrap());
+    let p = |i: usize| match q[i].is_null() {
+        true => format!("needs {} requests (max of {}: {})", needs[i - 1], s["count"], ms1(&q[3])),
+        false => ms1(&q[i]),
+    };
+    serde_json::json!({"count": s["count"], "p50": ms1(&q[0]), "p90": p(1), "p99": p(2), "max": ms1(&q[3]), "hist": s["hist"]})
+}
+
 fn lane_rows(c: &serde_json::Value) -> serde_json::Value {
     let col = |i: usize| c[i].as_array().unwrap().clone();
     let (mut t, sends) = (0i64, col(0));
