@@ -74,6 +74,7 @@ fn manifest(i: usize) -> RunManifest {
         description: None,
         server_access: None,
         paired_with: None,
+        other_levels: Vec::new(),
         server_processes: Vec::new(),
     }
 }

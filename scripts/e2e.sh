@@ -168,6 +168,7 @@ CHECKS=$(cat <<JSON
 [
   {"name": "index", "path": "/"},
   {"name": "run-vllm", "path": "/runs/$VLLM_RUN/", "heatmap_cells": 48, "looped": 1, "over_capacity": 15, "svg": "#prefill svg", "points_from": "prefill", "print": true},
+  {"name": "run-vllm-chart", "path": "/runs/$VLLM_RUN/", "svg": "#throughput-interactivity svg", "points_from": "decode"},
   {"name": "run-cpu-e2e", "path": "/runs/e2e-llamacpp/", "heatmap_cells": 6, "looped": 0, "over_capacity": 2, "svg": "#prefill svg", "points_from": "prefill"},
   {"name": "run-imported-tool", "path": "/runs/smollm2-135m-llamacpp-cpu-guidellm/"},
   {"name": "model", "path": "/models/stepfun-ai-step-3-5-flash/", "svg": "figure.chart svg"},

@@ -56,7 +56,7 @@ pub fn sessions(runs: &[RunView]) -> Vec<Option<ReuseSession>> {
                 .other_levels
                 .iter()
                 .filter_map(|id| index(id))
-                .filter(|&j| j != i && runs[j].manifest.other_levels.iter().any(|back| *back == run.id))
+                .filter(|&j| j != i && runs[j].manifest.other_levels.contains(&run.id))
                 .filter_map(level)
                 .collect();
             if members.is_empty() {

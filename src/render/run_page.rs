@@ -5,7 +5,7 @@ use minijinja::context;
 use serde::Serialize;
 
 use super::cell_page::cell_slug;
-use super::charts::{line_chart, ChartSpec, Series, XAxis};
+use super::charts::{line_chart, line_chart_data, ChartSpec, Series, XAxis};
 use super::common::{put_bytes, put_page, root, run_title, ser, PageContext, RenderStats};
 use super::leaderboard_page::board_slug;
 use super::{downloads, markdown};
@@ -306,6 +306,7 @@ pub fn render(
     let decode_slugs: Vec<String> = run.decode.iter().map(cell_slug).collect();
     let cross_checks = cross_check_rows(run);
     let energy = energy_rows(&heat_rows);
+    let own_title = index.and_then(|i| cx.titles.get(i)).map_or("", String::as_str);
     let html = cx.env.get_template("run.html")?.render(context! {
         root => root("../../"),
         nav_pages => cx.nav_pages(),
@@ -349,7 +350,7 @@ pub fn render(
             .and_then(|i| cx.siblings.get(i))
             .into_iter()
             .flat_map(|(near, _)| near)
-            .map(|(j, id)| (id.clone(), distinct_title(&cx.titles[index.unwrap_or(*j)], &cx.titles[*j])))
+            .map(|(j, id)| (id.clone(), distinct_title(own_title, &cx.titles[*j])))
             .collect::<Vec<_>>(),
         siblings_total => index.and_then(|i| cx.siblings.get(i)).map_or(0, |s| s.1),
         evidence_days => index.filter(|&i| !cx.evidence[i]).and(cx.settings.publish.evidence_days),
@@ -522,7 +523,7 @@ fn whisker(e: Option<&crate::analysis::interval::Estimate>) -> Option<(f64, f64)
 }
 
 /// Total tok/s against per-request tok/s: one line per context, one point per valid cell;
-/// whiskers are total tok/s's intervals.
+/// whiskers are total tok/s's intervals. The chart's numbers, drawn by the browser.
 fn throughput_interactivity_chart(run: &RunView) -> String {
     let series: Vec<Series> = run
         .heatmap
@@ -550,7 +551,10 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
             })
         })
         .collect();
-    line_chart(&ChartSpec {
+    // Drawn in the browser (`static/charts.js`): the run page's largest chart, eight
+    // kilobytes of SVG for a 48-cell run, is a kilobyte of numbers; the table of all
+    // measurements has every figure without scripts.
+    line_chart_data(&ChartSpec {
         x_axis: XAxis::Linear,
         title: "Throughput against interactivity",
         x_desc: "per-request tok/s (interactivity); labels: requests at once",

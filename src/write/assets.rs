@@ -14,6 +14,7 @@ pub const DEFAULT_ASSETS: &[(&str, &[u8])] = &[
     ("favicon.svg", include_bytes!("../../static/favicon.svg")),
     ("runs.js", include_bytes!("../../static/runs.js")),
     ("cell.js", include_bytes!("../../static/cell.js")),
+    ("charts.js", include_bytes!("../../static/charts.js")),
     // Drawn by scripts/make-icons.py: a PNG favicon, the touch icon, and the picture a shared
     // link shows.
     ("icon-32.png", include_bytes!("../../static/icon-32.png")),

@@ -293,6 +293,18 @@ pub fn chart_points(html: &str) -> Vec<usize> {
     html.split("<svg class=\"chart\"").skip(1).map(|svg| svg_points(&svg[..svg.find("</svg>").unwrap()])).collect()
 }
 
+/// Points of each chart a page carries as numbers for the browser to draw
+/// (`<script type="application/json" class="chart-data">`).
+pub fn chart_data_points(html: &str) -> Vec<usize> {
+    html.split("<script type=\"application/json\" class=\"chart-data\">")
+        .skip(1)
+        .map(|rest| {
+            let json: serde_json::Value = serde_json::from_str(&rest[..rest.find("</script>").unwrap()]).unwrap();
+            json["series"].as_array().unwrap().iter().map(|s| s["points"].as_array().unwrap().len()).sum()
+        })
+        .collect()
+}
+
 /// Markers of class `point` in an SVG: an element each, or a series' one path (a subpath,
 /// `M`, a marker).
 pub fn svg_points(svg: &str) -> usize {
