@@ -90,7 +90,9 @@
     var r = function (v) { return Math.round(v); };
     var s = svg("svg", { class: "chart", role: "img", preserveAspectRatio: "xMidYMid meet", "font-family": "sans-serif",
       width: W, height: H, viewBox: "0 0 " + W + " " + H }, [svg("title", {}, [spec.title]), svg("desc", {}, [spec.desc])]);
-    var xt = ticks(x0, x1, 10), yt = ticks(0, y1, 5);
+    // A context axis names its ticks (powers of two, x their log2); a linear one numbers them.
+    var xt = spec.x_ticks ? spec.x_ticks.map(function (t) { return t[0]; }) : ticks(x0, x1, 10), yt = ticks(0, y1, 5);
+    var xName = function (x, i) { return spec.x_ticks ? spec.x_ticks[i][1] : axisNumber(x); };
     var grid = xt.map(function (x) { return "M" + r(px(x)) + " " + PLOT.y1 + "V" + PLOT.y0; })
       .concat(yt.map(function (y) { return "M" + PLOT.x0 + " " + r(py(y)) + "H" + PLOT.x1; }));
     s.appendChild(svg("path", { opacity: 0.2, stroke: "currentColor", fill: "none", d: grid.join("") }));
@@ -101,8 +103,8 @@
     s.appendChild(svg("g", { "text-anchor": "end", "font-size": 14.5, fill: "currentColor" }, yt.map(function (y) {
       return svg("text", { x: PLOT.x0 - 10, y: r(py(y)), dy: "0.5ex" }, [axisNumber(y)]);
     })));
-    s.appendChild(svg("g", { "text-anchor": "middle", "font-size": 14.5, fill: "currentColor" }, xt.map(function (x) {
-      return svg("text", { x: r(px(x)), y: PLOT.y1 + 10, dy: "0.8em" }, [axisNumber(x)]);
+    s.appendChild(svg("g", { "text-anchor": "middle", "font-size": 14.5, fill: "currentColor" }, xt.map(function (x, i) {
+      return svg("text", { x: r(px(x)), y: PLOT.y1 + 10, dy: "0.8em" }, [xName(x, i)]);
     })));
     var mid = r((PLOT.y0 + PLOT.y1) / 2);
     s.appendChild(svg("g", { "text-anchor": "middle", "font-size": 15.3, fill: "currentColor" }, [

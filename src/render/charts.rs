@@ -85,9 +85,10 @@ fn plotters_font(px: u32) -> f64 {
 
 /// A line chart on a linear x axis as the numbers `static/charts.js` draws it from in the
 /// browser, the same drawing as `line_chart`'s: `{title, desc, x_desc, y_desc, legend,
-/// series: [{label, points: [[x, y, lo, hi, label]]}]}`, numbers to four significant
-/// digits (a fifth of a pixel). Eight kilobytes of a run page's SVG become one of data. Empty
-/// where there is nothing to draw.
+/// series: [{label, points: [[x, y, lo, hi, label]]}], x_ticks?}`, numbers to four
+/// significant digits (a fifth of a pixel). On a context axis x is its log2 and `x_ticks`
+/// are `[[log2, "8K"]]`, a power of two each. Eight kilobytes of a run page's SVG become one
+/// of data. Empty where there is nothing to draw.
 pub fn line_chart_data(spec: &ChartSpec) -> String {
     let sig = |v: f64| serde_json::Value::from(significant(v, 4));
     let series: Vec<serde_json::Value> = spec
@@ -98,8 +99,9 @@ pub fn line_chart_data(spec: &ChartSpec) -> String {
                 .points
                 .iter()
                 .enumerate()
-                .filter(|(_, &(x, y))| drawable(x, y))
-                .map(|(j, &(x, y))| {
+                .map(|(j, &(x, y))| (j, (project_x(spec.x_axis, x), y)))
+                .filter(|(_, (x, y))| drawable(*x, *y))
+                .map(|(j, (x, y))| {
                     let e = s.errors.get(j).copied().flatten().filter(|&(lo, hi)| drawable(x, lo) && drawable(x, hi));
                     let label = s.point_labels.get(j).map(|t| t.trim()).unwrap_or_default();
                     serde_json::json!([sig(x), sig(y), e.map(|e| sig(e.0)), e.map(|e| sig(e.1)), label])
@@ -112,7 +114,7 @@ pub fn line_chart_data(spec: &ChartSpec) -> String {
     if series.is_empty() {
         return String::new();
     }
-    let data = serde_json::json!({
+    let mut data = serde_json::json!({
         "title": spec.title,
         "desc": line_summary(spec),
         "x_desc": spec.x_desc,
@@ -120,8 +122,25 @@ pub fn line_chart_data(spec: &ChartSpec) -> String {
         "legend": spec.legend,
         "series": series,
     });
+    if matches!(spec.x_axis, XAxis::Context) {
+        data["x_ticks"] = context_ticks(&series).into();
+    }
     // Inside a <script> element: no "</" may close it early.
     data.to_string().replace("</", "<\\/")
+}
+
+/// A context axis's ticks for the browser: each power of two inside the padded range of
+/// the points' log2 (as `line_chart` pads it), every other one past ten.
+fn context_ticks(series: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let xs = series.iter().flat_map(|s| s["points"].as_array().into_iter().flatten()).filter_map(|p| p[0].as_f64());
+    let (x0, x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    let pad = ((x1 - x0) * 0.06).max(0.25);
+    let (first, last) = ((x0 - pad).ceil() as i32, (x1 + pad).floor() as i32);
+    let step = if last - first + 1 > 10 { 2 } else { 1 };
+    (first..=last)
+        .step_by(step)
+        .map(|k| serde_json::json!([k, numbers::context_label(2f64.powi(k).round() as u32)]))
+        .collect()
 }
 
 /// `v` to `digits` significant digits.

@@ -423,7 +423,8 @@ fn prefill_chart(run: &RunView) -> String {
             .collect(),
         errors: cells.iter().map(|(c, _)| whisker(c.spread.as_deref().and_then(|s| s.prompt_tps.as_ref()))).collect(),
     }];
-    line_chart(&ChartSpec {
+    // Drawn in the browser, as the chart of throughput against interactivity.
+    line_chart_data(&ChartSpec {
         x_axis: XAxis::Context,
         title: "Prefill: prompt tok/s by context length",
         x_desc: "context length (tokens); labels: TTFT",
