@@ -90,7 +90,11 @@ fn plotters_font(px: u32) -> f64 {
 /// are `[[log2, "8K"]]`, a power of two each. Eight kilobytes of a run page's SVG become one
 /// of data. Empty where there is nothing to draw.
 pub fn line_chart_data(spec: &ChartSpec) -> String {
-    let sig = |v: f64| serde_json::Value::from(significant(v, 4));
+    // A whole number without its ".0" (most of a chart's numbers, at four digits).
+    let sig = |v: f64| match significant(v, 4) {
+        r if r.fract() == 0.0 && r.abs() < 1e15 => serde_json::Value::from(r as i64),
+        r => serde_json::Value::from(r),
+    };
     let series: Vec<serde_json::Value> = spec
         .series
         .iter()
@@ -1080,6 +1084,37 @@ mod tests {
     fn point_ys(svg: &str) -> Vec<i32> {
         let d = svg.split("class=\"point\"").nth(1).and_then(|p| p.split(" d=\"").nth(1)?.split('"').next());
         d.unwrap_or_default().split('M').skip(1).filter_map(|m| m.split([' ', 'h', 'l']).nth(1)?.parse().ok()).collect()
+    }
+
+    #[test]
+    fn chart_data_carries_rounded_numbers_context_ticks_and_cannot_close_its_script() {
+        let series = [Series {
+            label: "</script><b>".into(),
+            points: vec![(256.0, 10_123.456), (8192.0, 19_401.9), (16384.0, f64::INFINITY)],
+            point_labels: vec![" 25 ms".into(), "421 ms".into(), String::new()],
+            errors: vec![Some((9_900.04, 10_300.0)), None, None],
+        }];
+        let spec = ChartSpec {
+            x_axis: XAxis::Context,
+            title: "prefill",
+            x_desc: "context",
+            y_desc: "prompt tok/s",
+            series: &series,
+            legend: false,
+            x_names: None,
+        };
+        let text = line_chart_data(&spec);
+        assert!(!text.contains("</"), "{text}");
+        let data: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // x as log2, four significant digits, the undrawable point left out, labels trimmed.
+        assert_eq!(
+            data["series"][0]["points"],
+            serde_json::json!([[8, 10120, 9900, 10300, "25 ms"], [13, 19400, null, null, "421 ms"]])
+        );
+        assert_eq!(data["series"][0]["label"], "</script><b>");
+        let ticks: Vec<&str> = data["x_ticks"].as_array().unwrap().iter().map(|t| t[1].as_str().unwrap()).collect();
+        assert_eq!(ticks, ["256", "512", "1K", "2K", "4K", "8K"]);
+        assert_eq!(line_chart_data(&ChartSpec { series: &[], ..spec }), "");
     }
 
     #[test]
