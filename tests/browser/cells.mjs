@@ -85,14 +85,14 @@ for (const [what, address] of [['old cell page', `/runs/${run}/cells/${slug}/`],
   await context.close();
 }
 
-// The former JSON download's address (runs/ID/cells.json) reaches the gzipped one.
-{
+// The former downloads' addresses (runs/ID/cells.json, cells.csv) reach the gzipped ones.
+for (const kind of ['json', 'csv']) {
   const context = await browser.newContext({ acceptDownloads: true });
   const page = await context.newPage();
   const download = page.waitForEvent('download', { timeout: 10000 }).catch(() => null);
-  await page.goto(`${base}/runs/${run}/cells.json`).catch(() => {});
+  await page.goto(`${base}/runs/${run}/cells.${kind}`).catch(() => {});
   const got = await download;
-  ok(got !== null && got.url().endsWith(`/runs/${run}/cells.json.gz`), `old JSON address: downloaded ${got && got.url()}`);
+  ok(got !== null && got.url().endsWith(`/runs/${run}/cells.${kind}.gz`), `old ${kind} address: downloaded ${got && got.url()}`);
   await context.close();
 }
 
