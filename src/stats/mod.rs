@@ -4,6 +4,7 @@
 //! it. The formulas and their references are in `docs/statistics.md`.
 
 mod change_points;
+mod memo;
 mod multiple;
 mod order;
 mod t;

@@ -3,6 +3,8 @@
 
 use statrs::distribution::{Binomial, DiscreteCDF};
 
+use super::memo::Memo;
+
 /// Linear-interpolated percentile (`p` in 0..=100) of `values`: rank = p/100 x (n - 1),
 /// interpolated between the neighbouring order statistics. `None` for no values.
 pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
@@ -49,6 +51,13 @@ pub fn percentile_supported(n: usize, p: f64) -> bool {
 /// Statistics*, 3.2). Exact for any continuous distribution, no resampling. `None` when n is
 /// too small (n < 6 for the median at 95%).
 pub fn quantile_ranks(n: usize, p: f64, confidence: f64) -> Option<(usize, usize)> {
+    thread_local! {
+        static RANKS: Memo<(usize, u64, u64), Option<(usize, usize)>> = Memo::new();
+    }
+    RANKS.with(|m| m.get_or((n, p.to_bits(), confidence.to_bits()), || walk_quantile_ranks(n, p, confidence)))
+}
+
+fn walk_quantile_ranks(n: usize, p: f64, confidence: f64) -> Option<(usize, usize)> {
     if n < 2 {
         return None;
     }

@@ -2,6 +2,8 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+use super::memo::Memo;
+
 /// Mean and sample standard deviation of finite values.
 pub fn mean_sd(values: &[f64]) -> Option<(f64, f64)> {
     let n = values.len();
@@ -15,6 +17,13 @@ pub fn mean_sd(values: &[f64]) -> Option<(f64, f64)> {
 
 /// The `p` quantile of Student's t with `df` degrees of freedom (df > 0).
 pub fn t_quantile(df: f64, p: f64) -> f64 {
+    thread_local! {
+        static QUANTILES: Memo<(u64, u64), f64> = Memo::new();
+    }
+    QUANTILES.with(|m| m.get_or((df.to_bits(), p.to_bits()), || t_inverse_cdf(df, p)))
+}
+
+fn t_inverse_cdf(df: f64, p: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map(|t| t.inverse_cdf(p)).unwrap_or(f64::NAN)
 }
 

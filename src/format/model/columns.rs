@@ -8,12 +8,99 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{GaugeSample, RequestRecord, TokenSource};
 
-/// One field's values down the rows: each written, or one for every row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One field's values down the rows: each written (an array), or one for every row (the
+/// value alone).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Column<T> {
     Each(Vec<T>),
     All(T),
+}
+
+/// Read by looking at the value once: an array is `Each`, anything else `All` (serde's
+/// untagged enum would buffer every value of every column to try one shape, then the other:
+/// most of a cell file's parse time).
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Column<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ColumnVisitor(std::marker::PhantomData))
+    }
+}
+
+struct ColumnVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ColumnVisitor<T> {
+    type Value = Column<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of a column's values, or one value for every row")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(v) = seq.next_element()? {
+            values.push(v);
+        }
+        Ok(Column::Each(values))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        T::deserialize(de::value::UnitDeserializer::new()).map(Column::All)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.visit_unit()
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        T::deserialize(Present(de::value::BoolDeserializer::new(v))).map(Column::All)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        T::deserialize(Present(de::value::U64Deserializer::new(v))).map(Column::All)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        T::deserialize(Present(de::value::I64Deserializer::new(v))).map(Column::All)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        T::deserialize(Present(de::value::F64Deserializer::new(v))).map(Column::All)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        T::deserialize(Present(de::value::StrDeserializer::new(v))).map(Column::All)
+    }
+}
+
+/// One present value: read as itself, or as `Some` of itself where an `Option` is asked for
+/// (serde's value deserializers answer an `Option` only with `None`).
+struct Present<D>(D);
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Present<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.0.deserialize_any(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        visitor.visit_some(self.0)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0.deserialize_enum(name, variants, visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct identifier ignored_any
+    }
 }
 
 impl<T: Clone + PartialEq> Column<T> {
