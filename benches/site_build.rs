@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use speed_matrix::format::json::to_pretty;
 use speed_matrix::format::*;
+use speed_matrix::format::{pack, writer};
 use std::collections::BTreeSet;
 
 use speed_matrix::site::{format_steps, input_fingerprint, up_to_date, Site, SiteConfig};
@@ -159,25 +160,24 @@ fn generate(data: &Path, n: usize) {
             continue;
         }
         let dir = data.join("runs").join(format!("run-{i:05}"));
-        fs::create_dir_all(dir.join("cells")).unwrap();
+        fs::create_dir_all(&dir).unwrap();
         fs::write(dir.join("run.json"), to_pretty(&manifest(i))).unwrap();
         let cells = PREFILL
             .iter()
             .map(|&p| cell(Phase::Prefill, p, 1, i))
             .chain(CONTEXTS.iter().flat_map(|&ctx| CONCURRENCY.iter().map(move |&c| cell(Phase::Decode, ctx, c, i))));
+        let mut pack = pack::CellPack::default();
         for c in cells {
-            fs::write(dir.join("cells").join(c.file_name()), to_pretty(&c)).unwrap();
+            pack.insert(pack::cell_key(&c), &pack::cell_line(&c));
         }
+        writer::write_pack(&dir, &pack).unwrap();
     }
 }
 
 /// A copy of a run folder with its own start day.
 fn copy_run(from: &Path, to: &Path, i: usize) {
-    fs::create_dir_all(to.join("cells")).unwrap();
-    for entry in fs::read_dir(from.join("cells")).unwrap() {
-        let entry = entry.unwrap();
-        fs::copy(entry.path(), to.join("cells").join(entry.file_name())).unwrap();
-    }
+    fs::create_dir_all(to).unwrap();
+    fs::copy(from.join(CELLS_FILE), to.join(CELLS_FILE)).unwrap();
     let manifest = fs::read_to_string(from.join("run.json")).unwrap();
     // A model and device of twenty and five, as the imported runs have.
     let manifest = manifest
@@ -441,12 +441,7 @@ fn changed_cell(dir: &Path) -> (String, std::path::PathBuf) {
         .filter(|id| id.starts_with("run-"))
         .collect();
     ids.sort();
-    let cells = runs.join(&ids[0]).join("cells");
-    let mut names: Vec<String> =
-        fs::read_dir(&cells).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    names.sort();
-    let name = names.iter().find(|n| n.starts_with("decode-")).unwrap();
-    (ids[0].clone(), cells.join(name))
+    (ids[0].clone(), runs.join(&ids[0]).join(CELLS_FILE))
 }
 
 /// Changes a cell's figures as a re-measured cell would: its first TTFT, total tok/s and
@@ -461,17 +456,22 @@ fn edit_ttft(cell: &Path, n: u32) {
     edit_with(cell, &["ttft_ms"], |v| v + n as f64);
 }
 
-/// Sets each of the cell's first figures named `keys` to `f` of it.
-fn edit_with(cell: &Path, keys: &[&str], f: impl Fn(f64) -> f64) {
-    let mut text = fs::read_to_string(cell).unwrap();
+/// Sets each of the first decode cell's figures named `keys` to `f` of it, in the run's
+/// cells file `pack`, as a re-measured cell would be written.
+fn edit_with(pack: &Path, keys: &[&str], f: impl Fn(f64) -> f64) {
+    use std::io::Read as _;
+    let mut text = String::new();
+    flate2::read::MultiGzDecoder::new(fs::File::open(pack).unwrap()).read_to_string(&mut text).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let line = lines.iter_mut().find(|l| l.contains("\"phase\":\"decode\"")).unwrap();
     for key in keys {
-        let key = format!("\"{key}\": ");
-        let at = text.find(&key).unwrap() + key.len();
-        let end = at + text[at..].find([',', '\n']).unwrap();
-        let value: f64 = text[at..end].trim().parse().unwrap();
-        text = format!("{}{}{}", &text[..at], f(value), &text[end..]);
+        let key = format!("\"{key}\":");
+        let at = line.find(&key).unwrap() + key.len();
+        let end = at + line[at..].find([',', '}']).unwrap();
+        let value: f64 = line[at..end].trim().parse().unwrap();
+        *line = format!("{}{}{}", &line[..at], f(value), &line[end..]);
     }
-    fs::write(cell, text).unwrap();
+    fs::write(pack, speed_matrix::units::gzip((lines.join("\n") + "\n").as_bytes())).unwrap();
 }
 
 fn main() {

@@ -97,8 +97,11 @@ for run, lo, hi in (("s-reuse0", 0, 15), ("s-reuse90", 75, 100)):
         if pct is None or not lo <= pct <= hi or off or later is None or later_ttft is None:
             failed.append(f"{run} {c['concurrency']}: {pct} {later} {off}")
     rows = []
-    for f in glob.glob(f"{root}/data/runs/{run}/cells/decode-*"):
-        d = json.load(gzip.open(f, "rt") if f.endswith(".gz") else open(f))
+    # The run's cells file: a line a cell (schema 5).
+    for line in gzip.open(f"{root}/data/runs/{run}/cells.jsonl.gz", "rt"):
+        d = json.loads(line)
+        if d["phase"] != "decode":
+            continue
         r = d["measurement"]["requests"]
         col = lambda k: r.get(k) if isinstance(r.get(k), list) else [r.get(k)] * r["rows"]
         rows += [dict(zip(("turn", "prompt", "cached"), t)) for t in zip(col("turn"), col("prompt_tokens"), col("cached_prompt_tokens"))]

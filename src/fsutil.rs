@@ -269,7 +269,8 @@ pub fn read_data_file(path: &Path, limit: u64) -> Result<String> {
 pub fn read_gzip_data_file(path: &Path, limit: u64) -> Result<String> {
     let (file, _) = open_regular_file(path, limit)?;
     let mut text = Vec::new();
-    let mut unpacked = flate2::read::GzDecoder::new(file).take(limit + 1);
+    // Every member: a gzip file may be several joined (a run's cells file is one a cell).
+    let mut unpacked = flate2::read::MultiGzDecoder::new(file).take(limit + 1);
     unpacked.read_to_end(&mut text).with_context(|| format!("{}: not a readable gzip file", path.display()))?;
     if text.len() as u64 > limit {
         bail!("{}: unpacks to more than the {limit} bytes a data file may have", path.display());

@@ -412,9 +412,9 @@ fn resume_runs_only_the_missing_cells() {
     let ws = tempfile::tempdir().unwrap();
     let args = ["--contexts", "1k", "--concurrency", "1,2", "--run-id", "r"];
     assert_ok(&bench(ws.path(), &sim.url, &args));
-    let file = |name: &str| common::sim::cell_file(ws.path(), "r", name);
-    let kept = fs::read(file("decode-1024-c1.json")).unwrap();
-    fs::remove_file(file("decode-1024-c2.json")).unwrap();
+    let text = |name: &str| common::sim::cell_text(ws.path(), "r", name);
+    let kept = text("decode-1024-c1.json");
+    common::sim::remove_cell(ws.path(), "r", "decode-1024-c2.json");
     // Without --resume an existing run is never overwritten.
     let kept_tree = common::tree(&ws.path().join("data"));
     let out = bench(ws.path(), &sim.url, &args);
@@ -427,8 +427,8 @@ fn resume_runs_only_the_missing_cells() {
     let out = bench(ws.path(), &sim.url, &resumed);
     assert_ok(&out);
     assert!(stdout(&out).contains("Wrote 1 cells") && stdout(&out).contains("2 kept from before"), "{}", stdout(&out));
-    assert_eq!(fs::read(file("decode-1024-c1.json")).unwrap(), kept, "a finished cell was rewritten");
-    assert!(file("decode-1024-c2.json").is_file());
+    assert_eq!(text("decode-1024-c1.json"), kept, "a finished cell was rewritten");
+    assert!(common::sim::has_cell(ws.path(), "r", "decode-1024-c2.json"));
     assert!(sim.get_json("/sim/stats")["requests"].as_u64().unwrap() > before);
     // A resume with another matrix is refused.
     let before = common::tree(&ws.path().join("data"));
@@ -467,8 +467,7 @@ fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
         .unwrap();
     // Wait for the first decode cell to be written, then interrupt the second.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let file = |name: &str| common::sim::cell_file(ws.path(), "int", name);
-    while !file("decode-1024-c1.json").exists() {
+    while !common::sim::has_cell(ws.path(), "int", "decode-1024-c1.json") {
         assert!(std::time::Instant::now() < deadline, "no cell written");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -481,15 +480,16 @@ fn ctrl_c_keeps_finished_cells_and_leaves_the_run_resumable() {
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success());
     assert!(stderr(&out).contains("--resume --run-id int"), "{}", stderr(&out));
-    assert!(file("prefill-1024.json").is_file() && file("decode-1024-c1.json").is_file());
-    assert!(!file("decode-1024-c2.json").exists(), "the interrupted cell must not be written");
+    let has = |name: &str| common::sim::has_cell(ws.path(), "int", name);
+    assert!(has("prefill-1024.json") && has("decode-1024-c1.json"));
+    assert!(!has("decode-1024-c2.json"), "the interrupted cell must not be written");
     let out = bench(
         ws.path(),
         &sim.url,
         &["--contexts", "1k", "--concurrency", "1,2,4", "--run-id", "int", "--resume", "--duration", "3s"],
     );
     assert_ok(&out);
-    assert!(file("decode-1024-c4.json").is_file());
+    assert!(has("decode-1024-c4.json"));
 }
 
 #[test]
@@ -843,9 +843,8 @@ fn a_flooding_telemetry_tool_is_kept_to_the_sampling_rate_and_absurd_readings_ar
         .unwrap();
     assert_ok(&out);
     assert!(stderr(&out).contains("device power (W): dropped an out-of-range reading (1e308)"), "{}", stderr(&out));
-    let path = common::sim::cell_file(ws.path(), "flood", "decode-1024-c2.json");
-    let size = fs::metadata(&path).unwrap().len();
-    assert!(size < 200_000, "the cell is {size} bytes");
+    let size = fs::metadata(ws.path().join("data/runs/flood/cells.jsonl.gz")).unwrap().len();
+    assert!(size < 200_000, "the run's cells are {size} bytes");
     let c = cell(ws.path(), "flood", "decode-1024-c2.json");
     let samples = c["measurement"]["telemetry"].as_array().unwrap();
     let of = |d: u64| samples.iter().filter(|s| s["device"] == d).collect::<Vec<_>>();

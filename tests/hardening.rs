@@ -275,7 +275,7 @@ fn a_vanished_server_stops_the_run_and_resume_measures_those_cells_again() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("the server was unreachable for 3 cells in a row"), "{err}");
-    let cells = fs::read_dir(ws.path().join("data/runs/outage/cells")).unwrap().count();
+    let cells = common::sim::cell_names(ws.path(), "outage").len();
     // Stopped after three unreachable cells in a row (and the cell in flight), not 16.
     assert_eq!(cells, 7, "{cells} cells written: the run must stop against a dead server");
     // A server is back: resume measures the unreachable cells again (and only the cells
@@ -453,7 +453,7 @@ fn endless_lines_and_huge_bodies_are_bounded_errors() {
     let ws = tempfile::tempdir().unwrap();
     let out = site_in(ws.path(), &bench_args(&server.url, &["--run-id", "long"]));
     assert_ok(&out);
-    let v = common::sim::cell_text(&common::sim::cell_file(ws.path(), "long", "prefill-1024.json"));
+    let v = common::sim::cell_text(ws.path(), "long", "prefill-1024.json");
     assert!(v.contains("malformed stream: an event line longer than 1048576 bytes"), "{v}");
     assert!(v.len() < 10_000, "{} bytes stored", v.len());
 
@@ -473,7 +473,7 @@ fn endless_lines_and_huge_bodies_are_bounded_errors() {
         })
     });
     assert_ok(&site_in(ws.path(), &bench_args(&page.url, &["--run-id", "page"])));
-    let v = common::sim::cell_text(&common::sim::cell_file(ws.path(), "page", "prefill-1024.json"));
+    let v = common::sim::cell_text(ws.path(), "page", "prefill-1024.json");
     assert!(v.contains("HTTP 500: (an error body over 65536 bytes, not read)"), "{}", &v[..500.min(v.len())]);
     assert!(v.len() < 10_000);
 }
@@ -696,7 +696,7 @@ fn a_reused_run_id_sends_new_prompts_and_a_cached_prefill_is_flagged() {
     assert!(tags[0].starts_with("[v0 ctx-1024 ") && tags[0].ends_with(" speed-matrix"), "{tags:?}");
     assert_ne!(tags[0], tags[1], "the same run id sent the same prompt tag twice");
 
-    let cell = common::sim::cell_text(&common::sim::cell_file(ws.path(), "again", "prefill-1024.json"));
+    let cell = common::sim::cell_text(ws.path(), "again", "prefill-1024.json");
     let cell: serde_json::Value = serde_json::from_str(&cell).unwrap();
     assert_eq!(common::sim::request_rows(&cell)[0]["cached_prompt_tokens"], 900);
     assert_ok(&site_in(ws.path(), &["build"]));

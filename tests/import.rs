@@ -21,7 +21,7 @@ fn import(ws: &Workspace, file: &str, id: &str, extra: &[&str]) -> std::process:
 }
 
 fn cell(ws: &Workspace, id: &str, name: &str) -> Value {
-    serde_json::from_str(&ws.read(&format!("data/runs/{id}/cells/{name}"))).unwrap()
+    common::sim::cell(ws.path(), id, name)
 }
 
 fn empty_ws() -> Workspace {
@@ -37,13 +37,13 @@ fn both_shared_files_import_with_reconstructed_over_capacity_cells() {
         let out = import(&ws, file, id, &[]);
         assert_ok(&out);
         assert!(stdout(&out).contains("(15 cells, 2 Over capacity reconstructed"), "{}", stdout(&out));
-        let n = fs::read_dir(ws.path().join(format!("data/runs/{id}/cells"))).unwrap().count();
+        let n = common::sim::cell_names(ws.path(), id).len();
         assert_eq!(n, 15, "3 prefill + 10 decode + 2 over capacity");
         // 8 x (1024 + max_tokens) exceeds the 8,192-token budget.
         let oc = cell(&ws, id, "decode-1024-c8.json");
         assert_eq!(oc["status"], "over_capacity");
         assert_eq!(oc["over_capacity"]["budget_tokens"], 8192);
-        assert!(fs::metadata(ws.path().join(format!("data/runs/{id}/cells/decode-1536-c8.json"))).is_ok());
+        assert!(common::sim::has_cell(ws.path(), id, "decode-1536-c8.json"));
     }
     assert_eq!(cell(&ws, "sound", "decode-1024-c8.json")["over_capacity"]["required_tokens"], 8 * (1024 + 512));
     assert_eq!(cell(&ws, "unsound", "decode-1024-c8.json")["over_capacity"]["required_tokens"], 8 * (1024 + 128));
@@ -70,8 +70,7 @@ fn both_shared_files_import_with_reconstructed_over_capacity_cells() {
     // The 128-token file counted end-of-request usage as continuous: every such cell is
     // flagged; the one cell that fell back to chunks is not.
     let mut flagged = 0;
-    for name in fs::read_dir(ws.path().join("data/runs/unsound/cells")).unwrap() {
-        let name = name.unwrap().file_name().to_string_lossy().into_owned();
+    for name in common::sim::cell_names(ws.path(), "unsound") {
         let c = cell(&ws, "unsound", &name);
         let is = c["warnings"].as_array().is_some_and(|w| w.iter().any(|w| w["code"] == "usage_not_continuous"));
         if c["reported"]["token_source"] == "openai_continuous_usage" {
@@ -236,7 +235,7 @@ fn a_folder_of_vllm_results_becomes_one_run_with_a_cell_per_concurrency() {
     // Every request kept as a sample; the failed one without times, and no traceback.
     assert_eq!(r["samples"].as_array().unwrap().len(), 8);
     assert_eq!(r["samples"].as_array().unwrap().iter().filter(|s| s["completed"] == false).count(), 1);
-    let text = ws.read("data/runs/vllm/cells/decode-286-c1.json");
+    let text = common::sim::cell_text(ws.path(), "vllm", "decode-286-c1.json");
     assert!(!text.contains("/tmp/") && !text.contains("Traceback"), "a request's error text was kept");
     let warnings: Vec<&str> = c1["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
     assert_eq!(warnings, ["fixed_request_count", "request_errors"]);
@@ -277,7 +276,7 @@ fn formats_are_told_from_content_and_mixed_or_broken_input_is_refused() {
     args.extend_from_slice(&CPU_FACTS);
     assert_ok(&ws.site(&args));
     assert_eq!(tool("renamed"), "vllm bench serve", "told from its content, not its name");
-    assert!(ws.path().join("data/runs/renamed/cells/decode-286-c2.json").is_file());
+    assert!(common::sim::has_cell(ws.path(), "renamed", "decode-286-c2.json"));
     // --format reads it as the named tool's (SGLang's result has the same shape).
     let mut forced = vec!["import", renamed.to_str().unwrap(), "--run-id", "forced", "--format", "sglang"];
     forced.extend_from_slice(&CPU_FACTS);

@@ -125,7 +125,7 @@ fn every_older_release_imports_with_its_model_and_the_tools_figures() {
         let run = json(&ws, "data/runs/old/run.json");
         assert_eq!(run["model"]["id"], "smollm2", "{}", r.folder);
         for (i, c) in [1, 2].iter().enumerate() {
-            let cell = json(&ws, &format!("data/runs/old/cells/decode-256-c{c}.json"));
+            let cell = common::sim::cell(ws.path(), "old", &format!("decode-256-c{c}.json"));
             let rep = &cell["reported"];
             let got = (rounded(&rep["total_tps"], 3), rounded(&rep["ttft_ms"], 2), rounded(&rep["tbt_ms"], 3));
             assert_eq!(got, (r.tps[i], r.ttft[i], r.tbt[i]), "{} at concurrency {c}", r.folder);
@@ -139,7 +139,7 @@ fn guidellm_before_0_7_4_reads_tokens_over_the_benchmark_and_says_why_its_own_me
         let ws = empty_ws();
         assert_ok(&import(&ws, &[&fixture(&format!("peer-old/{folder}/out"))], "g"));
         for (i, c) in [1, 2].iter().enumerate() {
-            let cell = json(&ws, &format!("data/runs/g/cells/decode-256-c{c}.json"));
+            let cell = common::sim::cell(ws.path(), "g", &format!("decode-256-c{c}.json"));
             let figures = cell["reported"]["tool_figures"].as_array().unwrap();
             let mean = figures.iter().find(|f| f["name"] == "output_tokens_per_second.mean").unwrap();
             assert_eq!(rounded(&mean["value"], 3), own[i], "{folder}: guidellm's own mean is kept under its name");
@@ -161,7 +161,7 @@ fn guidellm_before_0_7_4_reads_tokens_over_the_benchmark_and_says_why_its_own_me
     assert_ok(&import(&ws, &[&file], "g"));
     let raw: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
     for (b, c) in raw["benchmarks"].as_array().unwrap().iter().zip([1, 2]) {
-        let cell = json(&ws, &format!("data/runs/g/cells/decode-256-c{c}.json"));
+        let cell = common::sim::cell(ws.path(), "g", &format!("decode-256-c{c}.json"));
         assert_eq!(cell["reported"]["token_source"], "guidellm output_tokens_per_second");
         assert_eq!(cell["reported"]["total_tps"], b["metrics"]["output_tokens_per_second"]["successful"]["mean"]);
         let over_duration = b["metrics"]["output_token_count"]["successful"]["total_sum"].as_f64().unwrap()
@@ -175,7 +175,7 @@ fn guidellm_before_0_7_4_reads_tokens_over_the_benchmark_and_says_why_its_own_me
     assert!(!ws.read("data/runs/g/notes.md").contains("0.7.0 to 0.7.3"), "nothing to explain from 0.7.4");
     let ws = empty_ws();
     assert_ok(&import(&ws, &[&fixture("peer/guidellm-0.8.1")], "g"));
-    let cell = json(&ws, "data/runs/g/cells/decode-256-c1.json");
+    let cell = common::sim::cell(ws.path(), "g", "decode-256-c1.json");
     assert_eq!(cell["reported"]["token_source"], "guidellm output_tokens_per_second");
     assert_eq!(cell["reported"]["total_tps"], 14.951677502218836);
 }
@@ -187,7 +187,7 @@ fn a_timed_aiperf_profile_is_not_said_to_be_a_request_count() {
     let notes = ws.read("data/runs/timed/notes.md");
     assert!(notes.contains("a fixed duration (20.0 s)"), "{notes}");
     assert!(!notes.contains("a fixed number of requests ("), "{notes}");
-    let cell = json(&ws, "data/runs/timed/cells/decode-256-c2.json");
+    let cell = common::sim::cell(ws.path(), "timed", "decode-256-c2.json");
     assert_eq!(cell["warnings"][0]["code"], "fixed_duration");
     assert!(cell["warnings"][0]["message"].as_str().unwrap().starts_with("AIPerf ran for 20.0 s"), "{cell}");
 }
@@ -238,10 +238,7 @@ fn profiles_of_different_models_or_endpoints_are_never_merged_as_repetitions() {
             .collect();
         assert_eq!(models, ["\"smollm2\"".to_string(), format!("\"{second_model}\"")], "{source}");
         for id in ["m-1", "m-2"] {
-            let cells: Vec<String> = fs::read_dir(ws.path().join(format!("data/runs/{id}/cells")))
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
+            let cells = common::sim::cell_names(ws.path(), id);
             assert_eq!(cells, ["decode-256-c2.json"], "{source}: {id} holds one profile, no repetition");
         }
     }
@@ -263,7 +260,7 @@ fn two_inference_perf_reports_are_two_runs() {
     assert_eq!(stdout(&out).matches("Imported inference-perf").count(), 2, "{}", stdout(&out));
     let model = |id: &str| json(&ws, &format!("data/runs/{id}/run.json"))["model"]["id"].clone();
     assert_eq!((model("ip-1"), model("ip-2")), ("smollm2".into(), "other-model".into()));
-    let cells = |id: &str| fs::read_dir(ws.path().join(format!("data/runs/{id}/cells"))).unwrap().count();
+    let cells = |id: &str| common::sim::cell_names(ws.path(), id).len();
     assert_eq!((cells("ip-1"), cells("ip-2")), (2, 3));
 }
 
@@ -364,7 +361,7 @@ fn a_release_the_fixture_script_wrote_imports_with_the_tools_own_figures() {
             &fs::read_to_string(out.join(format!("concurrency_{c}/profile_export_aiperf.json"))).unwrap(),
         )
         .unwrap();
-        let rep = json(&ws, &format!("data/runs/a011/cells/decode-256-c{c}.json"))["reported"].clone();
+        let rep = common::sim::cell(ws.path(), "a011", &format!("decode-256-c{c}.json"))["reported"].clone();
         assert_eq!(rep["total_tps"], profile["output_token_throughput"]["avg"], "concurrency {c}");
         assert_eq!(rep["ttft_ms"], profile["time_to_first_token"]["p50"], "concurrency {c}");
         assert_eq!(rep["tbt_ms"], profile["inter_token_latency"]["p50"], "concurrency {c}");

@@ -10,12 +10,12 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::sim::{bench, cell, cell_file, request_rows, SimArgs, SimEngine};
+use common::sim::{bench, cell, has_cell, measured_at, remove_cell, request_rows, SimArgs, SimEngine};
 use common::*;
 use serde_json::Value;
 
-fn mtime(dir: &Path, run: &str, name: &str) -> std::time::SystemTime {
-    fs::metadata(cell_file(dir, run, name)).unwrap().modified().unwrap()
+fn mtime(dir: &Path, run: &str, name: &str) -> f64 {
+    measured_at(dir, run, name)
 }
 
 #[test]
@@ -50,13 +50,13 @@ fn repetitions_interleave_across_the_matrix_and_resume() {
         (Some(2), Some(3))
     );
     // --resume with --repeat 3 measures the third repetition and what went missing.
-    fs::remove_file(cell_file(d, "r", "decode-256-c1-r2.json")).unwrap();
+    remove_cell(d, "r", "decode-256-c1-r2.json");
     let mut more: Vec<&str> = args[..args.len() - 1].to_vec();
     more.extend(["3", "--resume"]);
     let out = bench(d, &sim.url, &more);
     assert_ok(&out);
     assert!(stdout(&out).contains("Wrote 5 cells") && stdout(&out).contains("7 kept from before"), "{}", stdout(&out));
-    assert!(cell_file(d, "r", "decode-256-c1-r2.json").is_file());
+    assert!(has_cell(d, "r", "decode-256-c1-r2.json"));
     assert_eq!(cell(d, "r", "decode-512-c1-r3.json")["repetition"], 3);
     // The site shows the mean of three with its interval and n.
     assert_ok(&site_in(d, &["build"]));

@@ -18,12 +18,7 @@ fn manifest(dir: &Path) -> serde_json::Value {
 }
 
 fn cells(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir.join("data/runs/r/cells"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    names
+    common::sim::cell_names(dir, "r")
 }
 
 #[test]
@@ -69,7 +64,7 @@ fn a_lost_first_repetition_is_measured_again_and_the_larger_repeat_is_kept() {
     assert_ok(&bench(d, &sim.url, &args));
     let all = cells(d);
     assert_eq!(all.len(), 9, "{all:?}");
-    fs::remove_file(common::sim::cell_file(d, "r", "decode-256-c2.json")).unwrap();
+    common::sim::remove_cell(d, "r", "decode-256-c2.json");
     // A dry run plans only what is missing, after the same checks.
     let mut dry = args.clone();
     dry.extend(["--resume", "--dry-run"]);

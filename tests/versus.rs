@@ -20,8 +20,8 @@ fn manifest(dir: &Path, run: &str) -> Value {
     serde_json::from_str(&fs::read_to_string(dir.join("data/runs").join(run).join("run.json")).unwrap()).unwrap()
 }
 
-fn modified(dir: &Path, run: &str, cell: &str) -> std::time::SystemTime {
-    fs::metadata(common::sim::cell_file(dir, run, cell)).unwrap().modified().unwrap()
+fn modified(dir: &Path, run: &str, cell: &str) -> f64 {
+    common::sim::measured_at(dir, run, cell)
 }
 
 #[test]

@@ -42,7 +42,7 @@ fn a_reasoning_model_gets_the_first_token_of_any_kind_and_the_answers_apart() {
         let gap = r["first_answer_s"].as_f64().unwrap() - r["first_token_s"].as_f64().unwrap();
         assert!((0.18..0.30).contains(&gap), "answer {gap:.3} s after the first token: {r}");
     }
-    assert_eq!(raw["schema_version"], 4);
+    assert_eq!(raw["schema_version"], 5);
     assert_ok(&site_in(d, &["build"]));
     let cells = cells_download(&d.join("public"), "think");
     let f = &decode_cell(&cells, 256, 2)["figures"];

@@ -1,6 +1,6 @@
 //! The run folder as the bench writes it: the manifest at the start and again at the end,
-//! each cell atomically (temp file + rename) as soon as it finishes, so an interrupted run
-//! keeps every finished cell and `--resume` runs only the missing ones.
+//! the run's cells file rewritten whole (temp file + rename) as soon as each cell finishes,
+//! so an interrupted run keeps every finished cell and `--resume` runs only the missing ones.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -10,15 +10,19 @@ use anyhow::{bail, Context, Result};
 
 use super::plan::PlannedCell;
 use crate::format::json::to_pretty;
-use crate::format::writer::{cell_bytes, cell_path, run_lock};
-use crate::format::{self, Cell, Phase, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
+use crate::format::pack::{cell_key, cell_line, CellKey, CellPack};
+use crate::format::writer::{loose_cell_paths, run_lock, write_pack};
+use crate::format::{self, Cell, RunManifest, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil::{write_atomic, Lock};
 use crate::redact::Scrubber;
 
 pub struct Recorder {
     pub dir: PathBuf,
     /// (phase, context, concurrency, repetition) of the cells already on disk.
-    pub done: BTreeSet<(Phase, u32, u32, u32)>,
+    pub done: BTreeSet<CellKey>,
+    /// The run's cells file as it is on disk: every cell this run and the runs it resumes
+    /// wrote there.
+    cells: CellPack,
     /// Whether this run created the folder (an interrupted run that wrote nothing removes it).
     pub created: bool,
     /// Known secrets (the API key): never in a file we write.
@@ -35,6 +39,7 @@ impl Recorder {
         let lock = run_lock(&runs, run_id)?;
         let dir = runs.join(run_id);
         let mut done = BTreeSet::new();
+        let mut cells = CellPack::default();
         let created = !dir.exists();
         if dir.join(RUN_MANIFEST).exists() {
             if !resume {
@@ -46,13 +51,17 @@ impl Recorder {
             let run = format::load::load_run_in_progress(&dir)
                 .with_context(|| format!("reading {} to resume it", dir.display()))?;
             for c in run.cells.iter().filter(|c| !c.cell.server_unreachable()) {
-                done.insert((c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition));
+                done.insert(cell_key(&c.cell));
+            }
+            // Loose cells of a run begun before schema 5 stay where they are.
+            for c in run.cells.iter().filter(|c| c.packed) {
+                cells.insert(cell_key(&c.cell), &cell_line(&c.cell));
             }
         } else if resume {
             bail!("--resume: {} does not exist", dir.display());
         }
-        fs::create_dir_all(dir.join(CELLS_DIR)).with_context(|| format!("creating {}", dir.display()))?;
-        Ok(Recorder { dir, done, created, scrubber, _lock: lock })
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Recorder { dir, done, cells, created, scrubber, _lock: lock })
     }
 
     /// Removes the run folder when this run created it and wrote no cell.
@@ -90,22 +99,22 @@ impl Recorder {
         write_atomic(&self.dir.join(format::SERVER_LOG), self.scrubber.scrub(text).as_bytes())
     }
 
+    /// Adds `cell` to the run's cells file (replacing a cell of the same key) and writes the
+    /// file again.
     pub fn write_cell(&mut self, cell: &Cell) -> Result<()> {
-        let path = cell_path(&self.dir, cell);
-        format::validate::validate_cell(cell)
-            .with_context(|| format!("refusing to write {}: site check would refuse it", path.display()))?;
-        let json = self.scrubber.scrub(&to_pretty(cell));
-        write_atomic(&path, &cell_bytes(&path, &json))?;
-        // The same cell stored the other way before (an older build, a re-measured cell)
-        // would be a duplicate beside it.
-        let twin = match path.to_str().and_then(|p| p.strip_suffix(".gz")) {
-            Some(plain) => std::path::PathBuf::from(plain),
-            None => path.with_extension("json.gz"),
-        };
-        if twin.exists() {
-            std::fs::remove_file(&twin).with_context(|| format!("removing {}", twin.display()))?;
+        let path = self.dir.join(format::CELLS_FILE);
+        format::validate::validate_cell(cell).with_context(|| {
+            format!("refusing to write {} to {}: site check would refuse it", cell.file_name(), path.display())
+        })?;
+        self.cells.insert(cell_key(cell), &self.scrubber.scrub(&cell_line(cell)));
+        write_pack(&self.dir, &self.cells)?;
+        // The same cell stored loose by a run begun before schema 5 would be its duplicate.
+        for loose in loose_cell_paths(&self.dir, cell) {
+            if loose.exists() {
+                fs::remove_file(&loose).with_context(|| format!("removing {}", loose.display()))?;
+            }
         }
-        self.done.insert((cell.phase, cell.context, cell.concurrency, cell.repetition));
+        self.done.insert(cell_key(cell));
         Ok(())
     }
 
@@ -123,6 +132,7 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::Phase;
 
     #[test]
     fn a_cell_site_check_would_refuse_is_never_written() {
@@ -132,10 +142,10 @@ mod tests {
         cell.reported = Some(format::ReportedFigures { total_tps: Some(f64::INFINITY), ..Default::default() });
         let e = rec.write_cell(&cell).unwrap_err();
         assert!(format!("{e:#}").contains("site check would refuse it"), "{e:#}");
-        assert!(!cell_path(&rec.dir, &cell).exists());
+        assert!(!rec.dir.join(format::CELLS_FILE).exists());
         cell.reported = Some(format::ReportedFigures { total_tps: Some(1.0), ..Default::default() });
         rec.write_cell(&cell).unwrap();
-        assert!(cell_path(&rec.dir, &cell).exists());
+        assert!(rec.dir.join(format::CELLS_FILE).is_file());
     }
 
     #[test]

@@ -13,8 +13,9 @@ use walkdir::WalkDir;
 use super::ids::check_id;
 use super::json;
 use super::model::*;
+use super::pack;
 use super::validate::{check_cell_in_matrix, validate_cell, validate_manifest};
-use super::{CELLS_DIR, COMPARE_FILE, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES, SERVER_LOG};
+use super::{CELLS_DIR, CELLS_FILE, COMPARE_FILE, PAGES_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES, SERVER_LOG};
 use crate::fsutil;
 
 /// Everything under a data folder, validated, in a deterministic order. `R` is what each
@@ -109,7 +110,10 @@ pub struct LoadedRun {
 
 #[derive(Debug, Clone)]
 pub struct LoadedCell {
+    /// Where the cell was read: its loose file, or `cells.jsonl.gz:LINE`.
     pub file: PathBuf,
+    /// Whether it was read from the run's cells file (not a loose file under `cells/`).
+    pub packed: bool,
     pub cell: Cell,
 }
 
@@ -437,6 +441,7 @@ fn load_run_checked(dir: &Path, id: &str, skipped: &mut Vec<Skipped>, completene
         None => (None, None),
     };
     let mut cells = load_cells(&dir.join(CELLS_DIR), &mut problems, skipped)?;
+    cells.extend(load_pack(&dir.join(CELLS_FILE), &mut problems));
     check_cells(&cells, manifest.as_ref(), completeness, &mut problems);
     problems.into_result(dir)?;
     cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition));
@@ -469,15 +474,17 @@ fn read_run_folder(dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skippe
     for (path, ft) in folder_entries(dir, problems)?.unwrap_or_default() {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         match name {
-            RUN_MANIFEST | SERVER_LOG => {}
+            RUN_MANIFEST | SERVER_LOG | CELLS_FILE => {}
             RUN_NOTES => match fsutil::read_data_file(&dir.join(RUN_NOTES), fsutil::MAX_DATA_FILE_BYTES) {
                 Ok(s) => notes_markdown = Some(s),
                 Err(e) => problems.push(e),
             },
             CELLS_DIR if ft.is_dir() || ft.is_symlink() => {}
             CELLS_DIR => skipped.push(Skipped { path, reason: "`cells` is not a folder, so no cell was read" }),
-            _ => skipped
-                .push(Skipped { path, reason: "not part of a run folder (run.json, notes.md, server.log, cells/)" }),
+            _ => skipped.push(Skipped {
+                path,
+                reason: "not part of a run folder (run.json, notes.md, server.log, cells.jsonl.gz, cells/)",
+            }),
         }
     }
     Ok(notes_markdown)
@@ -503,21 +510,47 @@ fn load_cells(cells_dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipp
             skipped.push(Skipped { path, reason: "not a .json or .json.gz cell file" });
             continue;
         }
-        let cell = read_versioned::<Cell>(&path).and_then(|mut c| {
-            validate_cell(&c).with_context(|| path.display().to_string())?;
-            // A hand-written or other tool's cell may quote a secret in its error; the page
-            // shows the message, so it gets the notes' rules.
-            if let Some(e) = c.error.as_mut() {
-                e.message = crate::redact::scrub_text(&e.message).into_owned();
-            }
-            Ok(c)
-        });
-        match cell {
-            Ok(cell) => cells.push(LoadedCell { file: path.to_path_buf(), cell }),
+        match read_versioned::<Cell>(&path).and_then(|c| checked_cell(&path, c)) {
+            Ok(cell) => cells.push(LoadedCell { file: path.to_path_buf(), packed: false, cell }),
             Err(e) => problems.push(e),
         }
     }
     Ok(cells)
+}
+
+/// The cells of the run's `cells.jsonl.gz` (none when there is no such file), each checked
+/// as a cell file is and named by its line.
+fn load_pack(path: &Path, problems: &mut Problems) -> Vec<LoadedCell> {
+    if fs::symlink_metadata(path).is_err() {
+        return Vec::new();
+    }
+    let text = match fsutil::read_gzip_data_file(path, fsutil::MAX_DATA_FILE_BYTES) {
+        Ok(text) => text,
+        Err(e) => {
+            problems.push(e);
+            return Vec::new();
+        }
+    };
+    let mut cells = Vec::new();
+    for (n, line) in pack::lines(&text) {
+        let at = pack::line_path(path, n);
+        let parsed = serde_json::from_str::<Cell>(line).map_err(|e| pack::located(path, n, &e));
+        match versioned(&at, line, parsed).and_then(|c| checked_cell(&at, c)) {
+            Ok(cell) => cells.push(LoadedCell { file: at, packed: true, cell }),
+            Err(e) => problems.push(e),
+        }
+    }
+    cells
+}
+
+/// A cell as read, validated; its error message gets the notes' rules (a hand-written or
+/// other tool's cell may quote a secret in it, and the page shows the message).
+fn checked_cell(path: &Path, mut c: Cell) -> Result<Cell> {
+    validate_cell(&c).with_context(|| path.display().to_string())?;
+    if let Some(e) = c.error.as_mut() {
+        e.message = crate::redact::scrub_text(&e.message).into_owned();
+    }
+    Ok(c)
 }
 
 /// One cell per key and repetition (two files for the same measurement would make the
@@ -580,13 +613,20 @@ where
     } else {
         fsutil::read_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?
     };
-    match json::parse::<T>(path, &text) {
+    let parsed = json::parse::<T>(path, &text);
+    versioned(path, &text, parsed)
+}
+
+/// A parsed document of our format whose version this build reads, or the error that says
+/// why not: a file from a newer format says so, rather than complain about a field.
+fn versioned<T: HasSchemaVersion>(path: &Path, text: &str, parsed: Result<T>) -> Result<T> {
+    match parsed {
         Ok(v) => {
             check_version(path, Some(&serde_json::Value::from(v.schema_version())))?;
             Ok(v)
         }
         Err(parse_error) => {
-            if let Ok(probe) = serde_json::from_str::<VersionProbe>(&text) {
+            if let Ok(probe) = serde_json::from_str::<VersionProbe>(text) {
                 check_version(path, probe.schema_version.as_ref())?;
             }
             Err(parse_error)

@@ -8,6 +8,7 @@ pub mod ids;
 pub mod json;
 pub mod load;
 pub mod model;
+pub mod pack;
 pub mod settings;
 pub mod validate;
 pub mod writer;
@@ -25,7 +26,12 @@ pub use validate::MAX_REPETITIONS;
 pub const RUNS_DIR: &str = "runs";
 pub const PAGES_DIR: &str = "pages";
 pub const RUN_MANIFEST: &str = "run.json";
+/// Loose cell files, a file a cell: how schemas 1 to 4 stored a run, and how a hand-written
+/// run may still be laid out.
 pub const CELLS_DIR: &str = "cells";
+/// A run's cells in one file, a line a cell (schema 5, `pack`): what `site bench` and
+/// `site import` write.
+pub const CELLS_FILE: &str = "cells.jsonl.gz";
 pub const RUN_NOTES: &str = "notes.md";
 /// What the server processes `site bench --launch` started printed, secrets taken out; kept
 /// beside the run, not read by the site.

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 
 use super::json::to_pretty;
-use super::{ids, load_run, Cell, RunManifest, CELLS_DIR, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
+use super::pack::{cell_key, cell_line, CellPack};
+use super::{ids, load_run, Cell, RunManifest, CELLS_DIR, CELLS_FILE, RUNS_DIR, RUN_MANIFEST, RUN_NOTES};
 use crate::fsutil::{self, write_atomic, Lock};
 
 /// The lock every writer of `runs/<id>/` takes (bench, import): `runs/.<id>.lock`.
@@ -16,20 +17,20 @@ pub fn run_lock(runs_dir: &Path, id: &str) -> Result<Lock> {
     Lock::try_acquire(&runs_dir.join(format!(".{id}.lock")), &format!("run {id}"))
 }
 
-/// `runs/<id>/cells/<cell's file name>`, relative to a run folder: `.json.gz` for a cell
-/// that keeps its requests' records (`Cell::stored_compressed`), `.json` otherwise.
-pub fn cell_path(run_dir: &Path, cell: &Cell) -> PathBuf {
+/// The loose files a cell may have been written to before schema 5 (`cells/NAME.json` and
+/// `cells/NAME.json.gz`), which a cell written into the run's cells file replaces.
+pub fn loose_cell_paths(run_dir: &Path, cell: &Cell) -> [PathBuf; 2] {
     let name = cell.file_name();
-    run_dir.join(CELLS_DIR).join(if cell.stored_compressed() { format!("{name}.gz") } else { name })
+    let dir = run_dir.join(CELLS_DIR);
+    [dir.join(format!("{name}.gz")), dir.join(name)]
 }
 
-/// A cell file's bytes as `cell_path` names it: gzip for a `.json.gz` path.
-pub fn cell_bytes(path: &Path, json: &str) -> Vec<u8> {
-    if path.extension().is_some_and(|e| e == "gz") {
-        crate::units::gzip(json.as_bytes())
-    } else {
-        json.as_bytes().to_vec()
+/// Writes a run's cells file whole (temp file + rename), or nothing for no cells.
+pub fn write_pack(run_dir: &Path, pack: &CellPack) -> Result<()> {
+    if pack.is_empty() {
+        return Ok(());
     }
+    write_atomic(&run_dir.join(CELLS_FILE), &pack.bytes())
 }
 
 /// Lists run `b` against run `a` in `data/compare.json` (made when missing), unless the pair
@@ -52,6 +53,7 @@ pub fn add_comparison(data_dir: &Path, a: &str, b: &str) -> Result<()> {
 
 pub struct RunWriter {
     id: String,
+    cells: CellPack,
     dest: PathBuf,
     /// Removed on drop unless committed.
     staged: Option<PathBuf>,
@@ -75,7 +77,7 @@ impl RunWriter {
         // An import of this id killed mid-write left its staging: ours to remove, under the lock.
         fsutil::remove_dead_temp_dirs(&runs, &format!("import-{id}"));
         let staged = fsutil::create_temp_dir(&runs, &format!("import-{id}"))?;
-        Ok(RunWriter { id: id.to_string(), dest, staged: Some(staged), _lock: lock })
+        Ok(RunWriter { id: id.to_string(), cells: CellPack::default(), dest, staged: Some(staged), _lock: lock })
     }
 
     fn staged(&self) -> &Path {
@@ -86,9 +88,9 @@ impl RunWriter {
         write_atomic(&self.staged().join(RUN_MANIFEST), to_pretty(m).as_bytes())
     }
 
-    pub fn cell(&self, c: &Cell) -> Result<()> {
-        let path = cell_path(self.staged(), c);
-        write_atomic(&path, &cell_bytes(&path, &to_pretty(c)))
+    /// Adds a cell to the run's cells file (written at `commit`).
+    pub fn cell(&mut self, c: &Cell) {
+        self.cells.insert(cell_key(c), &cell_line(c));
     }
 
     pub fn notes(&self, markdown: &str) -> Result<()> {
@@ -99,6 +101,10 @@ impl RunWriter {
     /// swaps it into place. Returns the run folder.
     pub fn commit(mut self) -> Result<PathBuf> {
         let staged = self.staged.take().expect("commit once");
+        if let Err(e) = write_pack(&staged, &self.cells) {
+            let _ = fs::remove_dir_all(&staged);
+            return Err(e);
+        }
         let checked = load_run(&staged, &self.id, &mut Vec::new());
         if let Err(e) = checked {
             let _ = fs::remove_dir_all(&staged);

@@ -277,10 +277,10 @@ fn write_imported(
         Some(d) => manifest.started_at = Some(d),
         None => not_told.push("date"),
     }
-    let writer = RunWriter::stage(data_dir, id, force)?;
+    let mut writer = RunWriter::stage(data_dir, id, force)?;
     writer.manifest(&manifest)?;
     for c in &cells {
-        writer.cell(c)?;
+        writer.cell(c);
     }
     if model_unknown {
         not_told.push("model (the files do not name it; --model-id gives it)");

@@ -363,5 +363,19 @@ pub fn site_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// Every file under `dir`, path and text, as one string (to search for secrets).
 pub fn all_files_text(dir: &Path) -> String {
-    tree(dir).into_iter().map(|(p, b)| format!("{p}\n{}", String::from_utf8_lossy(&b))).collect()
+    tree(dir).into_iter().map(|(p, b)| format!("{p}\n{}", String::from_utf8_lossy(&unpacked(&p, b)))).collect()
+}
+
+/// A file's bytes, unpacked where it is gzip (a run's cells file, compressed cells): what a
+/// reader of the file would see.
+fn unpacked(path: &str, bytes: Vec<u8>) -> Vec<u8> {
+    use std::io::Read as _;
+    if !path.ends_with(".gz") {
+        return bytes;
+    }
+    let mut out = Vec::new();
+    match flate2::read::MultiGzDecoder::new(&bytes[..]).read_to_end(&mut out) {
+        Ok(_) => out,
+        Err(_) => bytes,
+    }
 }

@@ -173,31 +173,89 @@ pub fn request_rows(cell: &serde_json::Value) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Cell file `name` (`decode-256-c1.json`) of a run as written: `name` itself, or
-/// `name.gz` where the cell keeps its requests' records (stored compressed).
-pub fn cell_file(dir: &Path, run: &str, name: &str) -> std::path::PathBuf {
-    let plain = dir.join("data/runs").join(run).join("cells").join(name);
-    let packed = plain.with_file_name(format!("{name}.gz"));
-    if packed.exists() {
-        packed
-    } else {
-        plain
+/// The name a loose file of this cell has (`decode-256-c1-r2.json`): how tests name cells.
+pub fn cell_name(cell: &serde_json::Value) -> String {
+    let rep = match cell["repetition"].as_u64().unwrap_or(1) {
+        1 => String::new(),
+        r => format!("-r{r}"),
+    };
+    match cell["phase"].as_str().unwrap() {
+        "prefill" => format!("prefill-{}{rep}.json", cell["context"]),
+        _ => format!("decode-{}-c{}{rep}.json", cell["context"], cell["concurrency"]),
     }
 }
 
-/// A cell file's JSON text, unpacked where it is stored compressed.
-pub fn cell_text(path: &Path) -> String {
-    if path.extension().is_some_and(|e| e == "gz") {
-        use std::io::Read as _;
-        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut text).unwrap();
-        text
-    } else {
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+fn pack_path(dir: &Path, run: &str) -> std::path::PathBuf {
+    dir.join("data/runs").join(run).join("cells.jsonl.gz")
+}
+
+fn gunzip(bytes: &[u8]) -> String {
+    use std::io::Read as _;
+    let mut text = String::new();
+    flate2::read::MultiGzDecoder::new(bytes).read_to_string(&mut text).unwrap();
+    text
+}
+
+/// Every cell of a run as written, by name: the lines of its `cells.jsonl.gz` and any loose
+/// files under `cells/`, each cell's JSON text.
+pub fn cell_texts(dir: &Path, run: &str) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    if let Ok(bytes) = std::fs::read(pack_path(dir, run)) {
+        for line in gunzip(&bytes).lines().filter(|l| !l.is_empty()) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            out.insert(cell_name(&v), line.to_string());
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(dir.join("data/runs").join(run).join("cells")) {
+        for e in entries.map(Result::unwrap) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let bytes = std::fs::read(e.path()).unwrap();
+            match name.strip_suffix(".gz") {
+                Some(plain) => out.insert(plain.to_string(), gunzip(&bytes)),
+                None => out.insert(name, String::from_utf8(bytes).unwrap()),
+            };
+        }
+    }
+    out
+}
+
+/// The names of a run's cells as written (`decode-256-c1.json`, ...), sorted.
+pub fn cell_names(dir: &Path, run: &str) -> Vec<String> {
+    cell_texts(dir, run).into_keys().collect()
+}
+
+/// Cell `name`'s JSON text as written (panics when the run has no such cell).
+pub fn cell_text(dir: &Path, run: &str, name: &str) -> String {
+    cell_texts(dir, run).remove(name).unwrap_or_else(|| panic!("run {run} has no cell {name}"))
+}
+
+pub fn has_cell(dir: &Path, run: &str, name: &str) -> bool {
+    cell_texts(dir, run).contains_key(name)
+}
+
+/// Takes cell `name` out of a run's cells file, as if it had never been measured.
+pub fn remove_cell(dir: &Path, run: &str, name: &str) {
+    let path = pack_path(dir, run);
+    let text = gunzip(&std::fs::read(&path).unwrap());
+    let kept: Vec<&str> =
+        text.lines().filter(|l| !l.is_empty() && cell_name(&serde_json::from_str(l).unwrap()) != name).collect();
+    assert_eq!(kept.len() + 1, text.lines().filter(|l| !l.is_empty()).count(), "run {run} has no cell {name}");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, (kept.join("\n") + "\n").as_bytes()).unwrap();
+    std::fs::write(&path, gz.finish().unwrap()).unwrap();
+}
+
+/// When the cell's measurement began (its first request sent), in seconds of the bench's
+/// clock: the order in which one `site bench` measured its cells.
+pub fn measured_at(dir: &Path, run: &str, name: &str) -> f64 {
+    let c = cell(dir, run, name);
+    let send = &c["measurement"]["requests"]["send_s"];
+    match send.as_array() {
+        Some(all) => all.iter().map(|v| v.as_f64().unwrap()).fold(f64::INFINITY, f64::min),
+        None => send.as_f64().unwrap(),
     }
 }
 
 pub fn cell(dir: &Path, run: &str, name: &str) -> serde_json::Value {
-    serde_json::from_str(&cell_text(&cell_file(dir, run, name))).unwrap()
+    serde_json::from_str(&cell_text(dir, run, name)).unwrap()
 }

@@ -10,8 +10,9 @@ pub mod columns;
 /// `repetition`, the settings' `repeat` and `prefill_samples`); version 3 writes a cell's
 /// request records and gauge as columns (`columns`); version 4 adds a request's reasoning
 /// channel (`reasoning_chunks`, `first_answer_s`) and a cell's speculative-decoding counters
-/// (`spec_decode`). It reads 1 to 4.
-pub const SCHEMA_VERSION: u32 = 4;
+/// (`spec_decode`); version 5 keeps a run's cells in one file, `cells.jsonl.gz`, a line a
+/// cell (`pack`), where 1 to 4 kept a file a cell under `cells/`. It reads 1 to 5.
+pub const SCHEMA_VERSION: u32 = 5;
 /// The oldest `schema_version` this build reads (unchanged: a version-1 file is a run of
 /// single measurements).
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
