@@ -114,6 +114,9 @@ pub struct LoadedCell {
     pub file: PathBuf,
     /// Whether it was read from the run's cells file (not a loose file under `cells/`).
     pub packed: bool,
+    /// A hash of its JSON text as read: what changes whenever the cell does, had for the
+    /// price of reading it (a page cache key over the raw records need not write them out).
+    pub text_hash: u64,
     pub cell: Cell,
 }
 
@@ -510,8 +513,14 @@ fn load_cells(cells_dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skipp
             skipped.push(Skipped { path, reason: "not a .json or .json.gz cell file" });
             continue;
         }
-        match read_versioned::<Cell>(&path).and_then(|c| checked_cell(&path, c)) {
-            Ok(cell) => cells.push(LoadedCell { file: path.to_path_buf(), packed: false, cell }),
+        let read = read_text(&path).and_then(|text| {
+            let cell = parse_versioned::<Cell>(&path, &text).and_then(|c| checked_cell(&path, c))?;
+            Ok((text_hash(&text), cell))
+        });
+        match read {
+            Ok((text_hash, cell)) => {
+                cells.push(LoadedCell { file: path.to_path_buf(), packed: false, text_hash, cell })
+            }
             Err(e) => problems.push(e),
         }
     }
@@ -536,7 +545,7 @@ fn load_pack(path: &Path, problems: &mut Problems) -> Vec<LoadedCell> {
         let at = pack::line_path(path, n);
         let parsed = serde_json::from_str::<Cell>(line).map_err(|e| pack::located(path, n, &e));
         match versioned(&at, line, parsed).and_then(|c| checked_cell(&at, c)) {
-            Ok(cell) => cells.push(LoadedCell { file: at, packed: true, cell }),
+            Ok(cell) => cells.push(LoadedCell { file: at, packed: true, text_hash: text_hash(line), cell }),
             Err(e) => problems.push(e),
         }
     }
@@ -608,13 +617,27 @@ fn read_versioned<T>(path: &Path) -> Result<T>
 where
     T: serde::de::DeserializeOwned + HasSchemaVersion,
 {
-    let text = if path.extension().is_some_and(|e| e == "gz") {
-        fsutil::read_gzip_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?
+    parse_versioned(path, &read_text(path)?)
+}
+
+/// A data file's text: unpacked where it is gzip (`.gz`).
+fn read_text(path: &Path) -> Result<String> {
+    if path.extension().is_some_and(|e| e == "gz") {
+        fsutil::read_gzip_data_file(path, fsutil::MAX_DATA_FILE_BYTES)
     } else {
-        fsutil::read_data_file(path, fsutil::MAX_DATA_FILE_BYTES)?
-    };
-    let parsed = json::parse::<T>(path, &text);
-    versioned(path, &text, parsed)
+        fsutil::read_data_file(path, fsutil::MAX_DATA_FILE_BYTES)
+    }
+}
+
+fn parse_versioned<T>(path: &Path, text: &str) -> Result<T>
+where
+    T: serde::de::DeserializeOwned + HasSchemaVersion,
+{
+    versioned(path, text, json::parse::<T>(path, text))
+}
+
+fn text_hash(text: &str) -> u64 {
+    crate::units::InputHash::default().piece(text.as_bytes()).finish()
 }
 
 /// A parsed document of our format whose version this build reads, or the error that says
