@@ -32,6 +32,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// Write a run in another tool's format (llm-d Benchmark Report v0.2).
     Export(ExportArgs),
+    /// Move runs' loose cell files (cells/, written before schema 5) into one cells.jsonl.gz
+    /// a run.
+    Repack(RepackArgs),
     /// Start a new results site: data/, site.toml, .gitignore and a publishing workflow.
     Init(InitArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to stdout.
@@ -99,6 +102,15 @@ pub struct BuildArgs {
     /// Build even when no input changed since the output was built.
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RepackArgs {
+    /// Data folder (runs/, pages/, compare.json).
+    #[arg(long, default_value = "data")]
+    pub data: PathBuf,
+    /// The runs to repack (run ids); without any, every run of the data folder.
+    pub runs: Vec<String>,
 }
 
 #[derive(Debug, Args)]

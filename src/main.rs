@@ -24,6 +24,7 @@ fn main() -> ExitCode {
             | Command::Check(_)
             | Command::Diff(_)
             | Command::Export(_)
+            | Command::Repack(_)
             | Command::Import(_)
             | Command::Completions(_)
             | Command::Man(_)
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Command::Check(args) => cmd::check::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Export(args) => cmd::export::run(args),
+        Command::Repack(args) => cmd::repack::run(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Init(args) => cmd::init::run(args),
         Command::Completions(args) => cmd::manual::completions(args),

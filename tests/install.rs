@@ -102,7 +102,7 @@ fn manual_pages_are_valid_roff() {
     let out = site(&["man", "nope"]);
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("no subcommand \"nope\"; the pages are: build, check, serve, import, diff, export, init"),
+        stderr(&out).contains("no subcommand \"nope\"; the pages are: build, check, serve, import, diff, export, repack, init"),
         "{}",
         stderr(&out)
     );
@@ -129,7 +129,7 @@ fn flags_in(text: &str) -> std::collections::BTreeSet<String> {
 #[test]
 fn every_flag_is_documented_and_every_documented_flag_exists() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let subs = ["bench", "build", "check", "diff", "import", "init", "serve", "completions", "man"];
+    let subs = ["bench", "build", "check", "diff", "export", "import", "init", "repack", "serve", "completions", "man"];
     let mut all = std::collections::BTreeSet::new();
     let mut by_sub = std::collections::BTreeMap::new();
     for sub in subs {

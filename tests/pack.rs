@@ -151,3 +151,52 @@ fn a_run_begun_with_loose_cells_resumes_into_a_cells_file() {
     assert_eq!(cell_names(ws.path(), "r"), ["decode-256-c1.json", "decode-256-c2.json", "prefill-256.json"]);
     assert_ok(&site_in(ws.path(), &["check"]));
 }
+
+/// `site repack`: an older run's loose cells moved into its cells file, the site built from it
+/// byte for byte the site built before; a second repack has nothing to do; a run folder
+/// holding something else is refused and left as it was.
+#[test]
+fn repack_moves_loose_cells_into_a_cells_file_and_the_site_is_unchanged() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let run = ws.path().join(RUN);
+    let notes = fs::read(run.join("notes.md")).unwrap();
+    let loose = fs::read_dir(run.join("cells")).unwrap().count();
+    assert_ok(&ws.site(&["build", "--out", "before"]));
+    let out = ws.site(&["repack"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains(&format!("repacked tiny-vllm-l4: {loose} loose cell files into cells.jsonl.gz")),
+        "{}",
+        stdout(&out)
+    );
+    let mut files: Vec<String> =
+        fs::read_dir(&run).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    files.sort();
+    assert_eq!(files, ["cells.jsonl.gz", "notes.md", "run.json"]);
+    assert_eq!(fs::read(run.join("notes.md")).unwrap(), notes, "the notes are kept byte for byte");
+    let manifest: serde_json::Value = serde_json::from_str(&fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["schema_version"], 5, "an older reader must refuse the repacked run");
+    assert_eq!(cell_names(ws.path(), "tiny-vllm-l4").len(), loose);
+    assert_ok(&ws.site(&["build", "--out", "after"]));
+    assert_eq!(tree(&ws.path().join("after")), tree(&ws.path().join("before")), "the site changed");
+    let again = ws.site(&["repack"]);
+    assert_ok(&again);
+    assert!(stdout(&again).contains("0 runs repacked, 1 already in one cells file, 0 refused"), "{}", stdout(&again));
+}
+
+#[test]
+fn repack_refuses_a_run_folder_holding_something_else_and_changes_nothing() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let run = ws.path().join(RUN);
+    fs::write(run.join("cells/README.txt"), "my notes on these cells").unwrap();
+    let before = tree(&ws.path().join("data"));
+    let out = ws.site(&["repack", "tiny-vllm-l4"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("cells/README.txt: not a .json or .json.gz cell file; move it out"), "{err}");
+    assert!(err.contains("1 of 1 runs were not repacked"), "{err}");
+    assert_eq!(tree(&ws.path().join("data")), before, "a refused repack changed the data");
+    let out = ws.site(&["repack", "no-such-run"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not a run folder"), "{}", stderr(&out));
+}

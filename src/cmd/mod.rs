@@ -17,6 +17,7 @@ pub mod export;
 pub mod import;
 pub mod init;
 pub mod manual;
+pub mod repack;
 pub mod serve;
 #[cfg(feature = "simulator")]
 pub mod simulate;

@@ -93,6 +93,12 @@ impl RunWriter {
         self.cells.insert(cell_key(c), &cell_line(c));
     }
 
+    /// A file of the run folder copied as it is (`site repack` keeps the notes' and server
+    /// log's bytes).
+    pub fn copy(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        write_atomic(&self.staged().join(name), bytes)
+    }
+
     pub fn notes(&self, markdown: &str) -> Result<()> {
         write_atomic(&self.staged().join(RUN_NOTES), markdown.as_bytes())
     }
@@ -124,4 +130,52 @@ impl Drop for RunWriter {
             let _ = fs::remove_dir_all(staged);
         }
     }
+}
+
+/// What `repack_run` did to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repacked {
+    /// Its loose cells (`cells/`) are now lines of its cells file; `cells` in all.
+    Moved { loose: usize, cells: usize },
+    /// It had no loose cell: nothing was written.
+    AlreadyPacked,
+}
+
+/// Moves the loose cells of run `id` under `data_dir` (`cells/*.json[.gz]`, schemas 1 to 4)
+/// into its cells file, under the run's lock: the run is staged anew (its manifest as schema
+/// 5, its notes and server log byte for byte, every cell a line), checked as `site build`
+/// checks it, then
+/// swapped in, so an interrupted repack changes nothing. A run folder holding anything else
+/// is refused and left as it is: nothing of the user's is dropped.
+pub fn repack_run(data_dir: &Path, id: &str) -> Result<Repacked> {
+    let dest = data_dir.join(RUNS_DIR).join(id);
+    if !dest.join(RUN_MANIFEST).is_file() {
+        bail!("{}: not a run folder (it has no {RUN_MANIFEST})", dest.display());
+    }
+    let mut writer = RunWriter::stage(data_dir, id, true)?;
+    let mut skipped = Vec::new();
+    let run = load_run(&dest, id, &mut skipped)?;
+    if let Some(s) = skipped.first() {
+        bail!("{}: {}; move it out of the run folder to repack it (nothing was changed)", s.path.display(), s.reason);
+    }
+    let loose = run.cells.iter().filter(|c| !c.packed).count();
+    if loose == 0 {
+        return Ok(Repacked::AlreadyPacked);
+    }
+    // Schema 5: an older reader must refuse the run, not read it as a run without cells.
+    let mut manifest = run.manifest.clone();
+    manifest.schema_version = super::SCHEMA_VERSION;
+    writer.manifest(&manifest)?;
+    for name in [RUN_NOTES, super::SERVER_LOG] {
+        let path = dest.join(name);
+        if path.exists() {
+            writer.copy(name, &fsutil::read_regular_file(&path, fsutil::MAX_DATA_FILE_BYTES)?)?;
+        }
+    }
+    for c in &run.cells {
+        writer.cell(&c.cell);
+    }
+    let cells = run.cells.len();
+    writer.commit()?;
+    Ok(Repacked::Moved { loose, cells })
 }
