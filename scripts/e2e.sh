@@ -100,7 +100,7 @@ for run, lo, hi in (("s-reuse0", 0, 15), ("s-reuse90", 75, 100)):
     # The run's cells file: a line a cell (schema 5).
     for line in gzip.open(f"{root}/data/runs/{run}/cells.jsonl.gz", "rt"):
         d = json.loads(line)
-        if d["phase"] != "decode":
+        if d["phase"] != "decode" or not (d.get("measurement") or {}).get("requests"):
             continue
         r = d["measurement"]["requests"]
         col = lambda k: r.get(k) if isinstance(r.get(k), list) else [r.get(k)] * r["rows"]
