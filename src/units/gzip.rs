@@ -4,8 +4,10 @@ use std::io::Write as _;
 
 /// `bytes` gzip-compressed, deterministically (no name and no time in the header: the same
 /// input gives the same bytes, so pages and data files stay byte-identical across builds).
+/// Level 7: zlib-rs's 6 (its "medium" strategy) is 0.9% larger on a site of measured runs,
+/// a site's bytes are what a static host caps, and 7 costs 9% more compressing time.
 pub fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(7));
     gz.write_all(bytes).expect("writing to memory");
     gz.finish().expect("writing to memory")
 }
