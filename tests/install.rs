@@ -102,7 +102,8 @@ fn manual_pages_are_valid_roff() {
     let out = site(&["man", "nope"]);
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("no subcommand \"nope\"; the pages are: build, check, serve, import, diff, export, repack, init"),
+        stderr(&out)
+            .contains("no subcommand \"nope\"; the pages are: build, check, serve, import, diff, export, repack, init"),
         "{}",
         stderr(&out)
     );
