@@ -902,15 +902,9 @@ impl Cell {
         }
     }
 
-    /// Whether its file is stored gzip-compressed (`NAME.json.gz`): a cell that keeps its
-    /// requests' records, most of a run's bytes, which gzip makes about four times smaller.
-    pub fn stored_compressed(&self) -> bool {
-        self.measurement.as_ref().is_some_and(|m| !m.requests.is_empty())
-    }
-
-    /// The file name a producer gives this cell: one per (phase, context, concurrency,
-    /// repetition); the first repetition keeps schema 1's name. `writer::cell_path` adds
-    /// `.gz` where it is stored compressed.
+    /// The name of this cell's loose file (schemas 1 to 4; `NAME.gz` where it was stored
+    /// compressed): one per (phase, context, concurrency, repetition); the first repetition
+    /// keeps schema 1's name. Messages name a cell by it.
     pub fn file_name(&self) -> String {
         let rep = if self.repetition > 1 { format!("-r{}", self.repetition) } else { String::new() };
         match self.phase {
