@@ -100,12 +100,15 @@ impl<'de> serde::de::Visitor<'de> for Lean<'_> {
 /// Turns a serde_json error into `path:line:col: message` (without serde's own
 /// "at line L column C" suffix, which would say it twice).
 pub fn located(path: &Path, e: &serde_json::Error) -> Error {
+    located_at(path, e.line(), e)
+}
+
+/// A JSON error of a document that starts at line `line` of `path` (a line of a cells
+/// file), as `path:line:column: message`.
+pub fn located_at(path: &Path, line: usize, e: &serde_json::Error) -> Error {
     let full = e.to_string();
-    let message = match full.rsplit_once(" at line ") {
-        Some((head, _)) => head.to_string(),
-        None => full,
-    };
-    anyhow!("{}:{}:{}: {}", path.display(), e.line(), e.column(), message)
+    let message = full.rsplit_once(" at line ").map_or(full.as_str(), |(head, _)| head);
+    anyhow!("{}:{line}:{}: {message}", path.display(), e.column())
 }
 
 /// Parses JSON as Python writes it: the bare tokens `Infinity`, `-Infinity` and `NaN`

@@ -9,8 +9,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::anyhow;
-
 use super::model::{Cell, Phase};
 
 /// Where a cell sits in a run: one cell a key.
@@ -69,9 +67,7 @@ pub fn line_path(path: &Path, line: usize) -> PathBuf {
 
 /// A JSON error in line `line` of a pack, located as `path:line:column`.
 pub fn located(path: &Path, line: usize, e: &serde_json::Error) -> anyhow::Error {
-    let full = e.to_string();
-    let message = full.rsplit_once(" at line ").map_or(full.as_str(), |(head, _)| head);
-    anyhow!("{}:{line}:{}: {message}", path.display(), e.column())
+    super::json::located_at(path, line, e)
 }
 
 #[cfg(test)]
