@@ -219,3 +219,174 @@ fn other_work_on_the_machine_is_recorded_and_a_comparison_names_a_difference() {
     let page = fs::read_to_string(d.join("public/runs/busy/index.html")).unwrap();
     assert!(page.contains("The load generator's machine") && page.contains("other work"), "run page");
 }
+
+fn sim_command(port: u16, extra: &str) -> String {
+    format!(
+        "{} simulate-engine --port {port} --lifetime-s 120 --step-ms-base 5 --step-ms-per-seq 0{extra}",
+        env!("CARGO_BIN_EXE_site")
+    )
+}
+
+fn pid_in(file: &Path) -> u32 {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Ok(t) = fs::read_to_string(file) {
+            if let Ok(pid) = t.trim().parse() {
+                return pid;
+            }
+        }
+        assert!(t0.elapsed().as_secs() < 30, "no pid in {}", file.display());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A server that leaves the launched command's process group (`setsid ... &`, the way a
+/// daemonizing wrapper does) is found, its CPU counted, and stopped with the run.
+#[test]
+fn a_server_that_leaves_its_process_group_is_found_and_stopped() {
+    let _cpu = shared();
+    let ws = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let pid = ws.path().join("pid");
+    let command = format!(
+        "setsid sh -c 'echo $$ > {pid}; exec {server}' >/dev/null 2>&1 & sleep 300",
+        pid = pid.display(),
+        server = sim_command(port, "")
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let out =
+        bench(ws.path(), &url, &["--launch", &command, "--contexts", "256", "--concurrency", "2", "--run-id", "d"]);
+    assert_ok(&out);
+    let server = pid_in(&pid);
+    assert!(!alive(server), "the server that left its process group is still running: {server}");
+    let c = cell(ws.path(), "d", "decode-256-c2.json");
+    let cores = c["measurement"]["machine"]["server_cores"].as_f64().unwrap();
+    assert!(cores > 0.0, "the server's CPU is counted though it left the group: {}", c["measurement"]["machine"]);
+}
+
+/// `--launch` refuses to start where another server already answers at the endpoint (it
+/// would fail to bind, and the bench would measure the other one), naming that process.
+#[test]
+fn launch_refuses_an_endpoint_that_already_answers() {
+    let _cpu = shared();
+    let ws = tempfile::tempdir().unwrap();
+    let other = common::sim::SimArgs::new().start();
+    let port: u16 = other.url.rsplit(':').next().unwrap().trim_end_matches('/').parse().unwrap();
+    let started = ws.path().join("started");
+    let command = format!("touch {}; exec {}", started.display(), sim_command(port, ""));
+    let out = bench(ws.path(), &other.url, &["--launch", &command, "--contexts", "256", "--run-id", "o"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("already answers at") && err.contains("(site)"), "{err}");
+    assert!(!started.exists(), "nothing was launched");
+    assert!(!ws.path().join("data/runs/o").exists());
+}
+
+/// SIGTERM and SIGHUP to the bench stop it as Ctrl-C does: the cells so far kept, the
+/// launched server stopped, its output written beside the run.
+#[test]
+fn sigterm_and_sighup_stop_the_launched_server_and_keep_the_run() {
+    let _cpu = shared();
+    for (signal, id) in [(libc_sig::TERM, "t"), (libc_sig::HUP, "h")] {
+        let ws = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let pid = ws.path().join("pid");
+        let command = format!(
+            "echo $$ > {}; exec {}",
+            pid.display(),
+            sim_command(port, " --step-ms-base 40 --step-ms-per-seq 0")
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_site"))
+            .current_dir(ws.path())
+            .args(["bench", "--endpoint", &url, "--gpu", "Sim GPU", "--gpu-count", "1", "--max-output", "512"])
+            .args([
+                "--launch",
+                &command,
+                "--contexts",
+                "256",
+                "--concurrency",
+                "1,2,4",
+                "--repeat",
+                "3",
+                "--run-id",
+                id,
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let server = pid_in(&pid);
+        let run = ws.path().join(format!("data/runs/{id}"));
+        let t0 = std::time::Instant::now();
+        while !fs::read_dir(&run).map(|d| d.count() > 1).unwrap_or(false) && t0.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let sent = std::process::Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("interrupted"), "{signal}: {err}");
+        assert!(!alive(server), "{signal}: the launched server was left running");
+        assert!(run.join("server.log").exists(), "{signal}: the server's output is kept: {err}");
+        assert!(run.join("cells.jsonl.gz").exists(), "{signal}: the cells so far are kept");
+    }
+}
+
+mod libc_sig {
+    pub const TERM: &str = "-TERM";
+    pub const HUP: &str = "-HUP";
+}
+
+/// A key the launched server prints in its own forms, known to the bench only through the
+/// server's output (read from a file by the command), is scrubbed; the key glued to a shell
+/// operator in the command is taken out wherever it appears.
+#[test]
+fn a_launched_servers_secrets_never_reach_its_log_in_any_form() {
+    let _cpu = shared();
+    let ws = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let outside = tempfile::tempdir().unwrap();
+    let keyfile = outside.path().join("key");
+    fs::write(&keyfile, "Zq8wKeyFromAFile42\n").unwrap();
+    let command = format!(
+        "true --api-key Gl9uedSecret7;K=$(cat {keyfile}); echo printed Gl9uedSecret7; echo \"non-default args: {{'api_key': ['$K'], 'port': {port}}}\"; echo \"api_key=['$K']\"; echo launching with --api-key $K; exec {server}",
+        keyfile = keyfile.display(),
+        server = sim_command(port, "")
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let out =
+        bench(ws.path(), &url, &["--launch", &command, "--contexts", "256", "--concurrency", "1", "--run-id", "s"]);
+    assert_ok(&out);
+    let log = fs::read_to_string(ws.path().join("data/runs/s/server.log")).unwrap();
+    assert!(log.contains("printed <redacted>") && log.contains("launching with --api-key <redacted>"), "{log}");
+    assert!(log.contains("'api_key': [<redacted>]") && log.contains("api_key=[<redacted>]"), "{log}");
+    let everything = all_files_text(ws.path()) + &stderr(&out) + &stdout(&out);
+    for secret in ["Gl9uedSecret7", "Zq8wKeyFromAFile42"] {
+        assert!(!everything.contains(secret), "{secret} was written or printed");
+    }
+}
+
+/// A launched server that exits during the run is noticed at once: the run stops naming its
+/// exit status and last output, with what was measured kept for `--resume`.
+#[test]
+fn a_launched_server_that_exits_mid_run_is_named_at_once() {
+    let _cpu = shared();
+    let ws = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let command = format!(
+        "{server} & S=$!; sleep 2; kill $S; echo 'fatal: out of memory'; exit 7",
+        server = sim_command(port, " --step-ms-base 40 --step-ms-per-seq 0")
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let args =
+        ["--launch", &command, "--contexts", "256,512", "--concurrency", "1,2,4,8", "--repeat", "3", "--run-id", "x"];
+    let t0 = std::time::Instant::now();
+    let out = bench(ws.path(), &url, &args);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("the launched server exited during the run (exit status: 7"), "{err}");
+    assert!(err.contains("fatal: out of memory") && err.contains("--resume"), "{err}");
+    assert!(t0.elapsed().as_secs() < 60, "noticed at once, not after a streak of unreachable cells");
+}

@@ -1,7 +1,7 @@
 //! The load on the machine the bench runs on, read from Linux's `/proc` at a window's
 //! edges: every CPU's busy time (`/proc/stat`), the server's own processes where the bench
-//! started them (its process group in `/proc/<pid>/stat`), the load average and the CPUs'
-//! clock. Elsewhere (no `/proc`) nothing is recorded.
+//! started them (every process the launch command started, `launch::tree`), the load
+//! average and the CPUs' clock. Elsewhere (no `/proc`) nothing is recorded.
 
 use std::fs;
 
@@ -13,7 +13,7 @@ pub struct Snapshot {
     cpus: u32,
     /// Seconds of busy CPU time since boot, all CPUs.
     busy_s: f64,
-    /// CPU seconds of the server's process group, where one is given.
+    /// CPU seconds of the launched server's processes, where one is given.
     server_s: Option<f64>,
 }
 
@@ -27,10 +27,10 @@ fn ticks_per_s() -> f64 {
     }
 }
 
-/// Now; `server_group` is the launched server's process group.
-pub fn snapshot(server_group: Option<i32>) -> Option<Snapshot> {
+/// Now; `server` is the launched server's processes.
+pub fn snapshot(server: Option<&super::launch::tree::ServerTree>) -> Option<Snapshot> {
     let (cpus, busy_ticks) = parse_stat(&fs::read_to_string("/proc/stat").ok()?)?;
-    let server_s = server_group.filter(|g| *g > 0).map(|g| group_ticks(g) / ticks_per_s());
+    let server_s = server.map(|t| t.cpu_s());
     Some(Snapshot { cpus, busy_s: busy_ticks / ticks_per_s(), server_s })
 }
 
@@ -70,28 +70,6 @@ fn parse_loadavg(text: &str) -> Option<f64> {
     text.split_whitespace().next()?.parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0)
 }
 
-/// utime + stime ticks of every process in group `group`.
-fn group_ticks(group: i32) -> f64 {
-    let Ok(dir) = fs::read_dir("/proc") else { return 0.0 };
-    dir.filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|e| fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|t| parse_pid_stat(&t))
-        .filter(|(g, _)| *g == group)
-        .map(|(_, ticks)| ticks)
-        .sum()
-}
-
-/// (process group, utime + stime ticks) from a `/proc/<pid>/stat` line (the name in
-/// parentheses may hold spaces: fields are counted after its closing one).
-fn parse_pid_stat(text: &str) -> Option<(i32, f64)> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let group = f.get(2)?.parse().ok()?;
-    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some((group, ticks))
-}
-
 /// The mean of the CPUs' current clocks (`scaling_cur_freq`, kHz), in MHz.
 fn cpu_mhz() -> Option<f64> {
     let dir = fs::read_dir("/sys/devices/system/cpu").ok()?;
@@ -114,12 +92,6 @@ mod tests {
             "cpu  100 5 50 1000 20 3 2 1 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\ncpu1 50 3 25 500 10 2 1 1 0 0\nintr 5\n";
         assert_eq!(parse_stat(stat), Some((2, 161.0)));
         assert_eq!(parse_stat("intr 5\n"), None);
-    }
-
-    #[test]
-    fn a_process_name_with_spaces_and_parentheses_is_skipped_over() {
-        let line = "4242 (llama server (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 8 0";
-        assert_eq!(parse_pid_stat(line), Some((4242, 280.0)));
     }
 
     #[test]

@@ -309,7 +309,7 @@ impl<'a> Session<'a> {
             clock: clock.clone(),
             gauge: Arc::new(Mutex::new(Vec::new())),
             telemetry,
-            server_group: Arc::default(),
+            server: Arc::default(),
             request_serial: Arc::default(),
         };
         let (stop_background, stop_rx) = watch::channel(false);
@@ -399,7 +399,7 @@ impl<'a> Session<'a> {
                 "starting server process {instance} for repetition {rep}; the cells measured so far are kept: continue with --resume"
             ))),
             Ok(_) => {
-                self.cx.server_group.store(l.group().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+                *self.cx.server.lock().unwrap_or_else(|e| e.into_inner()) = l.tree();
                 Ok(false)
             }
         }
@@ -578,7 +578,20 @@ impl<'a> Session<'a> {
     fn keep(&mut self, p: &PlannedCell, mut cell: Cell, rep: u32) -> Result<()> {
         cell.repetition = rep;
         cell.server_instance = self.launcher.as_ref().and_then(Launcher::instance);
+        let exited = self.launcher.as_mut().and_then(Launcher::exited);
+        if let (Some(_), Some(error)) = (&exited, cell.error.as_mut()) {
+            // The server's exit broke this cell: `--resume` measures it again.
+            error.cause = Some(ErrorCause::Unreachable);
+        }
         self.recorder.write_cell(&cell)?;
+        if let Some(exit) = exited {
+            self.progress.finish();
+            bail!(
+                "the launched server exited during the run ({exit}); stopped with {} cells in {}: continue with --resume",
+                self.summary.written + 1,
+                self.recorder.dir.display()
+            );
+        }
         self.progress.cell_done(&format!("{}: {}", self.label(p, rep), self.cfg.reporter.describe(&cell)));
         let s = &mut self.summary;
         s.written += 1;
@@ -672,11 +685,16 @@ fn contexts_of(cells: &[&PlannedCell]) -> Vec<u32> {
     contexts
 }
 
-/// A flag set by the first Ctrl-C.
+/// A flag set by the first Ctrl-C, SIGTERM or SIGHUP: each stops the run the same way
+/// (cells kept, a launched server stopped, its log written).
 fn ctrl_c_flag() -> watch::Receiver<bool> {
+    use tokio::signal::unix::{signal, SignalKind};
     let (tx, rx) = watch::channel(false);
+    let kinds = [SignalKind::interrupt(), SignalKind::terminate(), SignalKind::hangup()];
+    let mut streams: Vec<_> = kinds.into_iter().filter_map(|k| signal(k).ok()).collect();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        let any = futures_util::future::select_all(streams.iter_mut().map(|s| Box::pin(s.recv())));
+        if any.await.0.is_some() {
             let _ = tx.send(true);
         }
     });

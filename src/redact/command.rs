@@ -20,7 +20,87 @@ const MAX_DEPTH: u32 = 8;
 /// only the secret words change, re-quoted for the shell, and every operator, redirection,
 /// grouping, comment and space stays as written.
 pub fn redact_command(cmd: &str) -> String {
-    redact_at(cmd, 0).into_owned()
+    let first = redact_at(cmd, 0);
+    let secrets = long_enough(taken_out(cmd, &first));
+    // The same value elsewhere in the command (`--api-key S; echo S`, a nested `sh -c`) is
+    // the same secret: every copy goes.
+    if secrets.iter().any(|s| first.contains(s.as_str())) {
+        return redact_copies(&first, &secrets);
+    }
+    first.into_owned()
+}
+
+/// The secret values [`redact_command`] takes out of `cmd`, as the shell passes them on
+/// (unquoted): the words a server started by it may print back.
+pub fn command_secrets(cmd: &str) -> Vec<String> {
+    long_enough(taken_out(cmd, &redact_at(cmd, 0)))
+}
+
+/// Secrets shorter than this are not searched for elsewhere (`-p 1` would mangle every `1`).
+const MIN_SECRET_CHARS: usize = 4;
+
+fn long_enough(mut secrets: Vec<String>) -> Vec<String> {
+    secrets.retain(|s| s.chars().count() >= MIN_SECRET_CHARS && !s.contains(REDACTED));
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
+    secrets
+}
+
+/// The values replaced between `cmd` and its redaction, word by word.
+fn taken_out(cmd: &str, redacted: &str) -> Vec<String> {
+    if cmd == redacted {
+        return Vec::new();
+    }
+    let words = |text: &str| -> Vec<String> {
+        lex(text).into_iter().filter(|p| p.kind != Kind::Space).map(|p| unquoted(&text[p.span])).collect()
+    };
+    let (before, after) = (words(cmd), words(redacted));
+    if before.len() != after.len() {
+        // A whole text redacted at once (too deep, a key block): nothing to match word by word.
+        return Vec::new();
+    }
+    before.iter().zip(&after).filter(|(b, a)| b != a).flat_map(|(b, a)| replaced_parts(b, a)).collect()
+}
+
+/// The parts of `before` that `after` shows as `<redacted>` (the literal text between marks
+/// matched in order); the whole word where the two cannot be lined up.
+fn replaced_parts(before: &str, after: &str) -> Vec<String> {
+    let literal: Vec<&str> = after.split(REDACTED).collect();
+    let (first, last) = (literal[0], literal[literal.len() - 1]);
+    if literal.len() < 2 || !before.starts_with(first) || !before[first.len()..].ends_with(last) {
+        return vec![before.to_string()];
+    }
+    let body = &before[first.len()..before.len() - last.len()];
+    let mut out = Vec::new();
+    let mut at = 0;
+    for part in &literal[1..literal.len() - 1] {
+        let Some(i) = body[at..].find(part).filter(|_| !part.is_empty()) else {
+            return vec![before.to_string()];
+        };
+        out.push(body[at..at + i].to_string());
+        at += i + part.len();
+    }
+    out.push(body[at..].to_string());
+    out
+}
+
+/// Every word holding one of `secrets` with each copy replaced (re-quoted for the shell).
+fn redact_copies(cmd: &str, secrets: &[String]) -> String {
+    let mut out = String::with_capacity(cmd.len());
+    for piece in lex(cmd) {
+        let raw = &cmd[piece.span];
+        if !secrets.iter().any(|s| raw.contains(s.as_str())) {
+            out.push_str(raw);
+            continue;
+        }
+        let replace = |text: &str| secrets.iter().fold(text.to_string(), |t, s| t.replace(s.as_str(), REDACTED));
+        match piece.kind {
+            Kind::Word => out.push_str(&quote(&replace(&unquoted(raw)))),
+            _ => out.push_str(&replace(raw)),
+        }
+    }
+    // A value quoted in a way the word reader does not undo (`$'...'`) is still a copy.
+    secrets.iter().fold(out, |t, s| t.replace(s.as_str(), REDACTED))
 }
 
 fn redact_at(cmd: &str, depth: u32) -> Cow<'_, str> {
@@ -42,7 +122,9 @@ fn redact_at(cmd: &str, depth: u32) -> Cow<'_, str> {
         let new = match piece.kind {
             Kind::Space => None,
             Kind::Operator => {
-                next = Next { file: is_redirection(raw), ..Next::default() };
+                // A here-document's `"api_key":` with its value on the next line.
+                let keyed = raw == "\n" && next.keyed;
+                next = Next { file: is_redirection(raw), secret: keyed, keyed, ..Next::default() };
                 if !is_redirection(raw) {
                     piped = if raw == "|" { std::mem::take(&mut simple.echoed) } else { Vec::new() };
                     simple = Simple::default();
@@ -145,6 +227,9 @@ fn owned(c: Cow<'_, str>) -> Option<String> {
 #[derive(Default)]
 struct Next {
     secret: bool,
+    /// The secret is the value of a YAML or JSON key (`api_key:`), which may stand on the
+    /// next line.
+    keyed: bool,
     header: bool,
     /// After `-u`/`--user`: `user:password`.
     credentials: bool,
@@ -163,9 +248,11 @@ fn redact_raw_word(raw: &str, next: &mut Next, simple: &mut Simple, depth: u32) 
     // value-less secret flag (`--hf-token --port 8000`) is a flag, not the value.
     if next.secret && !looks_like_flag(raw) {
         next.secret = false;
+        next.keyed = false;
         return (raw != REDACTED).then(|| REDACTED.to_string());
     }
     next.secret = false;
+    next.keyed = false;
     if let Some(inner) = raw.strip_prefix("$(").and_then(|r| r.strip_suffix(')')) {
         return owned(redact_at(inner, depth + 1)).map(|i| format!("$({i})"));
     }
@@ -218,6 +305,7 @@ fn redact_in_context(w: &str, simple: &Simple, next: &mut Next) -> Option<Option
     if let Some(name) = w.strip_suffix(':').map(|n| n.trim_matches(['"', '\''])) {
         if !name.is_empty() && secret_name(name) && !matches!(name.to_ascii_lowercase().as_str(), "key" | "auth") {
             next.secret = true;
+            next.keyed = true;
             return Some(None);
         }
     }

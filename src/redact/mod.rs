@@ -19,9 +19,9 @@ use std::borrow::Cow;
 
 use base64::Engine as _;
 
-pub use command::redact_command;
+pub use command::{command_secrets, redact_command};
 pub use markdown::scrub_markdown;
-pub use text::{scrub_text, secret_name};
+pub use text::{scrub_log_line, scrub_text, secret_name};
 
 pub const REDACTED: &str = "<redacted>";
 

@@ -238,6 +238,45 @@ fn scrub_named_values(text: &str) -> Option<String> {
     })
 }
 
+/// A secret flag and its value in prose or a log line: `launching with --api-key x`.
+static FLAG_VALUE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:^|[\s(\[{,;'\x22])(--?[A-Za-z][A-Za-z0-9_-]*)[ \t]+").expect("valid pattern"));
+
+/// A line a launched server printed: [`scrub_text`], and a secret flag's value after a space
+/// (`launching with --api-key x`), which in prose would be a word ("the --api-key flag"), in
+/// a server's log the key.
+pub fn scrub_log_line(line: &str) -> Cow<'_, str> {
+    match (scrub_text(line), scrub_flag_values) {
+        (Cow::Borrowed(_), f) => f(line).map_or(Cow::Borrowed(line), Cow::Owned),
+        (Cow::Owned(s), f) => Cow::Owned(f(&s).unwrap_or(s)),
+    }
+}
+
+fn scrub_flag_values(text: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut done = 0;
+    for m in FLAG_VALUE.captures_iter(text) {
+        let whole = m.get(0).expect("match");
+        if whole.start() < done || !secret_name(&m[1]) {
+            continue;
+        }
+        let rest = &text[whole.end()..];
+        let Some((value_start, value_len)) = value_span(rest, false) else { continue };
+        let start = whole.end() + value_start;
+        let value = &text[start..start + value_len];
+        if value == REDACTED || value.starts_with(['-', '\\']) {
+            continue;
+        }
+        out.push_str(&text[done..start]);
+        out.push_str(REDACTED);
+        done = start + value_len;
+    }
+    (done > 0).then(|| {
+        out.push_str(&text[done..]);
+        out
+    })
+}
+
 /// Letters and digits together (`hunter2`, `sk4f9...`), or long: what a password or token
 /// looks like, where a number or a word of prose does not.
 fn secret_looking(value: &str) -> bool {
@@ -251,6 +290,11 @@ fn secret_looking(value: &str) -> bool {
 /// quote (`Basic xxx`, `Bearer xxx`).
 fn value_span(rest: &str, header: bool) -> Option<(usize, usize)> {
     let first = rest.chars().next()?;
+    // A list of values (`api_key=['x']`, Python's `{'api_key': ['x']}`): all of it.
+    if first == '[' {
+        let len = rest.find(']').unwrap_or(rest.len());
+        return (len > 1).then_some((1, len - 1));
+    }
     if first == '"' || first == '\'' {
         let body = &rest[1..];
         let mut escaped = false;
@@ -305,10 +349,29 @@ mod tests {
             ("hf_token: abc", "hf_token: <redacted>"),
             ("Password: hunter", "Password: <redacted>"),
             ("max_tokens=512 temperature=0", "max_tokens=512 temperature=0"),
+            ("non-default args: api_key=['s3cr3tK']", "non-default args: api_key=[<redacted>]"),
+            (
+                "args: {'model': 'm', 'api_key': ['s3cr3tK'], 'port': 8000}",
+                "args: {'model': 'm', 'api_key': [<redacted>], 'port': 8000}",
+            ),
         ];
         for (text, want) in cases {
             assert_eq!(scrub_text(text), want, "{text}");
         }
+    }
+
+    #[test]
+    fn a_server_log_line_loses_a_secret_flag_value() {
+        let cases = [
+            ("launching with --api-key s3cr3tK now", "launching with --api-key <redacted> now"),
+            ("(--hf-token hfvalue) and --max-tokens 512", "(--hf-token <redacted>) and --max-tokens 512"),
+            ("args: {'api_key': ['s3cr3tK']}", "args: {'api_key': [<redacted>]}"),
+            ("usage: --api-key --port", "usage: --api-key --port"),
+        ];
+        for (line, want) in cases {
+            assert_eq!(scrub_log_line(line), want, "{line}");
+        }
+        assert_eq!(scrub_text("The --api-key flag sets the key"), "The --api-key flag sets the key", "prose keeps it");
     }
 
     #[test]

@@ -326,11 +326,11 @@ impl Edges {
     async fn open(&mut self, cx: &CellContext) {
         self.count_open = cx.counters_now().await.unwrap_or_default();
         self.cpu_open = super::process_cpu_s();
-        self.machine_open = crate::bench::machine::snapshot(cx.server_group()).map(|m| (cx.clock.now_s(), m));
+        self.machine_open = crate::bench::machine::snapshot(cx.server().as_ref()).map(|m| (cx.clock.now_s(), m));
     }
 
     async fn close(&mut self, cx: &CellContext) {
-        self.machine_close = crate::bench::machine::snapshot(cx.server_group()).map(|m| (cx.clock.now_s(), m));
+        self.machine_close = crate::bench::machine::snapshot(cx.server().as_ref()).map(|m| (cx.clock.now_s(), m));
         self.cpu_close = super::process_cpu_s();
         self.count_close = cx.counters_now().await.unwrap_or_default();
     }

@@ -61,14 +61,14 @@ pub struct CellContext {
     pub gauge: Arc<Mutex<Vec<GaugeSample>>>,
     /// Device telemetry, when the run samples it.
     pub telemetry: Option<Arc<super::telemetry::Telemetry>>,
-    /// The launched server's process group (0: none), for its CPU time.
-    pub server_group: Arc<std::sync::atomic::AtomicI32>,
+    /// The launched server's processes now, if any, for their CPU time.
+    pub server: Arc<Mutex<Option<super::launch::tree::ServerTree>>>,
 }
 
 impl CellContext {
-    /// The launched server's process group now, if any.
-    pub fn server_group(&self) -> Option<i32> {
-        Some(self.server_group.load(std::sync::atomic::Ordering::Relaxed)).filter(|g| *g > 0)
+    /// The launched server's processes now, if any.
+    pub fn server(&self) -> Option<super::launch::tree::ServerTree> {
+        self.server.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 

@@ -310,3 +310,46 @@ fn look_alike_names_are_not_secrets() {
         assert_eq!(redact_command(cmd), cmd);
     }
 }
+
+#[test]
+fn every_copy_of_a_redacted_value_goes() {
+    let cases = [
+        ("true --api-key s3cr3tK; echo printed s3cr3tK", "true --api-key <redacted>; echo printed <redacted>"),
+        (
+            "sh -c 'server --api-key s3cr3tK && echo s3cr3tK' ; echo again-s3cr3tK",
+            "sh -c 'server --api-key <redacted> && echo <redacted>' ; echo again-<redacted>",
+        ),
+        ("x --api-key=s3cr3tK # s3cr3tK", "x --api-key=<redacted> # <redacted>"),
+    ];
+    for (cmd, want) in cases {
+        assert_eq!(redact_command(cmd), want, "{cmd:?}");
+    }
+}
+
+#[test]
+fn the_secrets_taken_out_are_the_values_the_shell_passes_on() {
+    let cases: [(&str, &[&str]); 7] = [
+        ("server --api-key S3cr3tValue;next", &["S3cr3tValue"]),
+        ("(cd /srv && server --api-key S3cr3tValue)", &["S3cr3tValue"]),
+        ("server --api-key S3cr3tValue|cat", &["S3cr3tValue"]),
+        ("server --api-key='a b c d' --port 8000", &["a b c d"]),
+        ("sh -c \"HF_TOKEN=hfvalue123 server --api-key=k2k2k2\"", &["hfvalue123", "k2k2k2"]),
+        ("server --port 8000 --model m", &[]),
+        ("server -p 1 --api-key abc", &[]),
+    ];
+    for (cmd, want) in cases {
+        let mut got = command_secrets(cmd);
+        got.sort();
+        let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(got, want, "{cmd:?}");
+    }
+}
+
+#[test]
+fn a_here_document_value_on_the_line_after_its_key_goes() {
+    let cmd = "cat > cfg.json <<EOF\n{\n  \"api_key\":\n    \"s3cr3tValue\",\n  \"port\": 8000\n}\nEOF\nserver --config cfg.json";
+    let out = redact_command(cmd);
+    assert!(!out.contains("s3cr3tValue"), "{out}");
+    assert!(out.contains("\"port\": 8000") && out.contains("server --config cfg.json"), "{out}");
+}
