@@ -129,14 +129,18 @@ step "A/A across server restarts (--launch --restarts 3), and one thread against
 mkdir -p "$WORK/restart"
 launched() { # run-id threads
   (cd "$WORK/restart" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id "$1" \
-    --launch "exec $ROOT/.venv/bin/python $ROOT/scripts/llama-server.py --model $ROOT/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf --port $PORT --n-ctx $((4096 * SLOTS)) --parallel $SLOTS --threads $2 --lifetime 600" \
+    --launch "echo \$\$ >> $WORK/restart/pids; exec $ROOT/.venv/bin/python $ROOT/scripts/llama-server.py --model $ROOT/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf --port $PORT --n-ctx $((4096 * SLOTS)) --parallel $SLOTS --threads $2 --lifetime 600" \
     --restarts 3 --repeat 3 --contexts 256 --concurrency 1,2 --duration 3s --max-output 64 --warmup-hold 1s \
     --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
 }
 launched r-a 2
 launched r-b 2
 launched r-one 1
-if pgrep -f "llama-server.py --port $PORT" >/dev/null; then echo "e2e: a launched server was left running" >&2; exit 1; fi
+# Every process the three runs started (three each), by the ids they recorded: none left running.
+[ "$(wc -l < "$WORK/restart/pids")" -eq 9 ] || { echo "e2e: expected 9 launched processes, got $(wc -l < "$WORK/restart/pids")" >&2; exit 1; }
+while read -r pid; do
+  if kill -0 "$pid" 2>/dev/null; then echo "e2e: launched server process $pid was left running" >&2; exit 1; fi
+done < "$WORK/restart/pids"
 (cd "$WORK/restart" && "$SITE" diff r-a r-b --out aa --fail-on-regression) | tee "$WORK/restart/aa.txt"
 grep -q "own server processes (A 3, B 3" "$WORK/restart/aa.txt" || { echo "e2e: the restarted A/A pair does not name its processes" >&2; exit 1; }
 if (cd "$WORK/restart" && "$SITE" diff r-a r-one --out ab --fail-on-regression) > "$WORK/restart/ab.txt"; then

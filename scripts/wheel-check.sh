@@ -15,7 +15,8 @@ FAILED=0
 # check WHAT COMMAND...: runs the command (a shell string), counts it, never stops the script.
 check() {
   local what=$1; shift
-  if bash -c "$*" >"$WORK/check.log" 2>&1; then
+  # pipefail: a failing command at the head of a pipe (`site man | groff | ...`) fails the check.
+  if bash -o pipefail -c "$*" >"$WORK/check.log" 2>&1; then
     echo "ok   $what"; PASSED=$((PASSED + 1))
   else
     echo "FAIL $what"; sed 's/^/     /' "$WORK/check.log" | tail -20; FAILED=$((FAILED + 1))

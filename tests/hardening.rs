@@ -704,3 +704,63 @@ fn a_reused_run_id_sends_new_prompts_and_a_cached_prefill_is_flagged() {
     assert!(page.contains("prefix_cache_hit"), "no flag on the run page");
     assert!(page.contains("the server served 900 of the 1024 prompt tokens from its prefix cache"));
 }
+
+// The 404 page ---------------------------------------------------------------------------
+
+/// Runs the 404 page's script (as built) in Node at `href`: where it sends the reader, if
+/// anywhere.
+fn not_found_sends_to(script: &str, href: &str) -> Option<String> {
+    let harness = r#"
+const [script, href] = [process.argv[1], process.argv[2]];
+const u = new URL(href);
+let to = null;
+const location = { href: u.href, pathname: u.pathname, hash: u.hash, protocol: u.protocol, host: u.host,
+  replace(x) { to = String(x); } };
+new Function('location', script)(location);
+process.stdout.write(to === null ? '' : to);
+"#;
+    let out = Command::new("node")
+        .args(["-e", harness, script, href])
+        .output()
+        .expect("node is needed to run the 404 page's script (apt-get install nodejs)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some(String::from_utf8(out.stdout).unwrap()).filter(|s| !s.is_empty())
+}
+
+/// The 404 page reaches the former addresses of the same site and never another origin,
+/// whatever the path (`//host/...`, `/\host/...`), under a sub-path and from file://.
+#[test]
+fn the_404_page_never_sends_the_reader_to_another_origin() {
+    let ws = measured();
+    assert_ok(&ws.site(&["build"]));
+    let page = ws.read("public/404.html");
+    let script = &page[page.find("<script>").unwrap() + 8..page.rfind("</script>").unwrap()];
+    let go = |href: &str| not_found_sends_to(script, href);
+    // The former addresses still lead on, on the same site.
+    assert_eq!(go("https://s.example/runs/r1/cells/decode-1/").as_deref(), Some("https://s.example/cell/#r1/decode-1"));
+    assert_eq!(go("https://s.example/sub/runs/r1/cell/#x").as_deref(), Some("https://s.example/sub/cell/#r1/x"));
+    assert_eq!(go("https://s.example/runs/r1/cells.csv").as_deref(), Some("https://s.example/runs/r1/cells.csv.gz"));
+    assert_eq!(go("file:///srv/public/runs/r1/cells/d/").as_deref(), Some("file:///srv/public/cell/#r1/d"));
+    // Paths that read as another host stay on this one.
+    for href in [
+        "https://s.example//evil.example/runs/x/cells/y/",
+        "https://s.example/\\evil.example/runs/x/cells/y/",
+        "https://s.example/\\/evil.example/runs/x/cell/",
+        "https://s.example//evil.example/runs/x/cells.json",
+        "https://s.example///evil.example/runs/x/cells.csv",
+        "http://127.0.0.1:8000//evil.example/runs/x/cells/y/index.html",
+        "file:////evil.example/runs/x/cells/y/",
+    ] {
+        let from = url_origin(href);
+        let to = go(href).unwrap_or_else(|| panic!("{href}: a former address leads on"));
+        assert_eq!(url_origin(&to), from, "{href} sent the reader to {to}");
+    }
+    assert_eq!(go("https://s.example/nothing/here"), None);
+}
+
+/// `scheme://host` of an absolute address (the host as written up to the path).
+fn url_origin(href: &str) -> String {
+    let (scheme, rest) = href.split_once("://").unwrap();
+    let rest = rest.replace('\\', "/");
+    format!("{scheme}://{}", rest.split('/').next().unwrap())
+}

@@ -85,6 +85,22 @@ for (const [what, address] of [['old cell page', `/runs/${run}/cells/${slug}/`],
   await context.close();
 }
 
+// A path that reads as another host (`//evil.example/...`, `/\\evil.example/...`) stays on
+// this site, on `site serve` and from file://.
+for (const address of [
+  `${base}//evil.example/runs/${run}/cells/${slug}/`,
+  `${base}/%5Cevil.example/runs/${run}/cells/${slug}/`,
+  `${base}//evil.example/runs/${run}/cells.json`,
+  `${fileBase}/404.html`,
+]) {
+  const { context, page } = await open(address);
+  await page.waitForTimeout(500);
+  const landed = new URL(page.url());
+  const from = new URL(address);
+  ok(landed.protocol === from.protocol && landed.host === from.host, `404 from ${address}: sent to ${page.url()}`);
+  await context.close();
+}
+
 // The former downloads' addresses (runs/ID/cells.json, cells.csv) reach the gzipped ones.
 for (const kind of ['json', 'csv']) {
   const context = await browser.newContext({ acceptDownloads: true });
