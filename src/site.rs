@@ -361,6 +361,7 @@ impl Site {
         if reports.is_empty() {
             anyhow::bail!("run {id} has no valid decode cell with a total tok/s: there is nothing to report");
         }
+        refuse_foreign_export_folder(out)?;
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let tmp = crate::fsutil::create_temp_dir(parent, "export")?;
         let written = reports.iter().try_for_each(|(name, report)| {
@@ -657,4 +658,24 @@ fn runs_beside_pair(a: &format::LoadedRun, b: &format::LoadedRun) -> Vec<Prepare
         paths.par_iter().filter_map(|p| format::load_run_dir(p).ok()).map(|r| analysis::prepare(&r)).collect();
     let mut seen: std::collections::HashSet<String> = [a.id.clone(), b.id.clone()].into();
     loaded.into_iter().filter(|r| seen.insert(r.id().to_string())).collect()
+}
+
+/// An export replaces its folder whole: only a new or empty folder, or one that holds only
+/// YAML reports (an earlier export), is replaced.
+fn refuse_foreign_export_folder(out: &Path) -> Result<()> {
+    let Ok(entries) = fs::read_dir(out) else {
+        return match out.exists() {
+            true => Err(anyhow::anyhow!("{} exists and is not a folder; choose another --out", out.display())),
+            false => Ok(()),
+        };
+    };
+    let names: Vec<String> =
+        entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    if let Some(other) = names.iter().find(|n| !n.ends_with(".yaml")) {
+        anyhow::bail!(
+            "refusing to replace {}: it holds files that site export did not write ({other}); choose an empty or new --out",
+            out.display()
+        );
+    }
+    Ok(())
 }

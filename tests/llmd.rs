@@ -403,3 +403,26 @@ fn another_tools_reports_import_in_their_units_and_a_rate_stage_is_refused_by_na
         stderr(&out)
     );
 }
+
+/// `site export --out DIR` replaces only a folder an export wrote: one holding other files is
+/// refused, named, and left as it was.
+#[test]
+fn export_refuses_to_replace_a_folder_of_other_files() {
+    let sim = SimArgs::new().steps(5, 0).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    assert_ok(&bench(d, &sim.url, &["--contexts", "256", "--concurrency", "1", "--run-id", "m"]));
+    fs::create_dir_all(d.join("mine")).unwrap();
+    fs::write(d.join("mine/thesis.tex"), "precious").unwrap();
+    let out = site_in(d, &["export", "m", "--out", "mine"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("refusing to replace mine") && stderr(&out).contains("thesis.tex"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fs::read_to_string(d.join("mine/thesis.tex")).unwrap(), "precious");
+    // An earlier export's folder is replaced.
+    assert_ok(&site_in(d, &["export", "m", "--out", "again"]));
+    assert_ok(&site_in(d, &["export", "m", "--out", "again"]));
+}

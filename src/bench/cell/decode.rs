@@ -399,9 +399,11 @@ fn finish_cell(
     if let Some(p) = outcomes.iter().find_map(|o| o.record.prompt_tokens) {
         cell.prompt_tokens = Some(p);
     }
+    let malformed = outcomes.iter().filter(|o| o.malformed_cached_tokens).count();
     let mut requests: Vec<RequestRecord> = outcomes.into_iter().map(|o| o.record).collect();
     apply_final_usage_ratio(&mut requests);
     cell.warnings.extend(chunk_count_warning(&requests));
+    cell.warnings.extend(cached_count_warning(&requests, malformed));
     let gauge_source = if gauge.is_empty() { None } else { cx.engine.gauges().map(|g| g.0.to_string()) };
     let nothing_measured = requests.iter().all(|r| r.window_tokens == 0);
     let answered = requests.iter().any(|r| r.first_token_s.is_some());
@@ -420,6 +422,26 @@ fn finish_cell(
         }
         None => cell,
     }
+}
+
+/// The server's cached-token counts that could not be true: more than the prompt (counted as
+/// the whole prompt) or no count at all (dropped).
+fn cached_count_warning(requests: &[RequestRecord], malformed: usize) -> Option<Warning> {
+    let over = requests
+        .iter()
+        .filter(|r| r.cached_prompt_tokens.zip(r.prompt_tokens).is_some_and(|(c, p)| c > u64::from(p)))
+        .count();
+    let mut said = Vec::new();
+    if over > 0 {
+        said.push(format!("{over} requests said more prompt tokens came from the cache than the prompt held (counted as the whole prompt)"));
+    }
+    if malformed > 0 {
+        said.push(format!("{malformed} requests gave a cached-token count that was no count (left out)"));
+    }
+    (!said.is_empty()).then(|| Warning {
+        code: "cached_count_off".into(),
+        message: format!("the server's cache figures: {}", said.join("; ")),
+    })
 }
 
 /// Every token counted one per chunk: the cell says so, and why.

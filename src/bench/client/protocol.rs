@@ -27,7 +27,7 @@ struct RawChunk<'a> {
 #[derive(Deserialize)]
 struct RawTimings {
     #[serde(default)]
-    cache_n: Option<u64>,
+    cache_n: Option<Count>,
     /// The server's decode rate of this request so far (final chunk: the whole request).
     #[serde(default)]
     predicted_per_second: Option<f64>,
@@ -36,7 +36,27 @@ struct RawTimings {
 #[derive(Deserialize)]
 struct RawPromptDetails {
     #[serde(default)]
-    cached_tokens: Option<u64>,
+    cached_tokens: Option<Count>,
+}
+
+/// A count the server gives beside the essentials (cached tokens): a malformed one (`-5`,
+/// `513.5`, `"abc"`, `1e30`) is dropped alone, not taken for a broken stream.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Count {
+    Valid(u64),
+    Malformed,
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Count, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        let whole = |f: f64| (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 9.0e15).then_some(f as u64);
+        Ok(match v.as_u64().or_else(|| v.as_f64().and_then(whole)) {
+            Some(n) => Count::Valid(n),
+            None if v.is_null() => Count::Malformed,
+            None => Count::Malformed,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -92,12 +112,22 @@ pub struct Chunk<'a> {
     pub prompt_tokens: Option<u64>,
     /// Prompt tokens the server says it took from its prefix cache.
     pub cached_prompt_tokens: Option<u64>,
+    /// The server's cached-token count was there but no count (dropped).
+    pub malformed_cached_tokens: bool,
     /// The server's own decode rate of the request (llama.cpp `timings`).
     pub server_decode_tps: Option<f64>,
     pub error: Option<String>,
 }
 
 impl Chunk<'_> {
+    fn take_cached(&mut self, count: Option<Count>) {
+        match count {
+            Some(Count::Valid(n)) => self.cached_prompt_tokens = Some(n),
+            Some(Count::Malformed) => self.malformed_cached_tokens = true,
+            None => {}
+        }
+    }
+
     /// Whether the chunk carries output text (a role-only or empty chunk is not a token).
     pub fn has_text(&self) -> bool {
         self.content.as_deref().is_some_and(|s| !s.is_empty())
@@ -126,12 +156,10 @@ pub fn parse_chunk(payload: &[u8]) -> Result<Chunk<'_>, serde_json::Error> {
     if let Some(u) = raw.usage {
         chunk.completion_tokens = u.completion_tokens;
         chunk.prompt_tokens = u.prompt_tokens;
-        chunk.cached_prompt_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+        chunk.take_cached(u.prompt_tokens_details.and_then(|d| d.cached_tokens));
     }
     if let Some(t) = raw.timings {
-        if let Some(c) = t.cache_n {
-            chunk.cached_prompt_tokens = Some(c);
-        }
+        chunk.take_cached(t.cache_n);
         chunk.server_decode_tps = t.predicted_per_second.filter(|r| r.is_finite() && *r > 0.0);
     }
     if let Some(choice) = raw.choices.and_then(|c| c.into_iter().next()) {
@@ -220,5 +248,26 @@ mod tests {
         );
         assert_eq!(error_body_message(b"plain text"), "plain text");
         assert!(parse_chunk(b"{not json").is_err());
+    }
+
+    #[test]
+    fn a_malformed_cached_count_is_dropped_alone() {
+        for bad in ["-5", "513.5", "\"abc\"", "1e30", "[1]"] {
+            let payload = format!(
+                r#"{{"choices":[{{"delta":{{"content":"x"}}}}],"usage":{{"completion_tokens":3,"prompt_tokens":512,"prompt_tokens_details":{{"cached_tokens":{bad}}}}}}}"#
+            );
+            let c = parse_chunk(payload.as_bytes()).unwrap_or_else(|e| panic!("{bad}: {e}"));
+            assert_eq!(
+                (c.completion_tokens, c.cached_prompt_tokens, c.malformed_cached_tokens),
+                (Some(3), None, true),
+                "{bad}"
+            );
+            assert_eq!(c.content.as_deref(), Some("x"));
+        }
+        let c =
+            parse_chunk(br#"{"usage":{"prompt_tokens":512,"prompt_tokens_details":{"cached_tokens":256.0}}}"#).unwrap();
+        assert_eq!((c.cached_prompt_tokens, c.malformed_cached_tokens), (Some(256), false));
+        let c = parse_chunk(br#"{"timings":{"cache_n":-1}}"#).unwrap();
+        assert_eq!((c.cached_prompt_tokens, c.malformed_cached_tokens), (None, true));
     }
 }

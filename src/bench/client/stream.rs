@@ -115,6 +115,8 @@ pub struct StreamOutcome {
     pub cancelled: bool,
     /// The answer's text (content, not reasoning), where the settings keep it.
     pub answer: Option<String>,
+    /// The server sent a cached-token count that was no count (dropped from the record).
+    pub malformed_cached_tokens: bool,
 }
 
 impl StreamOutcome {
@@ -126,7 +128,7 @@ impl StreamOutcome {
             _ => (None, true),
         };
         record.error = failure.as_ref().map(|f| f.message.clone());
-        StreamOutcome { record, loop_finding: None, failure, cancelled, answer: None }
+        StreamOutcome { record, loop_finding: None, failure, cancelled, answer: None, malformed_cached_tokens: false }
     }
 }
 
@@ -206,6 +208,7 @@ struct StreamState {
     done: bool,
     channels: Channels,
     answer: Option<String>,
+    malformed_cached_tokens: bool,
 }
 
 /// The reasoning channel of a stream: chunks that carried reasoning text before the answer
@@ -293,7 +296,8 @@ impl StreamReader {
         record.token_source = count.source;
         let failure = failure.map(|f| Failure { message: client.scrub(&f.message), ..f });
         record.error = failure.as_ref().map(|f| f.message.clone());
-        StreamOutcome { record, loop_finding, failure, cancelled, answer }
+        let malformed_cached_tokens = state.malformed_cached_tokens;
+        StreamOutcome { record, loop_finding, failure, cancelled, answer, malformed_cached_tokens }
     }
 }
 
@@ -308,6 +312,7 @@ impl StreamState {
             done: false,
             channels: Channels::default(),
             answer: settings.keep_answer.then(String::new),
+            malformed_cached_tokens: false,
         }
     }
 
@@ -343,6 +348,7 @@ impl StreamState {
         if let Some(c) = chunk.cached_prompt_tokens {
             rec.cached_prompt_tokens = Some(c);
         }
+        self.malformed_cached_tokens |= chunk.malformed_cached_tokens;
         if let Some(r) = chunk.server_decode_tps {
             rec.server_decode_tps = Some(r);
         }

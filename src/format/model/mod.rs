@@ -569,7 +569,7 @@ impl Measurement {
         match self.cached_prompt_tokens(|turn| turn <= 1) {
             Some((cached, prompt, _)) => Some(cached as f64 / prompt as f64 * 100.0),
             None if self.requests.iter().any(|r| r.turn >= 2) => None,
-            None => self.prefix_cache.as_ref().map(|p| p.hits / p.queries * 100.0),
+            None => self.prefix_cache.as_ref().map(|p| (p.hits / p.queries * 100.0).min(100.0)),
         }
     }
 
@@ -589,7 +589,12 @@ impl Measurement {
                 .iter()
                 .filter(|r| turns(r.turn))
                 .filter(|r| !inside || self.window.is_some_and(|w| r.send_s >= w.start_s))
-                .filter_map(|r| Some((r.cached_prompt_tokens?, u64::from(r.prompt_tokens?))))
+                // A server that says more came from its cache than the prompt held is read
+                // as the whole prompt: never over 100%.
+                .filter_map(|r| {
+                    let prompt = u64::from(r.prompt_tokens?);
+                    Some((r.cached_prompt_tokens?.min(prompt), prompt))
+                })
                 .fold((0u64, 0u64), |(c, p), (a, b)| (c.saturating_add(a), p.saturating_add(b)));
             (prompt > 0).then_some((cached, prompt, inside))
         };
@@ -836,6 +841,19 @@ mod tests {
             assert_eq!(serde_json::from_str::<CapacityRule>(&json).unwrap(), rule);
         }
         assert!(serde_json::from_str::<CapacityRule>("\"C > 3\"").is_err());
+    }
+
+    #[test]
+    fn a_cache_share_is_never_over_the_whole_prompt() {
+        let request = |cached| RequestRecord {
+            prompt_tokens: Some(512),
+            cached_prompt_tokens: Some(cached),
+            ..RequestRecord::sent_at(0.0)
+        };
+        let m = Measurement::of_requests(None, vec![request(1024), request(1024)]);
+        assert_eq!(m.cached_prompt_pct(), Some(100.0));
+        let m = Measurement::of_requests(None, vec![request(1024), request(0)]);
+        assert_eq!(m.cached_prompt_pct(), Some(50.0));
     }
 }
 
