@@ -69,7 +69,18 @@ fn two_servers_alike_measured_side_by_side_are_not_called_different() {
     let args = ["--versus", &b.url, "--repeat", "3", "--contexts", "256", "--concurrency", "1,4", "--run-id", "aa"];
     let out = bench(ws.path(), &a.url, &args);
     assert_ok(&out);
-    assert!(!stdout(&out).contains("slower figures in") && !stdout(&out).contains(" faster"), "{}", stdout(&out));
+    let said = stdout(&out);
+    // The verdict line is there, for every cell (prefill 256, 256 x 1, 256 x 4), and it
+    // calls none of them.
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("3 cells with figures on both sides: "))
+        .unwrap_or_else(|| panic!("{said}"));
+    let verdicts = line.split(": ").nth(1).unwrap();
+    for part in verdicts.split(", ") {
+        assert!(part.ends_with("inconclusive") || part.contains("no change >"), "an A/A pair was called: {line}");
+    }
+    assert!(!said.contains("slower figures in"), "{said}");
 }
 
 #[test]
@@ -81,10 +92,48 @@ fn versus_is_refused_with_resume_and_dry_run_and_launch_needs_b_s_command() {
         assert!(!out.status.success());
         assert!(stderr(&out).contains("cannot be used with"), "{extra:?}: {}", stderr(&out));
     }
-    let out = bench(ws.path(), "http://127.0.0.1:9", &["--versus", "http://127.0.0.1:9", "--launch", "true"]);
+    let out = bench(ws.path(), "http://127.0.0.1:9", &["--versus", "http://127.0.0.1:10", "--launch", "true"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("pass --versus-launch CMD"), "{}", stderr(&out));
     assert!(!ws.path().join("data").exists(), "a refused run writes nothing");
+}
+
+/// Everything `--versus` would find wrong only after both runs were measured is refused
+/// before the first request: the same server twice, one id for both runs, an existing run,
+/// a broken `compare.json` or `site.toml`.
+#[test]
+fn versus_refuses_before_measuring_what_would_fail_after() {
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let refused = |endpoint: &str, extra: &[&str], says: &str| {
+        let args = [&["--contexts", "256", "--concurrency", "1"][..], extra].concat();
+        let out = bench(d, endpoint, &args);
+        assert!(!out.status.success(), "{extra:?}");
+        assert!(stderr(&out).contains(says), "{extra:?}: {}", stderr(&out));
+        assert!(
+            !d.join("data/runs/x").exists() && !d.join("data/runs/y").exists(),
+            "{extra:?}: a refused pair wrote a run"
+        );
+    };
+    refused("http://127.0.0.1:9", &["--versus", "http://127.0.0.1:9/"], "the same server as --endpoint");
+    refused("http://127.0.0.1:9", &["--versus", "http://localhost:9"], "the same server as --endpoint");
+    refused("http://[::1]:9", &["--versus", "http://127.0.0.1:9"], "the same server as --endpoint");
+    refused(
+        "http://127.0.0.1:9",
+        &["--versus", "http://127.0.0.1:10", "--run-id", "x", "--versus-run-id", "x"],
+        "two ids",
+    );
+    fs::create_dir_all(d.join("data/runs/old")).unwrap();
+    refused(
+        "http://127.0.0.1:9",
+        &["--versus", "http://127.0.0.1:10", "--run-id", "x", "--versus-run-id", "old"],
+        "already exists",
+    );
+    fs::write(d.join("data/compare.json"), "{\"schema_version\": 1, \"comparisons\": [").unwrap();
+    refused("http://127.0.0.1:9", &["--versus", "http://127.0.0.1:10", "--run-id", "x"], "compare.json");
+    fs::remove_file(d.join("data/compare.json")).unwrap();
+    fs::write(d.join("site.toml"), "title = [").unwrap();
+    refused("http://127.0.0.1:9", &["--versus", "http://127.0.0.1:10", "--run-id", "x"], "site.toml");
 }
 
 fn free_port() -> u16 {

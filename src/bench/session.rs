@@ -396,7 +396,8 @@ impl<'a> Session<'a> {
         match l.ensure(instance, &self.cx.client, &self.interrupt).await {
             Err(_) if *self.interrupt.borrow() => Ok(true),
             Err(e) => Err(e.context(format!(
-                "starting server process {instance} for repetition {rep}; the cells measured so far are kept: continue with --resume"
+                "starting server process {instance} for repetition {rep}; the cells measured so far are kept: {}",
+                self.continue_with()
             ))),
             Ok(_) => {
                 *self.cx.server.lock().unwrap_or_else(|e| e.into_inner()) = l.tree();
@@ -560,6 +561,15 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// What to do after the run stopped early: `--resume` continues a run; a `--versus` pair
+    /// cannot be resumed (its cells alternate with the other side's), so it is measured again.
+    fn continue_with(&self) -> String {
+        match self.side {
+            None => "continue with --resume (unreachable cells are measured again)".to_string(),
+            Some(_) => "a --versus pair cannot be resumed (its cells alternate with the other side's): run the pair again with new run ids, or remove both run folders first".to_string(),
+        }
+    }
+
     /// The cell's name on the progress line, with its repetition when there are several.
     fn label(&self, p: &PlannedCell, rep: u32) -> String {
         let cell = match self.cfg.repeat {
@@ -587,9 +597,10 @@ impl<'a> Session<'a> {
         if let Some(exit) = exited {
             self.progress.finish();
             bail!(
-                "the launched server exited during the run ({exit}); stopped with {} cells in {}: continue with --resume",
+                "the launched server exited during the run ({exit}); stopped with {} cells in {}: {}",
                 self.summary.written + 1,
-                self.recorder.dir.display()
+                self.recorder.dir.display(),
+                self.continue_with()
             );
         }
         self.progress.cell_done(&format!("{}: {}", self.label(p, rep), self.cfg.reporter.describe(&cell)));
@@ -609,9 +620,10 @@ impl<'a> Session<'a> {
             self.mark_cell_in_flight_unreachable()?;
             let message = cell.error.map(|e| e.message).unwrap_or_default();
             bail!(
-                "the server was unreachable for {MAX_UNREACHABLE_CELLS} cells in a row ({message}); stopped with {} cells in {}. Restart the server and continue with --resume (unreachable cells are measured again)",
+                "the server was unreachable for {MAX_UNREACHABLE_CELLS} cells in a row ({message}); stopped with {} cells in {}. Restart the server; {}",
                 self.summary.written,
-                self.recorder.dir.display()
+                self.recorder.dir.display(),
+                self.continue_with()
             );
         }
         if cell.status != Status::OverCapacity && !cell.server_unreachable() {
@@ -654,11 +666,11 @@ impl<'a> Session<'a> {
                 bail!("interrupted");
             }
             let id = dir.file_name().unwrap_or_default().to_string_lossy();
-            eprintln!(
-                "interrupted: {} cells kept in {}; continue with --resume --run-id {id}",
-                self.summary.written,
-                dir.display()
-            );
+            let advice = match self.side {
+                None => format!("continue with --resume --run-id {id}"),
+                Some(_) => self.continue_with(),
+            };
+            eprintln!("interrupted: {} cells kept in {}; {advice}", self.summary.written, dir.display());
             bail!("interrupted");
         }
         m.finished_at = Some(recorder::now_rfc3339());

@@ -28,6 +28,9 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     if levels.len() > 1 && a.versus.is_some() {
         anyhow::bail!("--versus measures one workload on two servers: give one --prefix-reuse level");
     }
+    if let Some(b) = &a.versus {
+        check_versus(a, b)?;
+    }
     let mut facts = a.facts.to_manifest_facts()?;
     let launch = launch_settings(a)?;
     if let Some(l) = &launch {
@@ -112,6 +115,52 @@ fn compare_versus(data: &std::path::Path, a: &std::path::Path, b: &std::path::Pa
     let site = speed_matrix::site::Site::load_pair(config, &a, &b, None)?;
     super::diff::print_verdicts(&site.comparisons[0])?;
     Ok(())
+}
+
+/// Everything `--versus` needs after both runs are measured, checked before the first
+/// request: two different servers, two new run ids, a readable `compare.json` and
+/// `site.toml`.
+fn check_versus(a: &BenchArgs, versus: &str) -> Result<()> {
+    use speed_matrix::bench::client::http::Endpoint;
+    let (ea, eb) = (Endpoint::parse(&a.endpoint)?, Endpoint::parse(versus).context("--versus")?);
+    if same_server(&ea, &eb) {
+        anyhow::bail!("--versus names the same server as --endpoint ({}): give B's own address", eb.display());
+    }
+    let runs = a.data.join(speed_matrix::format::RUNS_DIR);
+    if let (Some(id), Some(b)) = (&a.run_id, &a.versus_run_id) {
+        if id == b {
+            anyhow::bail!("--versus-run-id is --run-id ({id}): the two runs need two ids");
+        }
+    }
+    for (flag, id) in [("--run-id", &a.run_id), ("--versus-run-id", &a.versus_run_id)] {
+        if let Some(id) = id.as_deref().filter(|id| runs.join(id).exists()) {
+            anyhow::bail!("{flag} {id}: {} already exists; --versus measures two new runs", runs.join(id).display());
+        }
+    }
+    speed_matrix::format::writer::check_comparisons(&a.data)?;
+    speed_matrix::format::SiteSettings::load(std::path::Path::new("site.toml"))?;
+    Ok(())
+}
+
+/// Two addresses of one server: the same port and path on the same host, loopback names
+/// (`localhost`, `127.0.0.1`, `[::1]`) counted as one host, names resolved where they resolve.
+fn same_server(
+    a: &speed_matrix::bench::client::http::Endpoint,
+    b: &speed_matrix::bench::client::http::Endpoint,
+) -> bool {
+    use std::net::ToSocketAddrs as _;
+    if a.port != b.port || a.base_path != b.base_path {
+        return false;
+    }
+    let host = |e: &speed_matrix::bench::client::http::Endpoint| e.host.trim_matches(['[', ']']).to_ascii_lowercase();
+    if host(a) == host(b) || (a.is_loopback() && b.is_loopback()) {
+        return true;
+    }
+    let resolved = |e: &speed_matrix::bench::client::http::Endpoint| -> Vec<std::net::IpAddr> {
+        (host(e).as_str(), e.port).to_socket_addrs().map(|v| v.map(|s| s.ip()).collect()).unwrap_or_default()
+    };
+    let (ra, rb) = (resolved(a), resolved(b));
+    ra.iter().any(|ip| rb.contains(ip) && !ip.is_unspecified())
 }
 
 fn say_written(s: &bench::BenchSummary) -> Result<()> {

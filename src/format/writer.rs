@@ -35,6 +35,17 @@ pub fn write_pack(run_dir: &Path, pack: &CellPack) -> Result<()> {
 
 /// Lists run `b` against run `a` in `data/compare.json` (made when missing), unless the pair
 /// is listed already; under a lock, written whole (temp file + rename).
+/// Reads `compare.json` where there is one, as [`add_comparison`] will: an error names the
+/// file and the place.
+pub fn check_comparisons(data_dir: &Path) -> Result<()> {
+    let path = data_dir.join(super::COMPARE_FILE);
+    if fs::symlink_metadata(&path).is_ok() {
+        let text = fsutil::read_data_file(&path, fsutil::MAX_DATA_FILE_BYTES)?;
+        super::json::parse::<super::CompareFile>(&path, &text)?;
+    }
+    Ok(())
+}
+
 pub fn add_comparison(data_dir: &Path, a: &str, b: &str) -> Result<()> {
     let path = data_dir.join(super::COMPARE_FILE);
     let _lock = Lock::try_acquire(&data_dir.join(".compare.json.lock"), "compare.json")?;
