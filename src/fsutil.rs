@@ -43,15 +43,39 @@ pub fn temp_name_pid(after_label: &str) -> Option<u32> {
 /// Removes the temporary folders `{TEMP_PREFIX}{label}-<pid>-<n>-<random>` in `parent` whose
 /// process is gone (killed mid-write). The caller holds the lock that makes `label` its own.
 pub fn remove_dead_temp_dirs(parent: &Path, label: &str) {
-    let Ok(entries) = fs::read_dir(parent) else { return };
-    let prefix = format!("{TEMP_PREFIX}{label}-");
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(&prefix).and_then(temp_name_pid) else { continue };
-        if e.file_type().is_ok_and(|t| t.is_dir()) && !process_alive(pid) {
-            let _ = remove_tree(&e.path());
-        }
+    for dir in dead_temp_dirs(parent, label) {
+        let _ = remove_tree(&dir);
     }
+}
+
+/// The temporary folders `{TEMP_PREFIX}{label}-<pid>-<n>-<random>` in `parent` whose process
+/// is gone, newest name last.
+pub fn dead_temp_dirs(parent: &Path, label: &str) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(parent) else { return Vec::new() };
+    let prefix = format!("{TEMP_PREFIX}{label}-");
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(&prefix).and_then(temp_name_pid).is_some_and(|pid| !process_alive(pid))
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// What a folder left aside by [`replace_dir`] held: `{TEMP_PREFIX}previous-<name>-<pid>-<n>-<random>`
+/// gives `name`.
+/// `None` while the process that made it is alive (a write in progress).
+pub fn interrupted_copy(temp_name: &str) -> Option<&str> {
+    let rest = temp_name.strip_prefix(TEMP_PREFIX)?.strip_prefix("previous-")?;
+    let mut parts = rest.rsplitn(4, '-');
+    let (random, n, pid) = (parts.next()?, parts.next()?, parts.next()?);
+    let name = parts.next().filter(|n| !n.is_empty())?;
+    let pid = temp_name_pid(&format!("{pid}-{n}-{random}"))?;
+    (!process_alive(pid)).then_some(name)
 }
 
 /// Whether process `pid` exists (it may belong to another user).
@@ -117,7 +141,10 @@ pub fn create_temp_dir(parent: &Path, label: &str) -> Result<PathBuf> {
 /// the move fails.
 pub fn replace_dir(new: &Path, dest: &Path) -> Result<()> {
     let parent = dest.parent().unwrap_or(Path::new("."));
-    let aside = dest.exists().then(|| parent.join(unique_name("previous")));
+    // Named after what it holds: a writer killed between the two renames leaves it for the
+    // next one to put back (`interrupted_copy`).
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let aside = dest.exists().then(|| parent.join(unique_name(&format!("previous-{name}"))));
     if let Some(aside) = &aside {
         fs::rename(dest, aside).with_context(|| format!("moving the previous {} aside", dest.display()))?;
     }

@@ -200,3 +200,26 @@ fn repack_refuses_a_run_folder_holding_something_else_and_changes_nothing() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("not a run folder"), "{}", stderr(&out));
 }
+
+/// A repack killed between its two renames leaves the run only in the folder it was moved
+/// aside to: the next read names that folder (never 0 runs without a word), and the next
+/// repack of the run puts it back and repacks it.
+#[test]
+fn a_run_left_aside_by_a_killed_repack_is_named_and_put_back() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = gone.id();
+    gone.wait().unwrap();
+    let aside = format!("data/runs/.tmp-previous-tiny-vllm-l4-{dead_pid}-0-0000abcd");
+    fs::rename(ws.path().join(RUN), ws.path().join(&aside)).unwrap();
+    let out = ws.site(&["check"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains(".tmp-previous-tiny-vllm-l4-") && err.contains("site repack tiny-vllm-l4"), "{err}");
+    let out = ws.site(&["repack", "tiny-vllm-l4"]);
+    assert_ok(&out);
+    assert!(stderr(&out).contains("put back"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("repacked tiny-vllm-l4"), "{}", stdout(&out));
+    assert!(!ws.path().join(&aside).exists());
+    assert_ok(&ws.site(&["check"]));
+}

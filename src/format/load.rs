@@ -210,6 +210,12 @@ pub fn load_data_dir_with<R: Send>(root: &Path, reduce: impl Fn(LoadedRun) -> R 
                 problems.push(anyhow!("{}: {}", path.display(), fsutil::describe(ft)));
             } else if !ft.is_dir() {
                 skipped.push(Skipped { path, reason: "not a run folder (only folders are read in runs/)" });
+            } else if let Some(id) = fsutil::interrupted_copy(&name).filter(|id| !runs_dir.join(id).exists()) {
+                // The only copy of a run: never skipped without a word.
+                problems.push(anyhow!(
+                    "{}: run {id} is only here, left by an interrupted write; `site repack {id}` puts it back",
+                    path.display()
+                ));
             } else if name.starts_with(fsutil::TEMP_PREFIX) {
                 skipped.push(Skipped { path, reason: "a temporary folder left by an interrupted writer" });
             } else {

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use super::json::to_pretty;
 use super::pack::{cell_key, cell_line, CellPack};
@@ -62,6 +62,27 @@ pub fn add_comparison(data_dir: &Path, a: &str, b: &str) -> Result<()> {
     write_atomic(&path, to_pretty(&file).as_bytes())
 }
 
+/// A writer killed between the two renames of [`fsutil::replace_dir`] left run `id` only in
+/// its aside folder (`.tmp-previous-<id>-...`): put back, as it was before that write, and
+/// said. Aside folders of a run that is in place are what a killed writer failed to remove.
+/// The caller holds the run's lock.
+fn restore_interrupted(runs: &Path, id: &str) -> Result<()> {
+    let mut aside = fsutil::dead_temp_dirs(runs, &format!("previous-{id}"));
+    aside.retain(|d| d.file_name().is_some_and(|n| fsutil::interrupted_copy(&n.to_string_lossy()) == Some(id)));
+    let dest = runs.join(id);
+    if !dest.exists() {
+        if let Some(last) = aside.pop() {
+            fs::rename(&last, &dest)
+                .with_context(|| format!("putting run {id} back from {} (an interrupted write)", last.display()))?;
+            eprintln!("run {id} was left in {} by an interrupted write: put back", last.display());
+        }
+    }
+    for dir in aside {
+        let _ = fsutil::remove_tree(&dir);
+    }
+    Ok(())
+}
+
 pub struct RunWriter {
     id: String,
     cells: CellPack,
@@ -79,6 +100,7 @@ impl RunWriter {
         fs::create_dir_all(&runs).map_err(|e| anyhow::anyhow!("creating {}: {e}", runs.display()))?;
         let lock = run_lock(&runs, id)?;
         let dest = runs.join(id);
+        restore_interrupted(&runs, id)?;
         if dest.exists() && !replace {
             bail!(
                 "run {id} already exists in {}: pass --force to replace it, or choose another --run-id",
@@ -160,10 +182,11 @@ pub enum Repacked {
 /// is refused and left as it is: nothing of the user's is dropped.
 pub fn repack_run(data_dir: &Path, id: &str) -> Result<Repacked> {
     let dest = data_dir.join(RUNS_DIR).join(id);
+    // Staged first: under the run's lock, a run an interrupted write left aside comes back.
+    let mut writer = RunWriter::stage(data_dir, id, true)?;
     if !dest.join(RUN_MANIFEST).is_file() {
         bail!("{}: not a run folder (it has no {RUN_MANIFEST})", dest.display());
     }
-    let mut writer = RunWriter::stage(data_dir, id, true)?;
     let mut skipped = Vec::new();
     let run = load_run(&dest, id, &mut skipped)?;
     if let Some(s) = skipped.first() {
