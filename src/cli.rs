@@ -435,12 +435,12 @@ pub struct FactsArgs {
 pub struct ImportArgs {
     /// Results files or folders of one tool: llm-inference-bench `benchmark_results.json`,
     /// `vllm bench serve --save-result` JSON files, SGLang `bench_serving` JSONL, guidellm
-    /// `benchmarks.json`, AIPerf profile or sweep folders, inference-perf report folders.
+    /// `benchmarks.json`, AIPerf profile or sweep folders, inference-perf report folders,
+    /// llm-d Benchmark Report v0.2 YAML files or folders.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// The files' format, instead of telling it from their content: llm-inference-bench,
-    /// vllm, sglang, guidellm, aiperf or inference-perf.
-    #[arg(long)]
+    /// The files' format, instead of telling it from their content.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(speed_matrix::import::sources::Format::ALL.map(|f| f.name())))]
     pub format: Option<String>,
     /// Run folder name (default: from the file name).
     #[arg(long)]

@@ -187,19 +187,10 @@ impl Site {
             return Err(analysis::compare::Incomparable::SameRun(ra.id.clone()).into());
         }
         let (a_id, b_id) = (ra.id.clone(), rb.id.clone());
-        let reuse = |r: &format::LoadedRun| {
-            let w = r.manifest.settings.workload();
-            let reuse = w
-                .prefix_reuse_pct
-                .map_or_else(|| "with one prompt a stream".to_string(), |p| format!("with {p}% prefix reuse"));
-            reuse + &w.turns.map(|t| format!(" in {t}-turn conversations")).unwrap_or_default()
-        };
-        if ra.manifest.settings.workload() != rb.manifest.settings.workload() {
-            anyhow::bail!(
-                "{a_id} was measured {} and {b_id} {}: two workloads, whose figures differ for that alone; compare runs of one workload",
-                reuse(&ra),
-                reuse(&rb)
-            );
+        let (wa, wb) = (ra.manifest.settings.workload(), rb.manifest.settings.workload());
+        if wa != wb {
+            // Refused before the folders beside them are read.
+            return Err(analysis::compare::Incomparable::TwoWorkloads((a_id, wa), (b_id, wb)).into());
         }
         let others = runs_beside_pair(&ra, &rb);
         let mut runs = vec![analysis::prepare(&ra), analysis::prepare(&rb)];
@@ -512,7 +503,8 @@ fn compare_listed(data: &DataSet<()>, model: &SiteModel, settings: &SiteSettings
         .map(|spec| {
             let index = |id: &str| model.run_index(id).expect("loading checked the comparison's run ids");
             let threshold = spec.threshold_pct.unwrap_or(settings.change_threshold_pct);
-            Ok(analysis::compare_runs(model, (index(&spec.a), index(&spec.b)), threshold, settings)?)
+            analysis::compare_runs(model, (index(&spec.a), index(&spec.b)), threshold, settings)
+                .with_context(|| format!("{}: {} against {}", format::COMPARE_FILE, spec.a, spec.b))
         })
         .collect()
 }

@@ -881,3 +881,17 @@ fn a_server_that_never_finishes_the_tls_handshake_does_not_hang_the_run() {
     assert!(stderr(&out).contains(&format!("discovering https://127.0.0.1:{port}")), "{}", stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(14), "took {:?}", started.elapsed());
 }
+
+/// A `--model` the server does not list is measured with a warning that names what it lists.
+#[test]
+fn a_model_the_server_does_not_list_is_named_in_a_warning() {
+    let sim = SimArgs::new().steps(5, 0).start();
+    let ws = tempfile::tempdir().unwrap();
+    let out = bench(
+        ws.path(),
+        &sim.url,
+        &["--contexts", "256", "--concurrency", "1", "--model", "not-served-7b", "--run-id", "m"],
+    );
+    let err = stderr(&out);
+    assert!(err.contains("warning: the server does not list --model not-served-7b (it lists "), "{err}");
+}

@@ -587,3 +587,42 @@ fn imported_repetitions_are_not_said_to_be_interleaved() {
     );
     assert!(!page.contains("interleaved across the matrix"));
 }
+
+/// A source dated in the future (9999-12-31 would stay "the newest" run for ever) or with a
+/// start time that is no date is refused, naming the file; nothing is written.
+#[test]
+fn an_import_dated_in_the_future_or_not_dated_at_all_is_refused() {
+    for (bad, says) in [("9999-12-31T00:00:00", "in the future"), ("not a date", "is not a date")] {
+        let ws = tempfile::tempdir().unwrap();
+        let src = ws.path().join("src");
+        copy_dir(&fixture("peer/aiperf-0.13.0/single-c2"), &src);
+        for entry in walkdir::WalkDir::new(&src).into_iter().filter_map(|e| e.ok()).filter(|e| e.file_type().is_file())
+        {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            if text.contains("\"start_time\"") {
+                let re = regex::Regex::new(r#""start_time": *"[^"]*""#).unwrap();
+                std::fs::write(
+                    entry.path(),
+                    re.replace_all(&text, format!("\"start_time\": \"{bad}\"").as_str()).as_bytes(),
+                )
+                .unwrap();
+            }
+        }
+        let out = site_in(ws.path(), &["import", "src", "--run-id", "r", "--cpu", "2-core CPU", "--engine", "llama.cpp"]);
+        assert!(!out.status.success(), "{bad}: {}", stdout(&out));
+        assert!(stderr(&out).contains(says) && stderr(&out).contains("src"), "{bad}: {}", stderr(&out));
+        assert!(!ws.path().join("data/runs/r").exists(), "{bad}");
+    }
+}
+
+/// `site import --help` names every format `--format` takes, llm-d reports included.
+#[test]
+fn import_help_names_every_format() {
+    let ws = tempfile::tempdir().unwrap();
+    let help = stdout(&site_in(ws.path(), &["import", "--help"]));
+    for name in ["llm-inference-bench", "vllm", "sglang", "guidellm", "aiperf", "inference-perf", "llmd-br-0.2"] {
+        assert!(help.contains(name), "{name} missing from:\n{help}");
+    }
+    let out = site_in(ws.path(), &["import", "x", "--format", "nope"]);
+    assert!(!out.status.success() && stderr(&out).contains("llmd-br-0.2"), "{}", stderr(&out));
+}

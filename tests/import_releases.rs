@@ -180,6 +180,32 @@ fn guidellm_before_0_7_4_reads_tokens_over_the_benchmark_and_says_why_its_own_me
     assert_eq!(cell["reported"]["total_tps"], 14.951677502218836);
 }
 
+/// A guidellm 0.7.0 file whose release cannot be read (empty, `7`, `main`) is never taken for
+/// a new release (whose mean is read as it is, 13-31% high for 0.7.0): output tokens over the
+/// benchmark are read, and the version is stored as unknown, not empty.
+#[test]
+fn a_guidellm_file_whose_release_cannot_be_read_is_not_assumed_new() {
+    let ws = empty_ws();
+    assert_ok(&import(&ws, &[&fixture("peer-old/guidellm-0.7.0/out")], "named"));
+    let right = common::sim::cell(ws.path(), "named", "decode-256-c1.json")["reported"]["total_tps"].clone();
+    for (i, version) in ["", "7", "main"].iter().enumerate() {
+        let dir = ws.path().join(format!("src{i}"));
+        fs::create_dir_all(&dir).unwrap();
+        let mut v: Value =
+            serde_json::from_str(&fs::read_to_string(fixture("peer-old/guidellm-0.7.0/out/benchmarks.json")).unwrap())
+                .unwrap();
+        v["metadata"]["guidellm_version"] = Value::from(*version);
+        fs::write(dir.join("benchmarks.json"), v.to_string()).unwrap();
+        let id = format!("v{i}");
+        assert_ok(&import(&ws, &[&dir], &id));
+        let cell = common::sim::cell(ws.path(), &id, "decode-256-c1.json");
+        assert_eq!(cell["reported"]["token_source"], "guidellm output_token_count / duration", "{version:?}");
+        assert_eq!(cell["reported"]["total_tps"], right, "{version:?}");
+        let run = json(&ws, &format!("data/runs/{id}/run.json"));
+        assert_eq!(run["bench_tool"]["version"], "unknown", "{version:?}: {}", run["bench_tool"]);
+    }
+}
+
 #[test]
 fn a_timed_aiperf_profile_is_not_said_to_be_a_request_count() {
     let ws = empty_ws();

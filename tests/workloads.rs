@@ -137,6 +137,7 @@ fn prefix_reuse_is_planned_validated_against_the_server_and_kept_apart() {
         decode_cell(&cells, 512, 2)["figures"]["cached_prompt_pct"].as_f64().unwrap()
     };
     let (p90, p0) = (pct("r90"), pct("r0"));
+    eprintln!("planned 90%, measured {p90:.2}% (server counters {server:.2}%)");
     assert!((75.0..=95.0).contains(&p90), "planned 90%, measured {p90:.1}%");
     assert!(p0 < 10.0, "planned 0%, measured {p0:.1}%");
     // Each level its own board; the run page names the plan and shows what was measured.
@@ -155,6 +156,18 @@ fn prefix_reuse_is_planned_validated_against_the_server_and_kept_apart() {
         "{}",
         stderr(&out)
     );
+    // Nor when compare.json pairs them: the build refuses, naming the pair.
+    let plain = ["--contexts", "512", "--concurrency", "2", "--max-output", "8", "--run-id", "plain"];
+    assert_ok(&bench(d, &sim.url, &plain));
+    std::fs::write(
+        d.join("data/compare.json"),
+        r#"{"schema_version": 1, "comparisons": [{"a": "plain", "b": "r90"}]}"#,
+    )
+    .unwrap();
+    let out = site_in(d, &["build"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("compare.json: plain against r90") && err.contains("two workloads"), "{err}");
 }
 
 /// `--prefix-reuse 0,90 --turns 2`: one session, a run a level naming the other; each

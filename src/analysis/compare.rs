@@ -57,6 +57,16 @@ impl CellState {
 pub enum Incomparable {
     SameRun(String),
     NothingInCommon(String, String),
+    /// Runs of two workloads (prefix reuse, turns): their figures differ for that alone.
+    TwoWorkloads((String, crate::format::Workload), (String, crate::format::Workload)),
+}
+
+/// How a run's streams were fed, in words.
+fn workload_words(w: &crate::format::Workload) -> String {
+    let reuse = w
+        .prefix_reuse_pct
+        .map_or_else(|| "with one prompt a stream".to_string(), |p| format!("with {p}% prefix reuse"));
+    reuse + &w.turns.map(|t| format!(" in {t}-turn conversations")).unwrap_or_default()
 }
 
 impl std::fmt::Display for Incomparable {
@@ -66,6 +76,12 @@ impl std::fmt::Display for Incomparable {
             Incomparable::NothingInCommon(a, b) => write!(
                 f,
                 "runs {a} and {b} have no cell in common (no context and concurrency measured in both): there is nothing to compare"
+            ),
+            Incomparable::TwoWorkloads((a, wa), (b, wb)) => write!(
+                f,
+                "{a} was measured {} and {b} {}: two workloads, whose figures differ for that alone; compare runs of one workload",
+                workload_words(wa),
+                workload_words(wb)
             ),
         }
     }
@@ -269,6 +285,9 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64, noise: RunNoise) ->
         return Err(Incomparable::SameRun(a.id.clone()));
     }
     let (ma, mb) = (&a.manifest.settings, &b.manifest.settings);
+    if ma.workload() != mb.workload() {
+        return Err(Incomparable::TwoWorkloads((a.id.clone(), ma.workload()), (b.id.clone(), mb.workload())));
+    }
     let contexts = union(&ma.contexts, &mb.contexts);
     let columns = union(&ma.concurrency, &mb.concurrency);
     let rows: Vec<PairRow> = contexts

@@ -66,8 +66,11 @@ fn parse_stat(text: &str) -> Option<(u32, f64)> {
     (v.len() >= 4 && cpus > 0).then_some((cpus as u32, busy))
 }
 
+/// The 1-minute load average; a reading beyond what a machine can have (a broken or hostile
+/// `/proc`) is recorded as absent, never allowed to stop a measurement.
 fn parse_loadavg(text: &str) -> Option<f64> {
-    text.split_whitespace().next()?.parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0)
+    const MAX_LOAD: f64 = 1.0e6;
+    text.split_whitespace().next()?.parse().ok().filter(|v: &f64| v.is_finite() && (0.0..=MAX_LOAD).contains(v))
 }
 
 /// The mean of the CPUs' current clocks (`scaling_cur_freq`, kHz), in MHz.
@@ -77,7 +80,8 @@ fn cpu_mhz() -> Option<f64> {
         .filter_map(|e| e.ok())
         .filter_map(|e| fs::read_to_string(e.path().join("cpufreq/scaling_cur_freq")).ok())
         .filter_map(|t| t.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v > 0.0)
+        // kHz: at most 1 THz, else the reading is not a clock.
+        .filter(|v| v.is_finite() && *v > 0.0 && *v < 1.0e9)
         .collect();
     (!khz.is_empty()).then(|| (khz.iter().sum::<f64>() / khz.len() as f64 / 1000.0).round())
 }
@@ -104,6 +108,14 @@ mod tests {
         let wild = Snapshot { cpus: 2, busy_s: 1000.0, server_s: None };
         assert_eq!(between(a, wild, 1.0, false).unwrap().busy_cores, 2.0);
         assert_eq!(between(a, b, 0.0, true), None);
+    }
+
+    #[test]
+    fn a_load_average_beyond_bounds_is_absent() {
+        assert_eq!(parse_loadavg("0.52 0.40 0.30 1/123 456\n"), Some(0.52));
+        assert_eq!(parse_loadavg("1e13 0 0 1/1 1\n"), None);
+        assert_eq!(parse_loadavg("nan 0 0\n"), None);
+        assert_eq!(parse_loadavg("-1 0 0\n"), None);
     }
 
     #[test]

@@ -132,6 +132,14 @@ impl Server {
             (Some(m), _) | (None, Some(m)) => m.clone(),
             (None, None) => bail!("the server at {} lists no model; pass --model", client.endpoint.display()),
         };
+        if cfg.model.is_some() && !info.models.is_empty() && !info.models.contains(&model) {
+            let listed: Vec<&str> = info.models.iter().take(5).map(String::as_str).collect();
+            eprintln!(
+                "warning: the server does not list --model {} (it lists {}): its answers may be errors",
+                terminal_safe(&model),
+                terminal_safe(&listed.join(", "))
+            );
+        }
         let chars = model.chars().count();
         if chars > crate::format::validate::MAX_NAME_CHARS {
             bail!(

@@ -223,7 +223,7 @@ fn positive_rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error
 fn tps_per_user(v: f64) -> Result<f64, String> {
     let (lo, hi) = TPS_PER_USER_RANGE;
     if !(v.is_finite() && (lo..=hi).contains(&v)) {
-        return Err(format!("expected tok/s per user from {lo} to {}, found {}", brief(hi), brief(v)));
+        return Err(format!("expected tok/s per user from {lo} to {}, found {}", shown(hi), shown(v)));
     }
     Ok(v)
 }
@@ -237,7 +237,7 @@ fn threshold_pct<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error
 /// `compare.json` and `site diff --threshold`).
 pub fn check_threshold_pct(v: f64) -> Result<f64, String> {
     if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
-        return Err(format!("expected a percentage from 0 to 100, found {}", brief(v)));
+        return Err(format!("expected a percentage from 0 to 100, found {}", shown(v)));
     }
     Ok(v)
 }
@@ -251,7 +251,7 @@ fn device_prices<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<Stri
             if !(price.is_finite() && price > 0.0 && price < 1e6) {
                 return Err(serde::de::Error::custom(format!(
                     "expected dollars per device-hour above 0 and below 1,000,000, found {}",
-                    brief(price)
+                    shown(price)
                 )));
             }
             Ok(Price(price))
@@ -284,7 +284,7 @@ fn optional_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>
     if !(v.is_finite() && (1.0..=86_400_000.0).contains(&v)) {
         return Err(serde::de::Error::custom(format!(
             "expected milliseconds from 1 to 86,400,000, found {}",
-            brief(v)
+            shown(v)
         )));
     }
     Ok(Some(v))
@@ -300,8 +300,8 @@ fn interactivity_levels<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f6
         if i > 0 && *x <= v[i - 1] {
             return Err(serde::de::Error::custom(format!(
                 "expected levels in rising order, found {} after {}",
-                brief(*x),
-                brief(v[i - 1])
+                shown(*x),
+                shown(v[i - 1])
             )));
         }
     }
@@ -430,6 +430,15 @@ mod tests {
     }
 
     #[test]
+    fn a_value_that_is_no_number_is_named() {
+        for (text, found) in [("change_noise_pct = nan\n", "found NaN"), ("change_threshold_pct = inf\n", "found inf")]
+        {
+            let e = SiteSettings::parse(text).unwrap_err().to_string();
+            assert!(e.contains(found), "{text}: {e}");
+        }
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_say_where() {
         let e = SiteSettings::parse("title = \"x\"\n\ntheme = \"dark\"\n").unwrap_err().to_string();
         assert!(e.starts_with("line 3, column 1: unknown field `theme`"), "{e}");
@@ -511,5 +520,15 @@ mod tests {
         assert_eq!(e, "line 2, column 22: slo_order: \"x\" is not an [slo.x] table");
         let e = SiteSettings::parse("slo_order = [\"chat\", \"batch\", \"chat\"]\n").unwrap_err().to_string();
         assert!(e.starts_with("line 1, column 13: \"chat\" is named twice: name each SLO once"), "{e}");
+    }
+}
+
+/// A number in a message: `brief`, and `NaN` or `inf` where it is not finite (a message must
+/// name what it found).
+fn shown(v: f64) -> String {
+    if v.is_finite() {
+        brief(v)
+    } else {
+        v.to_string()
     }
 }

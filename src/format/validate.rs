@@ -17,6 +17,20 @@ pub const MAX_PREFILL_SAMPLES: u32 = 50;
 /// The longest a launched server may have taken to become ready, as a run records it (a day).
 pub const MAX_READY_S: f64 = 86_400.0;
 
+/// A run's time as stored: an RFC 3339 time, a time without its offset (as other tools
+/// write it: read as UTC), or a calendar date (the day's start, UTC).
+pub fn date_time(text: &str) -> Option<jiff::Timestamp> {
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Some(t);
+    }
+    let civil = text
+        .parse::<jiff::civil::DateTime>()
+        .ok()
+        .or_else(|| text.parse::<jiff::civil::Date>().ok().map(|d| d.into()))?;
+    // The last hours of year 9999 lie past the latest instant there is: read as that instant.
+    Some(civil.to_zoned(jiff::tz::TimeZone::UTC).map_or(jiff::Timestamp::MAX, |z| z.timestamp()))
+}
+
 pub fn validate_manifest(m: &RunManifest) -> Result<()> {
     let s = &m.settings;
     for (name, list) in
@@ -30,6 +44,11 @@ pub fn validate_manifest(m: &RunManifest) -> Result<()> {
         sorted.dedup();
         if sorted.len() != list.len() {
             bail!("settings.{name} lists a value twice");
+        }
+    }
+    for (field, value) in [("started_at", &m.started_at), ("finished_at", &m.finished_at)] {
+        if let Some(v) = value.as_deref().filter(|v| date_time(v).is_none()) {
+            bail!("{field}: expected an RFC 3339 time (2026-03-01T12:00:00Z) or a date (2026-03-01), found {v:?}");
         }
     }
     if !(s.duration_s.is_finite() && s.duration_s > 0.0) {

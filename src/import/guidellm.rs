@@ -31,9 +31,11 @@ enum OutputRate {
 
 impl OutputRate {
     fn of(version: &str) -> OutputRate {
+        // A release that cannot be read is never taken for a new one: output tokens over the
+        // benchmark's duration are right in every release.
         match WHOLE_RUN_MEAN.is_after(version) {
-            Some(true) => OutputRate::TokensOverDuration,
-            _ => OutputRate::Mean,
+            Some(false) => OutputRate::Mean,
+            _ => OutputRate::TokensOverDuration,
         }
     }
 
@@ -201,8 +203,10 @@ fn asked_v1(v: &Value, at: &str) -> Result<Asked> {
 
 /// The file's benchmarks as one run (`at` names the file in errors).
 pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
-    let named = v.pointer("/metadata/guidellm_version").and_then(Value::as_str);
-    let version = named.unwrap_or("unknown").to_string();
+    let named = v.pointer("/metadata/guidellm_version").and_then(Value::as_str).map(str::trim);
+    // `0.7.4` names a release; an empty name, `7` or `main` does not.
+    let readable = named.filter(|n| n.contains('.') && crate::import::release::Release::parse(n).is_some());
+    let version = readable.unwrap_or("unknown").to_string();
     let Asked { context, max_output, model } = if v.get("config").is_some() {
         asked_v2(v, at)?
     } else if v.get("args").is_some() {

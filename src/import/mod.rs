@@ -274,7 +274,7 @@ fn write_imported(
         .manifest(found, settings, bench_tool, Origin::Imported)
         .with_context(|| format!("{}", source.display()))?;
     match started_at {
-        Some(d) => manifest.started_at = Some(d),
+        Some(d) => manifest.started_at = Some(checked_start(&d).with_context(|| format!("{}", source.display()))?),
         None => not_told.push("date"),
     }
     let mut writer = RunWriter::stage(data_dir, id, force)?;
@@ -318,4 +318,20 @@ fn summary(
         ),
         not_told,
     }
+}
+
+/// A source's start time, as a time that has been: not a date, or one more than a day ahead
+/// of this machine's clock, is refused (a run dated 9999 would stay "the newest" for ever).
+fn checked_start(text: &str) -> Result<String> {
+    let Some(t) = crate::format::validate::date_time(text) else {
+        anyhow::bail!("the start time {text:?} is not a date (expected an RFC 3339 time such as 2026-03-01T12:00:00Z)");
+    };
+    let limit = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);
+    if t > limit {
+        anyhow::bail!(
+            "the start time {text} is in the future: this machine's clock says {}",
+            jiff::Timestamp::now().strftime("%Y-%m-%d")
+        );
+    }
+    Ok(text.to_string())
 }
