@@ -26,7 +26,7 @@ pub enum Command {
     /// Build the site, serve it on 127.0.0.1 and rebuild on changes.
     Serve(ServeArgs),
     /// Import other benchmark tools' results (llm-inference-bench, vllm bench serve, SGLang
-    /// bench_serving, guidellm, AIPerf, inference-perf) as runs.
+    /// bench_serving, guidellm, AIPerf, inference-perf, llm-d Benchmark Reports) as runs.
     Import(Box<ImportArgs>),
     /// Write a comparison page for two runs.
     Diff(DiffArgs),

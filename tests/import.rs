@@ -608,7 +608,8 @@ fn an_import_dated_in_the_future_or_not_dated_at_all_is_refused() {
                 .unwrap();
             }
         }
-        let out = site_in(ws.path(), &["import", "src", "--run-id", "r", "--cpu", "2-core CPU", "--engine", "llama.cpp"]);
+        let out =
+            site_in(ws.path(), &["import", "src", "--run-id", "r", "--cpu", "2-core CPU", "--engine", "llama.cpp"]);
         assert!(!out.status.success(), "{bad}: {}", stdout(&out));
         assert!(stderr(&out).contains(says) && stderr(&out).contains("src"), "{bad}: {}", stderr(&out));
         assert!(!ws.path().join("data/runs/r").exists(), "{bad}");

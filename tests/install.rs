@@ -47,7 +47,8 @@ fn accepted_by(program: &str, args: &[&str], text: &[u8]) -> std::process::Outpu
 /// offers every visible subcommand and never the hidden test-only simulated engine.
 #[test]
 fn completions_parse_in_their_shell() {
-    let visible = ["bench", "build", "check", "diff", "init", "import", "serve", "completions", "man"];
+    let visible = subcommands();
+    assert!(visible.len() >= 11 && visible.contains(&"export".to_string()), "{visible:?}");
     let parsers: [(&str, &str, &[&str]); 3] =
         [("bash", "bash", &["-n"]), ("zsh", "zsh", &["-n"]), ("fish", "fish", &["--no-execute"])];
     for (shell, program, args) in parsers {
@@ -66,12 +67,31 @@ fn completions_parse_in_their_shell() {
     );
     for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
         let script = stdout(&site(&["completions", shell]));
-        for sub in visible {
-            assert!(script.contains(sub), "{shell}: {sub} missing from the completions");
+        for sub in &visible {
+            assert!(script.contains(sub.as_str()), "{shell}: {sub} missing from the completions");
         }
         assert!(!script.contains("simulate-engine"), "{shell}: the hidden simulated engine is offered");
     }
     assert!(!site(&["completions", "tcsh"]).status.success());
+}
+
+/// The subcommands `site --help` lists (not `help`).
+fn subcommands() -> Vec<String> {
+    let help = stdout(&site(&["--help"]));
+    let listed = help.split("Commands:").nth(1).expect("site --help lists its commands");
+    let listed = listed.split("Options:").next().unwrap();
+    listed.lines().filter_map(|l| l.split_whitespace().next()).filter(|c| *c != "help").map(str::to_string).collect()
+}
+
+/// The README's loop that installs a manual page per subcommand names every one.
+#[test]
+fn the_readme_installs_a_manual_page_for_every_subcommand() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let line = readme.lines().find(|l| l.starts_with("for c in ") && l.contains("site man $c")).expect("the man loop");
+    let named: Vec<&str> = line["for c in ".len()..].split(';').next().unwrap().split_whitespace().collect();
+    for sub in subcommands() {
+        assert!(named.contains(&sub.as_str()), "the README's man loop skips {sub}: {line}");
+    }
 }
 
 #[test]
