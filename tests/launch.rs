@@ -390,3 +390,31 @@ fn a_launched_server_that_exits_mid_run_is_named_at_once() {
     assert!(err.contains("fatal: out of memory") && err.contains("--resume"), "{err}");
     assert!(t0.elapsed().as_secs() < 60, "noticed at once, not after a streak of unreachable cells");
 }
+
+/// `--resume` of a launched run keeps the log of the processes that measured before: this
+/// session's processes are written after it.
+#[test]
+fn resuming_a_launched_run_keeps_the_earlier_processes_log() {
+    let _cpu = shared();
+    let ws = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let command = format!("echo \"session $SESSION_MARK\"; exec {}", sim_command(port, ""));
+    let url = format!("http://127.0.0.1:{port}");
+    let args = ["--launch", &command, "--contexts", "256", "--concurrency", "1", "--run-id", "r"];
+    let run = |extra: &[&str], mark: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_site"))
+            .current_dir(ws.path())
+            .env("SESSION_MARK", mark)
+            .args(["bench", "--endpoint", &url, "--gpu", "Sim GPU", "--gpu-count", "1", "--max-output", "512"])
+            .args(common::sim::FAST)
+            .args(args)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert_ok(&run(&[], "first"));
+    assert_ok(&run(&["--resume", "--repeat", "2"], "second"));
+    let log = fs::read_to_string(ws.path().join("data/runs/r/server.log")).unwrap();
+    let (first, second) = (log.find("session first").unwrap(), log.find("session second").unwrap());
+    assert!(first < log.find("== resumed").unwrap() && log.find("== resumed").unwrap() < second, "{log}");
+}

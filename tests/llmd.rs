@@ -402,6 +402,19 @@ fn another_tools_reports_import_in_their_units_and_a_rate_stage_is_refused_by_na
         "{}",
         stderr(&out)
     );
+    fs::remove_file(folder.join("stage_2.yaml")).unwrap();
+    // A figure that is no number, or more failures than requests, is named, not dropped.
+    let good = report(1, "16", 1100.0);
+    for (bad, says) in [
+        (good.replace("mean: 1100", "mean: '1100'"), "throughput.output_token_rate.mean: expected a number from 0 up"),
+        (good.replace("p50: 0.045", "p50: -0.045"), "latency.time_to_first_token.p50: expected a number from 0 up"),
+        (good.replace("failures: 0", "failures: 500"), "500 failed or incomplete of 200 requests"),
+    ] {
+        fs::write(folder.join("stage_1.yaml"), &bad).unwrap();
+        let out = site_in(d, &["import", "reports", "--run-id", "bad"]);
+        assert!(!out.status.success(), "{says}");
+        assert!(stderr(&out).contains("stage_1.yaml") && stderr(&out).contains(says), "{}", stderr(&out));
+    }
 }
 
 /// `site export --out DIR` replaces only a folder an export wrote: one holding other files is

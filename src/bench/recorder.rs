@@ -95,8 +95,21 @@ impl Recorder {
 
     /// The launched servers' output (already scrubbed by the launcher; scrubbed again for the
     /// API key, as every file we write is).
+    /// A resumed run's earlier processes' log is kept: this session's comes after it.
     pub fn write_server_log(&self, text: &str) -> Result<()> {
-        write_atomic(&self.dir.join(format::SERVER_LOG), self.scrubber.scrub(text).as_bytes())
+        let path = self.dir.join(format::SERVER_LOG);
+        let earlier = match fs::symlink_metadata(&path) {
+            Ok(_) => crate::fsutil::read_data_file(&path, crate::fsutil::MAX_DATA_FILE_BYTES)?,
+            Err(_) => String::new(),
+        };
+        if text.is_empty() && !earlier.is_empty() {
+            return Ok(());
+        }
+        let joined = match earlier.is_empty() {
+            true => text.to_string(),
+            false => format!("{}\n== resumed {}\n{text}", earlier.trim_end(), now_rfc3339()),
+        };
+        write_atomic(&path, self.scrubber.scrub(&joined).as_bytes())
     }
 
     /// Adds `cell` to the run's cells file (replacing a cell of the same key) and writes the

@@ -126,6 +126,16 @@ impl RunWriter {
         self.cells.insert(cell_key(c), &cell_line(c));
     }
 
+    /// A cell as the JSON text it was read from, on one line: every number as it was written
+    /// (a loose file of nanosecond times keeps them; writing the cell anew would round them
+    /// to the microsecond its columns keep).
+    fn cell_as_read(&mut self, c: &Cell, text: &str, at: &Path) -> Result<()> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).with_context(|| format!("reading {}", at.display()))?;
+        self.cells.insert(cell_key(c), &value.to_string());
+        Ok(())
+    }
+
     /// A file of the run folder copied as it is (`site repack` keeps the notes' and server
     /// log's bytes).
     pub fn copy(&self, name: &str, bytes: &[u8]) -> Result<()> {
@@ -207,7 +217,16 @@ pub fn repack_run(data_dir: &Path, id: &str) -> Result<Repacked> {
         }
     }
     for c in &run.cells {
-        writer.cell(&c.cell);
+        if c.packed {
+            writer.cell(&c.cell);
+            continue;
+        }
+        let gz = c.file.extension().is_some_and(|e| e == "gz");
+        let text = match gz {
+            true => fsutil::read_gzip_data_file(&c.file, fsutil::MAX_DATA_FILE_BYTES)?,
+            false => fsutil::read_data_file(&c.file, fsutil::MAX_DATA_FILE_BYTES)?,
+        };
+        writer.cell_as_read(&c.cell, &text, &c.file)?;
     }
     let cells = run.cells.len();
     writer.commit()?;

@@ -89,6 +89,7 @@ pub fn read(at: String, v: &Value) -> Result<Report> {
             "{at}scenario.load.standardized.concurrency: expected a whole number of concurrent requests (a stage at a request rate with unbounded concurrency is not a cell of the matrix)"
         )
     };
+    check_figures(v, &at)?;
     let reported = figures(v);
     if reported.total_tps.is_none() {
         bail!("{at}results.request_performance.aggregate.throughput.output_token_rate.mean: expected the output tok/s");
@@ -124,6 +125,35 @@ fn stat(v: &Value, block: &str, field: &str) -> Option<f64> {
         _ => return None,
     };
     s.get(field).and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0).map(|x| x * scale)
+}
+
+/// Every figure the report gives is a number the figure can be: a string, a negative or an
+/// infinite value is named, not read as an absent figure; failed requests are at most all.
+fn check_figures(v: &Value, at: &str) -> Result<()> {
+    let aggregate = "/results/request_performance/aggregate";
+    for block in ["throughput", "latency"] {
+        let Some(stats) = v.pointer(&format!("{aggregate}/{block}")).and_then(Value::as_object) else { continue };
+        for (name, stat) in stats {
+            let Some(fields) = stat.as_object() else { continue };
+            let figure = |f: &str| {
+                matches!(f, "mean" | "min" | "max" | "stddev" | "median" | "mode")
+                    || f.strip_prefix('p')
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+            };
+            for (field, x) in fields.iter().filter(|(f, _)| figure(f)) {
+                let ok = x.as_f64().is_some_and(|x| x.is_finite() && x >= 0.0) || x.is_null();
+                if !ok {
+                    bail!("{at}results.request_performance.aggregate.{block}.{name}.{field}: expected a number from 0 up, found {x}");
+                }
+            }
+        }
+    }
+    let count = |f: &str| v.pointer(&format!("{aggregate}/requests/{f}")).and_then(Value::as_u64).unwrap_or(0);
+    let (total, failed) = (count("total"), count("failures") + count("incomplete"));
+    if failed > total && v.pointer(&format!("{aggregate}/requests/total")).is_some() {
+        bail!("{at}results.request_performance.aggregate.requests: {failed} failed or incomplete of {total} requests");
+    }
+    Ok(())
 }
 
 /// The report's figures as ours: medians where it gives them (a mean is not a median: kept
