@@ -439,3 +439,27 @@ fn export_refuses_to_replace_a_folder_of_other_files() {
     assert_ok(&site_in(d, &["export", "m", "--out", "again"]));
     assert_ok(&site_in(d, &["export", "m", "--out", "again"]));
 }
+
+/// A `--prefix-reuse` run exported and imported again keeps its workload: the reports say it
+/// in their load's description, and the run read back ranks and compares as that workload.
+#[test]
+fn an_exported_reuse_run_imports_back_as_its_workload() {
+    let sim = SimArgs::new().steps(5, 0).prefill_tps(20000).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let args =
+        ["--contexts", "512", "--concurrency", "2", "--max-output", "8", "--prefix-reuse", "90", "--run-id", "r"];
+    assert_ok(&bench(d, &sim.url, &args));
+    assert_ok(&site_in(d, &["export", "r"]));
+    let yaml = fs::read_to_string(fs::read_dir(d.join("export/r")).unwrap().next().unwrap().unwrap().path()).unwrap();
+    // The description may be folded over lines.
+    let words = yaml.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("90% of it shared with the cell's other requests (prefix reuse)"), "{yaml}");
+    assert_ok(&site_in(d, &["import", "export/r", "--run-id", "back"]));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(d.join("data/runs/back/run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["settings"]["prefix_reuse_pct"], 90, "{}", manifest["settings"]);
+    assert_ok(&site_in(d, &["build"]));
+    assert!(d.join("public/leaderboards/512-x2-reuse90/index.html").is_file());
+    assert!(!d.join("public/leaderboards/512-x2/index.html").exists(), "the imported run ranks as a plain run");
+}

@@ -36,6 +36,10 @@ pub struct Report {
     started_at: Option<String>,
     stage: u64,
     cell: Cell,
+    /// The workload (prefix reuse, turns) of a report this site wrote, from the settings it
+    /// keeps in `scenario.load.native.config`: a run exported and imported again ranks and
+    /// compares as the workload it measured, not as a plain run.
+    workload: crate::format::Workload,
 }
 
 impl Report {
@@ -101,7 +105,11 @@ pub fn read(at: String, v: &Value) -> Result<Report> {
     // This site's own reports measured a window with C streams kept going: no ramp-up or
     // tail in their tok/s, so the fixed-count warnings do not apply.
     let warnings = if tool.0 == OUR_TOOL { Vec::new() } else { fixed_count::warnings(&tool.0, requests, c, failures) };
-    let key = format!("{model:?}|{engine_tool:?}|{device:?}|{tool:?}");
+    let workload = match tool.0 == OUR_TOOL {
+        true => workload_of(v),
+        false => crate::format::Workload::default(),
+    };
+    let key = format!("{model:?}|{engine_tool:?}|{device:?}|{tool:?}|{workload:?}");
     Ok(Report {
         at,
         key,
@@ -112,7 +120,21 @@ pub fn read(at: String, v: &Value) -> Result<Report> {
         started_at: text(v.pointer("/run/time/start")),
         stage: load.and_then(|l| l.get("stage")).and_then(Value::as_u64).unwrap_or(0),
         cell: fixed_count::cell(context, c, warnings, reported),
+        workload,
     })
+}
+
+/// `prefix_reuse_pct` and `turns` of the settings this site keeps in a report's
+/// `scenario.load.native.config`; absent or out of range: none.
+fn workload_of(v: &Value) -> crate::format::Workload {
+    let config = v.pointer("/scenario/load/native/config");
+    let field = |name: &str, max: u64| {
+        config.and_then(|c| c.get(name)).and_then(Value::as_u64).filter(|x| *x <= max).map(|x| x as u32)
+    };
+    crate::format::Workload {
+        prefix_reuse_pct: field("prefix_reuse_pct", 100),
+        turns: field("turns", 1000).filter(|t| *t >= 1),
+    }
 }
 
 /// A statistics block's field in the site's unit: milliseconds for times (the report says
@@ -218,8 +240,13 @@ pub fn convert(mut reports: Vec<Report>) -> Result<(Converted, (String, String))
     let mut contexts: Vec<u32> = cells.iter().map(|c| c.context).collect();
     contexts.sort_unstable();
     contexts.dedup();
-    let settings = RunSettings { contexts, ..fixed_count::settings(cells[0].context, &cells, 0.0, 0) };
     let first = &reports[0];
+    let settings = RunSettings {
+        contexts,
+        prefix_reuse_pct: first.workload.prefix_reuse_pct,
+        turns: first.workload.turns,
+        ..fixed_count::settings(cells[0].context, &cells, 0.0, 0)
+    };
     let converted = Converted {
         settings,
         cells,

@@ -260,9 +260,10 @@ fn cell_report(run: &RunView, engine: &Component, d: &CellDetail, stage: u32) ->
             schema_version: "0.0.1",
             cfg_id: format!("{:016x}", load_hash.finish()),
             description: format!(
-                "{} streams of a prompt the server counted as {} tokens, each kept going for a {} s window (repetition {})",
+                "{} streams of a prompt the server counted as {} tokens{}, each kept going for a {} s window (repetition {})",
                 c.concurrency,
                 c.prompt_tokens.unwrap_or(c.context),
+                workload_words(&m.settings.workload()),
                 m.settings.duration_s,
                 c.repetition.max(1)
             ),
@@ -314,4 +315,13 @@ fn cell_report(run: &RunView, engine: &Component, d: &CellDetail, stage: u32) ->
 /// A report as the YAML file it is written to.
 pub fn to_yaml(report: &Report) -> anyhow::Result<String> {
     serde_saphyr::to_string(report).map_err(|e| anyhow::anyhow!("writing a benchmark report: {e}"))
+}
+
+/// A workload other than one prompt a stream, in the load's description (the settings that
+/// say it exactly are in `native.config`).
+fn workload_words(w: &crate::format::Workload) -> String {
+    let reuse =
+        w.prefix_reuse_pct.map(|p| format!(", {p}% of it shared with the cell's other requests (prefix reuse)"));
+    let turns = w.turns.map(|t| format!(", each stream a conversation of {t} turns"));
+    reuse.unwrap_or_default() + &turns.unwrap_or_default()
 }
