@@ -275,6 +275,27 @@ fn each_stream_a_conversation_whose_later_turns_carry_the_earlier_ones() {
     assert!(!out.status.success() && stderr(&out).contains("--turns needs --api chat"), "{}", stderr(&out));
 }
 
+/// `--turns` past the model's length: a turn that would not fit is not sent (the server
+/// would refuse it and end the cell); its conversation begins anew, the cell keeps the turns
+/// that fit and says how many conversations were cut short.
+#[test]
+fn turns_that_would_pass_the_models_length_begin_a_new_conversation() {
+    let sim = SimArgs::new().steps(5, 0).max_model_len(480).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let args = ["--contexts", "256", "--concurrency", "2", "--max-output", "64", "--turns", "4", "--run-id", "long"];
+    assert_ok(&bench(d, &sim.url, &args));
+    let c = cell(d, "long", "decode-256-c2.json");
+    assert_eq!(c["status"], "valid", "{}", c["error"]);
+    let rows = request_rows(&c);
+    let turns: Vec<u64> = rows.iter().filter_map(|r| r["turn"].as_u64()).collect();
+    assert!(turns.contains(&1) && turns.contains(&2), "{turns:?}");
+    assert!(turns.iter().all(|t| *t <= 2), "a third turn (some 500 tokens) would not fit 480: {turns:?}");
+    let warning = c["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "turns_cut_short");
+    let message = warning.unwrap_or_else(|| panic!("{}", c["warnings"]))["message"].as_str().unwrap().to_string();
+    assert!(message.contains("before their turn 4") && message.contains("480 tokens a request"), "{message}");
+}
+
 #[test]
 fn sglangs_speculative_decoding_gauges_are_read_where_it_keeps_no_counters() {
     let sim = chunked(3).flavor("sglang").flag("--spec-draft-tokens", 4).start();

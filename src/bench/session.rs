@@ -304,6 +304,7 @@ impl<'a> Session<'a> {
             max_output: cfg.max_output,
             prefix_reuse: cfg.prefix_reuse,
             turns: cfg.turns,
+            request_limit: [info.capacity.max_model_len, info.capacity.slot_ctx].into_iter().flatten().min(),
             duration: cfg.duration,
             warmup_hold: cfg.warmup_hold,
             warmup_timeout: cfg.warmup_timeout,

@@ -56,9 +56,10 @@ pub async fn decode_cell(
     let (events_tx, events) = mpsc::unbounded_channel();
     let bodies = Arc::new(Bodies::new(cx, prompt));
     let prompt: Arc<str> = Arc::from(prompt);
+    let cut_short = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let workers: Vec<_> = (0..c)
         .map(|_| {
-            let stream = Stream { bodies: bodies.clone(), prompt: prompt.clone() };
+            let stream = Stream { bodies: bodies.clone(), prompt: prompt.clone(), cut_short: cut_short.clone() };
             tokio::spawn(worker(cx.clone(), stream, cancel_rx.clone(), events_tx.clone()))
         })
         .collect();
@@ -109,6 +110,7 @@ pub async fn decode_cell(
         m.telemetry = cx.telemetry.as_ref().map(|t| t.between(start_s, end_s)).unwrap_or_default();
     }
     let not_drained = (!drained).then(|| not_drained(cx.drain_timeout));
+    cell.warnings.extend(turns_cut_short(cx, cut_short.load(Ordering::Relaxed)));
     cell.warnings = warm_up.into_iter().chain(cell.warnings).chain(not_drained).collect();
     DecodeRun::Done(Box::new(cell))
 }
@@ -146,7 +148,13 @@ const MAX_CONVERSATION_GROWTH: usize = 1 << 20;
 struct Stream {
     bodies: Arc<Bodies>,
     prompt: Arc<str>,
+    /// Conversations of the cell begun anew because their next turn would not fit.
+    cut_short: Arc<std::sync::atomic::AtomicU32>,
 }
+
+/// Tokens a next turn's question adds to a conversation, at most (`prompt::next_question`
+/// and the chat template's turn markers).
+const QUESTION_TOKENS: u64 = 64;
 
 /// A stream's conversation (`--turns`): its messages so far and the turn to send.
 struct Conversation {
@@ -158,14 +166,32 @@ struct Conversation {
 impl Conversation {
     /// The next turn's body and number: the conversation goes on with the last answer and a
     /// new question, or (after its last turn, or an answer it did not get) a new one begins,
-    /// numbered apart from every other of the run.
-    fn next(&mut self, cx: &CellContext, prompt: &str, answer: Option<String>) -> (Bytes, u32) {
+    /// numbered apart from every other of the run. `used` is the last turn's prompt and
+    /// output tokens: a next turn that could not fit in the server's length (`cx.request_limit`)
+    /// is not sent (the server would refuse it and end the cell): the conversation is begun
+    /// anew, counted in `cut_short`.
+    fn next(
+        &mut self,
+        cx: &CellContext,
+        prompt: &str,
+        answer: Option<(String, Option<u64>)>,
+        cut_short: &std::sync::atomic::AtomicU32,
+    ) -> (Bytes, u32) {
         // A conversation grown past its first prompt by more than this is begun anew: a
         // server's answers cannot make a stream hold more (32 turns of 256 KiB answers
         // would be 8 MiB a stream).
         let size: usize = self.messages.iter().map(|(_, m)| m.len()).sum();
         let fits = |a: &String| size + a.len() <= prompt.len() + MAX_CONVERSATION_GROWTH;
-        match answer.filter(|a| self.turn > 0 && self.turn < self.turns && fits(a)) {
+        let goes_on = self.turn > 0 && self.turn < self.turns;
+        let room = |used: Option<u64>| match (cx.request_limit, used) {
+            (Some(limit), Some(used)) => used + QUESTION_TOKENS + u64::from(cx.max_output) <= limit,
+            _ => true,
+        };
+        if answer.as_ref().is_some_and(|(a, used)| goes_on && fits(a) && !room(*used)) {
+            cut_short.fetch_add(1, Ordering::Relaxed);
+        }
+        let answer = answer.filter(|(a, used)| room(*used) && fits(a)).map(|(a, _)| a);
+        match answer.filter(|_| goes_on) {
             Some(answer) => {
                 self.turn += 1;
                 self.messages.push(("assistant", answer));
@@ -197,7 +223,7 @@ async fn worker(
 ) {
     let mut first = true;
     let mut conversation = cx.turns.map(|turns| Conversation { turns, turn: 0, messages: Vec::new() });
-    let mut answer: Option<String> = None;
+    let mut answer: Option<(String, Option<u64>)> = None;
     while !*cancel.borrow() {
         let on_first_token = || {
             if std::mem::take(&mut first) {
@@ -205,13 +231,14 @@ async fn worker(
             }
         };
         let (body, turn) = match conversation.as_mut() {
-            Some(c) => c.next(&cx, &stream.prompt, answer.take()),
+            Some(c) => c.next(&cx, &stream.prompt, answer.take(), &stream.cut_short),
             None => (stream.bodies.next(&cx), 0),
         };
         let mut out =
             run_stream(&cx.client, cx.api.path(), body, &cx.clock, cx.stream, cancel.clone(), on_first_token).await;
         out.record.turn = u64::from(turn);
-        answer = out.answer.take().filter(|_| out.record.finish_reason.is_some());
+        let used = out.record.prompt_tokens.map(|p| u64::from(p) + out.record.tokens);
+        answer = out.answer.take().filter(|_| out.record.finish_reason.is_some()).map(|a| (a, used));
         let last = out.failure.is_some() || out.loop_finding.is_some() || out.cancelled;
         let _ = events.send(WorkerEvent::Finished(Box::new(out)));
         if last {
@@ -373,6 +400,19 @@ fn reuse_warning(planned: u32, measured: f64) -> Option<Warning> {
         code: "prefix_reuse_off".into(),
         message: format!(
             "the server served {measured:.0}% of the prompt tokens from its prefix cache, {planned}% planned (--prefix-reuse): this cell did not measure the reuse it names"
+        ),
+    })
+}
+
+/// Conversations that ended before their last turn because it would not fit the server's
+/// length: the cell measured shorter conversations than `--turns` asked.
+fn turns_cut_short(cx: &CellContext, n: u32) -> Option<Warning> {
+    let (turns, limit) = (cx.turns?, cx.request_limit?);
+    (n > 0).then(|| Warning {
+        code: "turns_cut_short".into(),
+        message: format!(
+            "{n} conversations were begun anew before their turn {turns}: the next turn (its history, a question and {} output tokens) would pass the server's {limit} tokens a request",
+            cx.max_output
         ),
     })
 }

@@ -49,6 +49,9 @@ pub struct CellContext {
     pub prefix_reuse: Option<u32>,
     /// Turns of each stream's conversation (`--turns`).
     pub turns: Option<u32>,
+    /// The most tokens (prompt and output) one request may hold: the model's length, or one
+    /// llama.cpp slot's context, where the server says.
+    pub request_limit: Option<u64>,
     /// Requests sent with a prompt of their own so far, the run's cells together: each
     /// one's number, so no two requests of a run share more than the planned prefix.
     pub request_serial: Arc<std::sync::atomic::AtomicU64>,
