@@ -61,3 +61,40 @@ fn other_runs_of_the_configuration_in_the_data_folder_give_the_noise() {
     assert_ok(&ws.site(&["build"]));
     assert_eq!(ws.read("public/compare/restart-a--one-thread/comparison.csv"), csv);
 }
+
+/// The method of moments on data with a known answer: four runs of one configuration, copies
+/// of one imported run, the fourth 2% faster in every cell. Compared, the first two take their
+/// noise from the other two: per cell the variance of the two logs is (ln 1.02)^2 / 2 on one
+/// degree of freedom, pooled over the three cells and moderated by the 5% assumed at
+/// `PRIOR_DF` = 4 degrees of freedom.
+#[test]
+fn the_pooled_noise_of_runs_a_known_ratio_apart_is_the_method_of_moments_answer() {
+    let ws = tempfile::tempdir().unwrap();
+    let runs = ws.path().join("data/runs");
+    let source = repo_root().join("data/runs/smollm2-135m-llamacpp-cpu-guidellm");
+    for (id, factor) in [("a", 1.0), ("b", 1.0), ("x1", 1.0), ("x2", 1.02)] {
+        copy_dir(&source, &runs.join(id));
+        for entry in std::fs::read_dir(runs.join(id).join("cells")).unwrap() {
+            let path = entry.unwrap().path();
+            let mut cell: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let total = cell["reported"]["total_tps"].as_f64().unwrap();
+            cell["reported"]["total_tps"] = serde_json::Value::from(total * factor);
+            std::fs::write(&path, cell.to_string()).unwrap();
+        }
+    }
+    let cells = std::fs::read_dir(runs.join("x2/cells")).unwrap().count() as f64;
+    let d = 1.02f64.ln();
+    let (prior, prior_df) = (1.05f64.ln(), 4.0);
+    let var = (prior_df * prior * prior + cells * d * d / 2.0) / (prior_df + cells);
+    let expected = (var.sqrt().exp() - 1.0) * 100.0;
+    let out = site_in(ws.path(), &["diff", "a", "b", "--out", "ab"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("from 2 other runs of this configuration"), "{}", stdout(&out));
+    let csv = std::fs::read_to_string(ws.path().join("ab/comparison.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|h| *h == "run_noise_pct").unwrap_or_else(|| panic!("{csv}"));
+    for line in csv.lines().skip(1) {
+        let noise: f64 = line.split(',').nth(column).unwrap().parse().unwrap_or_else(|_| panic!("{line}"));
+        assert!((noise - expected).abs() < 0.01, "{noise} against the method of moments' {expected:.3}: {line}");
+    }
+}

@@ -129,7 +129,7 @@ fn prefix_reuse_is_planned_validated_against_the_server_and_kept_apart() {
     // The server's own counters over the window agree with the requests' usage.
     let counted = &raw["measurement"]["prefix_cache"];
     let server = counted["hits"].as_f64().unwrap() / counted["queries"].as_f64().unwrap() * 100.0;
-    assert!((75.0..=95.0).contains(&server), "server counters: {server:.1}% ({counted})");
+    assert!((88.0..=92.0).contains(&server), "server counters: {server:.1}% ({counted})");
     assert!(raw.get("warnings").is_none(), "{}", raw["warnings"]);
     assert_ok(&site_in(d, &["build"]));
     let pct = |run: &str| {
@@ -137,8 +137,9 @@ fn prefix_reuse_is_planned_validated_against_the_server_and_kept_apart() {
         decode_cell(&cells, 512, 2)["figures"]["cached_prompt_pct"].as_f64().unwrap()
     };
     let (p90, p0) = (pct("r90"), pct("r0"));
-    eprintln!("planned 90%, measured {p90:.2}% (server counters {server:.2}%)");
-    assert!((75.0..=95.0).contains(&p90), "planned 90%, measured {p90:.1}%");
+    // 90% of the prompt is shared; the chat template's few tokens, counted in the prompt,
+    // are not (89.7% measured): within 2 points of the plan.
+    assert!((88.0..=92.0).contains(&p90), "planned 90%, measured {p90:.1}%");
     assert!(p0 < 10.0, "planned 0%, measured {p0:.1}%");
     // Each level its own board; the run page names the plan and shows what was measured.
     assert!(d.join("public/leaderboards/512-x2-reuse90/index.html").is_file());
