@@ -204,6 +204,11 @@ step "the cell viewer: every repetition's evidence, over HTTP and from file://"
 (cd "$WORK/aa" && "$SITE" build >/dev/null)
 serve_site "$WORK/aa" "$WORK/aa-serve.log"
 node tests/browser/cells.mjs "$BASE" "$WORK/aa/public" aa-a decode-256-x2 3
+# The A/A pair is one configuration measured twice: its trend page, checked as every page is
+# (links, console, axe, screenshots).
+SERIES=$(cd "$WORK/aa/public" && ls -d series/*/ 2>/dev/null | head -1)
+[ -n "$SERIES" ] || { echo "e2e: the A/A pair made no trend page" >&2; exit 1; }
+node tests/browser/check.mjs "$BASE" "$ROOT/target/screenshots" "[{\"name\": \"series\", \"path\": \"/$SERIES\"}]"
 kill "$SERVE"; wait "$SERVE" 2>/dev/null || true; SERVE=
 
 step "runs listing script: 230 runs, over HTTP and from file://"

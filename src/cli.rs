@@ -309,7 +309,7 @@ pub fn duration(s: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The run: its id under --data.
+    /// The run: its id under --data, or its folder's path.
     pub run: String,
     #[command(flatten)]
     pub site: SiteArgs,

@@ -308,7 +308,10 @@ fn formats_are_told_from_content_and_mixed_or_broken_input_is_refused() {
     assert!(stderr(&out).contains("bad.json: output_throughput: -5.0 is not a figure"), "{}", stderr(&out));
     let unknown = ws.site(&["import", renamed.to_str().unwrap(), "--format", "aiperf-9", "--cpu", "c"]);
     assert!(
-        stderr(&unknown).contains("unknown format \"aiperf-9\": the formats are llm-inference-bench"),
+        stderr(&unknown).contains("invalid value 'aiperf-9' for '--format <FORMAT>'")
+            && stderr(&unknown).contains(
+                "[possible values: llm-inference-bench, vllm, sglang, guidellm, aiperf, inference-perf, llmd-br-0.2]"
+            ),
         "{}",
         stderr(&unknown)
     );

@@ -206,6 +206,28 @@ fn a_guidellm_file_whose_release_cannot_be_read_is_not_assumed_new() {
     }
 }
 
+/// A guidellm file without the field that names its release is named as guidellm's, with
+/// the flag that reads it by its layout, not as a file of no known format.
+#[test]
+fn a_guidellm_file_without_its_version_is_named_and_read_by_its_layout_on_request() {
+    let ws = empty_ws();
+    let dir = ws.path().join("src");
+    fs::create_dir_all(&dir).unwrap();
+    let mut v: Value =
+        serde_json::from_str(&fs::read_to_string(fixture("peer/guidellm-0.8.1/benchmarks.json")).unwrap()).unwrap();
+    v["metadata"].as_object_mut().unwrap().remove("guidellm_version");
+    fs::write(dir.join("benchmarks.json"), v.to_string()).unwrap();
+    let out = import(&ws, &[&dir.join("benchmarks.json")], "g");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("guidellm results without") && err.contains("--format guidellm"), "{err}");
+    let mut args: Vec<&str> = vec!["import", dir.to_str().unwrap(), "--format", "guidellm", "--run-id", "g"];
+    args.extend_from_slice(&FACTS);
+    assert_ok(&ws.site(&args));
+    let cell = common::sim::cell(ws.path(), "g", "decode-256-c1.json");
+    assert_eq!(cell["reported"]["token_source"], "guidellm output_token_count / duration");
+}
+
 #[test]
 fn a_timed_aiperf_profile_is_not_said_to_be_a_request_count() {
     let ws = empty_ws();
@@ -392,4 +414,18 @@ fn a_release_the_fixture_script_wrote_imports_with_the_tools_own_figures() {
         assert_eq!(rep["ttft_ms"], profile["time_to_first_token"]["p50"], "concurrency {c}");
         assert_eq!(rep["tbt_ms"], profile["inter_token_latency"]["p50"], "concurrency {c}");
     }
+}
+
+/// An AIPerf 0.13 profile that also keeps a `loadgen` block (another concurrency in it) is
+/// read by its release's layout: the profiling phase's concurrency.
+#[test]
+fn an_aiperf_profile_with_phases_and_a_loadgen_block_is_read_by_its_phases() {
+    let ws = empty_ws();
+    let dir = ws.path().join("both");
+    edited_profile(&fixture("peer/aiperf-0.13.0/single-c2"), &dir, |v| {
+        v["input_config"]["loadgen"] = serde_json::json!({"concurrency": 7, "request_count": 10});
+    });
+    assert_ok(&import(&ws, &[&dir], "both"));
+    let run = json(&ws, "data/runs/both/run.json");
+    assert_eq!(run["settings"]["concurrency"], serde_json::json!([2]), "{}", run["settings"]);
 }

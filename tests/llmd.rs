@@ -438,6 +438,10 @@ fn export_refuses_to_replace_a_folder_of_other_files() {
     // An earlier export's folder is replaced.
     assert_ok(&site_in(d, &["export", "m", "--out", "again"]));
     assert_ok(&site_in(d, &["export", "m", "--out", "again"]));
+    // A run named by its folder's path, as `site diff` takes it.
+    let out = site_in(d, &["export", "data/runs/m", "--out", "bypath"]);
+    assert_ok(&out);
+    assert_eq!(fs::read_dir(d.join("bypath")).unwrap().count(), fs::read_dir(d.join("again")).unwrap().count());
 }
 
 /// A `--prefix-reuse` run exported and imported again keeps its workload: the reports say it
@@ -462,4 +466,17 @@ fn an_exported_reuse_run_imports_back_as_its_workload() {
     assert_ok(&site_in(d, &["build"]));
     assert!(d.join("public/leaderboards/512-x2-reuse90/index.html").is_file());
     assert!(!d.join("public/leaderboards/512-x2/index.html").exists(), "the imported run ranks as a plain run");
+}
+
+/// `--format` of another tool on an llm-d report says what the file is, not a JSON error.
+#[test]
+fn another_format_asked_of_a_report_names_the_reports_format() {
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let report = "version: '0.2'\nrun: {uid: a}\nscenario:\n  load:\n    standardized: {tool: inference-perf, tool_version: 0.7.0, source: random, stage: 0, input_seq_len: {distribution: fixed, value: 1024}, concurrency: 2}\nresults:\n  request_performance:\n    aggregate:\n      requests: {total: 40, failures: 0}\n      throughput:\n        output_token_rate: {units: tokens/s, mean: 812.5}\n";
+    fs::write(d.join("stage_0.yaml"), report).unwrap();
+    let out = site_in(d, &["import", "stage_0.yaml", "--format", "inference-perf", "--run-id", "x"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("a file of llmd-br-0.2") && err.contains("pass --format llmd-br-0.2"), "{err}");
 }

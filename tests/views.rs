@@ -186,12 +186,15 @@ fn listings_paginate_without_script_and_the_index_holds_every_run() {
     assert!(third.contains("href=\"../../runs/a-vllm-0.9.2/index.html\""));
     let rows = index_rows(&ws.read("public/index.json"));
     assert_eq!(rows.len(), 230);
+    // The capacity column says which objective it is for: the site's first.
+    let index: serde_json::Value = serde_json::from_str(&ws.read("public/index.json")).unwrap();
+    assert_eq!(index["capacity_slo"], "batch");
     assert_eq!(rows[0]["id"], "d-vllm-0.11.0");
     assert_eq!(rows[0]["peak"], 300.0);
     assert_eq!(rows[0]["peak_at"], "8K ×4");
     assert_eq!(rows[229]["date"], serde_json::Value::Null);
     let js = ws.read("public/index.js");
-    assert!(js.starts_with("window.speedMatrixIndex = {\"columns\":["));
+    assert!(js.starts_with("window.speedMatrixIndex = {\"capacity_slo\":\"batch\",\"columns\":["), "{}", &js[..80]);
     // The model page paginates the same way, under its own folder.
     assert!(ws.path().join("public/models/acme-tiny-1b/list/3/index.html").is_file());
     // Overlay charts draw the best seven runs, and say so.
@@ -417,4 +420,20 @@ fn a_lasting_fall_over_a_series_history_is_listed_as_a_regression() {
     let feed = ws.read("public/feed.xml");
     assert!(feed.contains("<title>Regression: Peak total tok/s -32.5% at 0.11.0"), "{feed}");
     assert!(feed.contains(&format!("series/{series}/#d-vllm-0.11.0-peak-total-tok-s")), "{feed}");
+}
+
+/// A series too short for the change-point search says so, rather than that no level moved.
+#[test]
+fn a_series_too_short_to_search_for_change_points_says_so() {
+    let ws = Workspace::from_fixture("valid/series");
+    for gone in ["e-vllm-0.10.0-rerun", "a-vllm-0.9.2"] {
+        fs::remove_dir_all(ws.path().join("data/runs").join(gone)).unwrap();
+    }
+    assert_ok(&ws.site(&["build"]));
+    let page = text_of(&ws.read("public/series/acme-tiny-1b-vllm-fp8-2x-h100-sxm/index.html"));
+    assert!(
+        page.contains("Too few runs to look for a change point: a change needs at least 2 runs on either side (4 in all; this series has 3)."),
+        "{page}"
+    );
+    assert!(!page.contains("No change point"), "{page}");
 }

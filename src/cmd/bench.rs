@@ -136,6 +136,10 @@ fn check_versus(a: &BenchArgs, versus: &str) -> Result<()> {
         if let Some(id) = id.as_deref().filter(|id| runs.join(id).exists()) {
             anyhow::bail!("{flag} {id}: {} already exists; --versus measures two new runs", runs.join(id).display());
         }
+        // Another process writing a run of this id would hold its lock to the end.
+        if let Some(id) = id.as_deref().filter(|_| runs.is_dir()) {
+            drop(speed_matrix::format::writer::run_lock(&runs, id).with_context(|| flag.to_string())?);
+        }
     }
     speed_matrix::format::writer::check_comparisons(&a.data)?;
     speed_matrix::format::SiteSettings::load(std::path::Path::new("site.toml"))?;

@@ -17,7 +17,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Value> {
         // The error's first line is `line L column C: what`; the rest is a drawing of the place.
         let text = e.to_string();
         let first = text.lines().next().unwrap_or_default();
-        anyhow!("{}: {}", path.display(), first.strip_prefix("error: ").unwrap_or(first))
+        let first = first.strip_prefix("error: ").unwrap_or(first);
+        // The parser's advice for several documents names its own API; say what to do.
+        if first.contains("from_str_multiple") || first.contains("multiple documents") {
+            let place = first
+                .split(':')
+                .next()
+                .filter(|p| p.starts_with("line "))
+                .map(|p| format!("{p}: "))
+                .unwrap_or_default();
+            return anyhow!("{}: {place}more than one YAML document (`---`): give one document a file", path.display());
+        }
+        anyhow!("{}: {first}", path.display())
     })
 }
 
@@ -32,6 +43,8 @@ mod tests {
         assert_eq!(v.pointer("/server/port").and_then(Value::as_u64), Some(8000));
         let e = parse(Path::new("c.yaml"), "a: [1, 2\nb: c: d\n").unwrap_err().to_string();
         assert!(e.starts_with("c.yaml: line 2 column 2:"), "{e}");
+        let e = parse(Path::new("c.yaml"), "a: 1\n---\nb: 2\n").unwrap_err().to_string();
+        assert!(e.contains("more than one YAML document") && !e.contains("from_str"), "{e}");
         let inf = parse(Path::new("c.yaml"), "concurrency: .inf\n").unwrap();
         assert_eq!(inf["concurrency"], ".inf");
     }

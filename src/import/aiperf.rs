@@ -128,11 +128,14 @@ enum Layout<'a> {
     Phases(&'a Value),
 }
 
+/// `phases` first: a file of 0.9 or later that also keeps a `loadgen` block (defaults, not
+/// the profiling phase's load) is read by the layout its release writes.
 fn layout<'a>(v: &'a Value, at: &str) -> Result<Layout<'a>> {
-    if let Some(l) = v.pointer("/input_config/loadgen") {
+    let phases = v.pointer("/input_config/phases").and_then(Value::as_array);
+    if let (None, Some(l)) = (phases, v.pointer("/input_config/loadgen")) {
         return Ok(Layout::Loadgen(l));
     }
-    let Some(phases) = v.pointer("/input_config/phases").and_then(Value::as_array) else {
+    let Some(phases) = phases else {
         let version = v.get("aiperf_version").and_then(Value::as_str);
         return Err(refused(
             at,

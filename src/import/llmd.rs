@@ -305,9 +305,10 @@ mod tests {
             let e = read("r.yaml: ".into(), &with("\"concurrency\":8", &format!("\"concurrency\":{c}"))).unwrap_err();
             assert!(e.to_string().contains("concurrency: expected a whole number"), "{c}: {e}");
         }
-        // A negative latency is no latency; a throughput of another unit is none.
-        let r = read("r.yaml: ".into(), &with("\"p50\":0.04", "\"p50\":-0.04")).unwrap();
-        assert_eq!(r.cell.reported.as_ref().unwrap().ttft_ms, None);
+        // A negative latency is no latency: refused by name, never a cell without it.
+        let e = read("r.yaml: ".into(), &with("\"p50\":0.04", "\"p50\":-0.04")).unwrap_err();
+        assert!(e.to_string().contains("time_to_first_token.p50: expected a number from 0 up"), "{e}");
+        // A throughput of another unit is none.
         let e = read("r.yaml: ".into(), &with("\"units\":\"tokens/s\"", "\"units\":\"parsecs\"")).unwrap_err();
         assert!(e.to_string().contains("output_token_rate.mean: expected the output tok/s"), "{e}");
     }

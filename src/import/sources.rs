@@ -86,6 +86,16 @@ impl Format {
 }
 
 /// A file's format from its first JSON value (a JSONL file's first line).
+/// A file laid out as one tool's results but without the field `detect` tells its release
+/// by: the tool, and that field.
+fn near_miss(text: &str) -> Option<(Format, &'static str)> {
+    let p: Probe = serde_json::from_str(text).ok()?;
+    if p.benchmarks.is_some() && p.metadata.is_some() {
+        return Some((Format::Guidellm, "metadata.guidellm_version"));
+    }
+    (p.input_config.is_some() && p.output_token_throughput.is_some()).then_some((Format::Aiperf, "aiperf_version"))
+}
+
 pub fn detect(text: &str) -> Option<Format> {
     let whole: Option<Probe> = serde_json::from_str(text).ok();
     if let Some(p) = &whole {
@@ -241,12 +251,22 @@ pub fn collect(paths: &[PathBuf], format: Option<Format>, skip_broken: bool) -> 
         }
     }
     if !broken.is_empty() && !skip_broken {
-        let list: Vec<String> = broken.iter().map(|b| format!("  {}: {}", b.path.display(), b.why)).collect();
-        bail!(
-            "{} part(s) of the results cannot be imported (fix them, or pass --skip-broken to import the rest):\n{}",
-            broken.len(),
-            list.join("\n")
+        // A line a part (printed one a line, each escaped), its path once.
+        let problems: Vec<String> = broken
+            .iter()
+            .map(|b| {
+                let path = b.path.display().to_string();
+                match b.why.starts_with(&path) {
+                    true => b.why.clone(),
+                    false => format!("{path}: {}", b.why),
+                }
+            })
+            .collect();
+        let heading = format!(
+            "{} part(s) of the results cannot be imported (fix them, or pass --skip-broken to import the rest):",
+            broken.len()
         );
+        return Err(crate::format::load::ProblemList { heading, problems }.into());
     }
     if sources.is_empty() {
         bail!("no results file of a known format in {} (the formats are {})", list(paths), Format::known());
@@ -372,6 +392,19 @@ fn read(path: &Path, format: Option<Format>, named: bool) -> Result<Option<Sourc
         bail!("{}: empty (a results file holds JSON)", path.display());
     }
     let yaml = yaml_name(&path.file_name().unwrap_or_default().to_string_lossy());
+    if let (true, Some(asked)) = (yaml, format.filter(|f| *f != Format::LlmdReport)) {
+        if let Ok(Some(found)) = detect_yaml(path, &text) {
+            bail!(
+                "{}: a file of {} ({}), not of {} (--format {}): pass --format {} or leave --format out",
+                path.display(),
+                found.name(),
+                found.describe(),
+                asked.name(),
+                asked.name(),
+                found.name()
+            );
+        }
+    }
     if yaml && format.is_none() {
         // A YAML file found in a folder that does not parse or is no report is another
         // tool's configuration: passed over; named, it is an error that says why.
@@ -391,6 +424,14 @@ fn read(path: &Path, format: Option<Format>, named: bool) -> Result<Option<Sourc
             let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
             if serde_json::from_str::<IgnoredAny>(&json::python_floats_as_null(first)).is_err() {
                 json::parse::<Value>(path, &text)?;
+            }
+            if let Some((tool, missing)) = near_miss(&text) {
+                bail!(
+                    "{}: {} results without the field that names their release ({missing}); pass --format {} to read it by its layout",
+                    path.display(),
+                    tool.name(),
+                    tool.name()
+                )
             }
             bail!("{}: not a results file of a known format (the formats are {})", path.display(), Format::known())
         }

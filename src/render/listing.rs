@@ -189,7 +189,12 @@ impl CachedPages for ListPages<'_> {
 /// the site, so rows are arrays under one list of `columns` (names once, not once a row),
 /// figures keep six significant digits, and a run's capacity in full is in its own
 /// `cells.json.gz`: some 300 bytes a run, 3 MB at 10,000 runs, under a host's 5 MB a file.
-fn index_document(rows: Vec<RunSummary>, regressions: &[super::series_page::RegressionFound]) -> Result<String> {
+/// `capacity_slo` names the objective the `capacity` column is for (the site's first SLO).
+fn index_document(
+    rows: Vec<RunSummary>,
+    regressions: &[super::series_page::RegressionFound],
+    capacity_slo: Option<&str>,
+) -> Result<String> {
     use serde_json::Value;
     let objects: Vec<Value> = rows.iter().map(serde_json::to_value).collect::<serde_json::Result<_>>()?;
     let mut columns: Vec<String> = Vec::new();
@@ -205,6 +210,9 @@ fn index_document(rows: Vec<RunSummary>, regressions: &[super::series_page::Regr
         .map(|o| Value::Array(columns.iter().map(|c| o.get(c).cloned().unwrap_or(Value::Null)).collect()))
         .collect();
     let mut value = serde_json::json!({ "columns": columns, "runs": runs });
+    if let Some(slo) = capacity_slo {
+        value["capacity_slo"] = Value::from(slo);
+    }
     if !regressions.is_empty() {
         value["regressions"] = serde_json::to_value(regressions)?;
     }
@@ -229,7 +237,8 @@ pub fn render_index_data(
     let unit = Unit::listed("index.json".into(), hash, RenderStats { files: 2, ..Default::default() }, files);
     let render = |sink: &dyn Sink, st: &mut RenderStats| {
         let rows = order.iter().map(|&i| summary(&runs[i], &cx.titles[i], cx.capacity_of(i))).collect();
-        let json = index_document(rows, regressions)?;
+        let slo = cx.settings.slos().first().map(|(name, _)| *name);
+        let json = index_document(rows, regressions, slo)?;
         put_file(sink, "index.js", &format!("window.speedMatrixIndex = {json};\n"), st)?;
         put_file(sink, "index.json", &json, st)
     };

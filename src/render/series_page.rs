@@ -170,6 +170,7 @@ pub fn render(
         prefill_context => s.prefill_context.map(context_label),
         rows => ser(shown),
         rows_total => rows.len(),
+        min_segment_runs => crate::analysis::series::MIN_SEGMENT_RUNS,
         charts => ser(&charts),
         cells => ser(&cells),
         regressions => regressions,
