@@ -439,8 +439,9 @@ pub struct ImportArgs {
     /// llm-d Benchmark Report v0.2 YAML files or folders.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// The files' format, instead of telling it from their content.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(speed_matrix::import::sources::Format::ALL.map(|f| f.name())))]
+    /// The files' format, instead of telling it from their content: llm-inference-bench,
+    /// vllm, sglang, guidellm, aiperf, inference-perf or llmd-br-0.2.
+    #[arg(long)]
     pub format: Option<String>,
     /// Run folder name (default: from the file name).
     #[arg(long)]

@@ -503,8 +503,7 @@ fn compare_listed(data: &DataSet<()>, model: &SiteModel, settings: &SiteSettings
         .map(|spec| {
             let index = |id: &str| model.run_index(id).expect("loading checked the comparison's run ids");
             let threshold = spec.threshold_pct.unwrap_or(settings.change_threshold_pct);
-            analysis::compare_runs(model, (index(&spec.a), index(&spec.b)), threshold, settings)
-                .with_context(|| format!("{}: {} against {}", format::COMPARE_FILE, spec.a, spec.b))
+            Ok(analysis::compare_runs(model, (index(&spec.a), index(&spec.b)), threshold, settings)?)
         })
         .collect()
 }

@@ -21,7 +21,6 @@ use serde::Deserialize;
 const UNITS_TIME: &[&str] = &["ms", "s"];
 const UNITS_GEN_LATENCY: &[&str] = &["ms/token", "s/token"];
 const UNITS_GEN_THROUGHPUT: &[&str] = &["tokens/s"];
-const UNITS_QUANTITY: &[&str] = &["count"];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -277,9 +276,6 @@ fn check(r: &Report, file: &str) -> (u32, u32) {
         requests.total >= 1 && requests.failures.is_some_and(|f| f >= 0) && requests.incomplete.is_some_and(|i| i >= 0)
     );
     assert!(requests.input_length.is_none() && requests.output_length.is_none());
-    if let Some(s) = &requests.input_length {
-        units(s, UNITS_QUANTITY, "input_length");
-    }
     let lat = agg.latency.as_ref().expect("latency");
     units(lat.time_to_first_token.as_ref().expect("TTFT"), UNITS_TIME, "time_to_first_token");
     units(lat.time_per_output_token.as_ref().expect("TPOT"), UNITS_GEN_LATENCY, "time_per_output_token");
@@ -323,6 +319,21 @@ fn a_run_exports_as_reports_the_schema_accepts_and_imports_back_to_the_same_cell
     cells.sort_unstable();
     cells.dedup();
     assert_eq!(cells, [(256, 1), (256, 2), (512, 1), (512, 2)]);
+    // Each report's request counts are its cell's: every request record, those that failed.
+    for (file, report) in &reports {
+        let uid = report.run.uid.as_deref().unwrap();
+        let (name, rep) = uid.trim_start_matches("m/").rsplit_once("-r").unwrap();
+        let cell_file = match rep {
+            "1" => format!("{name}.json"),
+            r => format!("{name}-r{r}.json"),
+        };
+        let rows = common::sim::request_rows(&common::sim::cell(d, "m", &cell_file));
+        let requests =
+            report.results.request_performance.as_ref().unwrap().aggregate.as_ref().unwrap().requests.as_ref().unwrap();
+        assert_eq!(requests.total as usize, rows.len(), "{file}");
+        let failed = rows.iter().filter(|r| r["error"].is_string()).count();
+        assert_eq!(requests.failures, Some(failed as i64), "{file}");
+    }
     // Back in: the same cells and repetitions, the same total tok/s.
     assert_ok(&site_in(d, &["import", "export/m", "--run-id", "back"]));
     assert_ok(&site_in(d, &["build"]));

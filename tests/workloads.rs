@@ -168,7 +168,12 @@ fn prefix_reuse_is_planned_validated_against_the_server_and_kept_apart() {
     let out = site_in(d, &["build"]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("compare.json: plain against r90") && err.contains("two workloads"), "{err}");
+    assert!(
+        err.contains(
+            "compare.json: plain was measured with one prompt a stream and r90 with 90% prefix reuse: two workloads"
+        ),
+        "{err}"
+    );
 }
 
 /// `--prefix-reuse 0,90 --turns 2`: one session, a run a level naming the other; each
