@@ -170,7 +170,7 @@ fn prefix_reuse_is_planned_validated_against_the_server_and_kept_apart() {
     let err = stderr(&out);
     assert!(
         err.contains(
-            "compare.json: plain was measured with one prompt a stream and r90 with 90% prefix reuse: two workloads"
+            "error: data/compare.json\n  caused by: plain was measured with one prompt a stream and r90 with 90% prefix reuse: two workloads"
         ),
         "{err}"
     );
