@@ -3,7 +3,7 @@
 //!
 //! The site pipeline runs one way: [`format`] (load and validate) -> [`analysis`] (figures,
 //! run views, groups, comparisons) -> [`render`] (templates, charts) -> [`write`] (atomic
-//! output), driven by [`site`]. `docs/architecture.md` draws the layers.
+//! output), driven by [`site`]. `docs/src/dev/architecture.md` draws the layers.
 
 pub mod analysis;
 pub mod bench;

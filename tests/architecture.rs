@@ -1,4 +1,4 @@
-//! The layer rule of `docs/architecture.md`, kept true by reading the source: every
+//! The layer rule of `docs/src/dev/architecture.md`, kept true by reading the source: every
 //! `crate::` path in a library module must point to a module its layer may use, and the
 //! modules inside one layer must not use each other in a circle.
 

@@ -1,7 +1,7 @@
 //! Every figure with its n and its uncertainty: a point estimate, what it was estimated over
 //! (repetitions of a cell, requests of one window, batches of one window), a 95% interval
 //! where n allows one, and the coefficient of variation. The formulas are on the site's
-//! methodology page and in `docs/statistics.md`.
+//! methodology page and in `docs/src/reference/statistics.md`.
 
 use serde::Serialize;
 

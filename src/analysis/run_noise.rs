@@ -11,7 +11,7 @@
 //! kind. The two runs compared are left out of their own noise. The estimate is moderated
 //! by the assumed noise (`change_noise_pct`) worth `PRIOR_DF` degrees of freedom (a scaled
 //! inverse-chi-square prior, as limma moderates gene-wise variances), so thin evidence
-//! neither claims certainty nor is ignored. `docs/statistics.md` has the formulas.
+//! neither claims certainty nor is ignored. `docs/src/reference/statistics.md` has the formulas.
 
 use std::collections::HashMap;
 

@@ -1,7 +1,7 @@
 //! Whether a difference between two figures is real: Welch's t test on the logarithms of
 //! the repetitions (so the interval is one of the ratio B/A), the Benjamini-Hochberg
 //! correction across every figure one comparison judges, and a practical threshold below which a
-//! change is not called one. Formulas and references: `docs/statistics.md`.
+//! change is not called one. Formulas and references: `docs/src/reference/statistics.md`.
 
 use serde::Serialize;
 

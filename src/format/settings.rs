@@ -27,7 +27,7 @@ pub struct SiteSettings {
     pub change_threshold_pct: f64,
     /// The run-to-run noise (percent, one standard deviation of a run's level) a comparison
     /// assumes before the site holds runs of one configuration measured more than once;
-    /// evidence of such runs outweighs it as it grows (`docs/statistics.md`).
+    /// evidence of such runs outweighs it as it grows (`docs/src/reference/statistics.md`).
     #[serde(deserialize_with = "threshold_pct")]
     pub change_noise_pct: f64,
     /// Dollars per device-hour by device name (as runs name it: `"H200 SXM" = 3.50`).
@@ -310,7 +310,7 @@ fn interactivity_levels<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f6
 
 pub const DEFAULT_CHANGE_THRESHOLD_PCT: f64 = 5.0;
 /// A restarted llama.cpp server measured 6% below the last on one figure, and two quiet
-/// restarts 20 minutes apart differed by more on another (`docs/statistics.md`): 5% is the
+/// restarts 20 minutes apart differed by more on another (`docs/src/reference/statistics.md`): 5% is the
 /// run-to-run noise assumed until the site measures its own.
 pub const DEFAULT_CHANGE_NOISE_PCT: f64 = 5.0;
 

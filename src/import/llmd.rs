@@ -2,7 +2,7 @@
 //! llm-d-benchmark converts vllm bench, guidellm and others into them): each report is one
 //! load stage, a cell of C concurrent requests at one input length. Reports of one stack and
 //! load tool are one run; reports of one input length and concurrency are its repetitions,
-//! in stage order. The mapping is in docs/import-formats.md.
+//! in stage order. The mapping is in docs/src/reference/import-formats.md.
 
 use anyhow::{bail, Result};
 use serde_json::Value;

@@ -287,7 +287,7 @@ impl SitePages<'_> {
     }
 }
 
-/// The per-format field mappings of `docs/import-formats.md` (its `## ... → our columns`
+/// The per-format field mappings of `docs/src/reference/import-formats.md` (its `## ... → our columns`
 /// sections, one heading level down), so the methodology page and the docs never differ.
 /// What one kind of page rendered: its units' hashes and its own counts.
 fn part(
@@ -299,7 +299,7 @@ fn part(
 }
 
 fn import_mappings() -> String {
-    const DOC: &str = include_str!("../../docs/import-formats.md");
+    const DOC: &str = include_str!("../../docs/src/reference/import-formats.md");
     let sections: Vec<&str> =
         DOC.split("\n## ").skip(1).filter(|s| s.lines().next().is_some_and(|h| h.contains('→'))).collect();
     let markdown: String = sections.iter().map(|s| format!("\n### {s}\n")).collect();

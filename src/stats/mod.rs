@@ -1,7 +1,7 @@
 //! The pure statistics the figures and verdicts stand on, with no knowledge of the data
 //! format: order statistics and their intervals, Student's t, Welch's test, the
 //! Benjamini-Hochberg procedure and change points by binary segmentation. A leaf: `analysis` builds figures, estimates and verdicts on
-//! it. The formulas and their references are in `docs/statistics.md`.
+//! it. The formulas and their references are in `docs/src/reference/statistics.md`.
 
 mod change_points;
 mod memo;

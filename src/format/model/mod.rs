@@ -1,4 +1,4 @@
-//! The on-disk data format (see `docs/data-format.md`). These serde types are shared by
+//! The on-disk data format (see `docs/src/reference/data-format.md`). These serde types are shared by
 //! every producer (`site bench`, `site import`) and by the site, so writer and reader can
 //! never disagree. Times are seconds, token counts are tokens, rates are tokens per second.
 
