@@ -311,6 +311,38 @@ pub fn read_gzip_data_file(path: &Path, limit: u64) -> Result<String> {
     })
 }
 
+/// A gzip file's lines as they unpack, each given to `line` with its number (from 1; blank
+/// lines left out), checked as `read_gzip_data_file` checks the whole: a regular file of at
+/// most `limit` bytes that unpacks to at most `limit` bytes of UTF-8. Only one line is held
+/// at a time, so a file near the limit costs the limit at most, not twice it.
+pub fn for_each_gzip_line(path: &Path, limit: u64, mut line: impl FnMut(usize, &str)) -> Result<()> {
+    use std::io::BufRead as _;
+    let (file, _) = open_regular_file(path, limit)?;
+    // Every member: a gzip file may be several joined.
+    let mut reader = std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file).take(limit + 1));
+    let (mut bytes, mut total, mut n) = (Vec::new(), 0u64, 0usize);
+    loop {
+        bytes.clear();
+        let read = reader
+            .read_until(b'\n', &mut bytes)
+            .with_context(|| format!("{}: not a readable gzip file", path.display()))?;
+        if read == 0 {
+            return Ok(());
+        }
+        total += read as u64;
+        if total > limit {
+            bail!("{}: unpacks to more than the {limit} bytes a data file may have", path.display());
+        }
+        n += 1;
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|e| anyhow!("{}:{n}:{}: not UTF-8 text once unpacked", path.display(), e.valid_up_to() + 1))?;
+        let text = text.trim_end_matches(['\n', '\r']);
+        if !text.trim().is_empty() {
+            line(n, text);
+        }
+    }
+}
+
 /// Opens a regular file (not a symlink, FIFO, device or folder) of at most `limit` bytes to
 /// read it as a stream; returns it with its size.
 pub fn open_regular_file(path: &Path, limit: u64) -> Result<(fs::File, u64)> {

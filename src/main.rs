@@ -58,28 +58,8 @@ fn main() -> ExitCode {
             // The cause chain once, outermost first.
             // Messages carry data (model ids, server replies, file names): no control
             // character reaches the terminal raw.
-            for (i, cause) in e.chain().enumerate() {
-                let lead = if i == 0 { "error: " } else { "  caused by: " };
-                eprintln!("{lead}{}", printed(cause));
-            }
+            eprintln!("{}", cmd::error_lines(&e));
             ExitCode::FAILURE
         }
-    }
-}
-
-/// An error's text for the terminal: a list of problems one a line, each escaped; any other
-/// message escaped whole (a newline in data never starts a line).
-fn printed(e: &(dyn std::error::Error + 'static)) -> String {
-    use speed_matrix::units::terminal_safe;
-    match e.downcast_ref::<speed_matrix::format::load::ProblemList>() {
-        Some(list) => {
-            let mut out = terminal_safe(&list.heading).into_owned();
-            for p in &list.problems {
-                out.push_str("\n  ");
-                out.push_str(&terminal_safe(p));
-            }
-            out
-        }
-        None => terminal_safe(&e.to_string()).into_owned(),
     }
 }

@@ -161,8 +161,8 @@ fn the_readme_is_a_front_door() {
     assert!(readme.lines().count() <= 250, "the README has {} lines", readme.lines().count());
 }
 
-/// The README's quick start, command by command, against the simulated engine: the address
-/// and the import path are the only words changed.
+/// The README's quick start, command by command, against the simulated engine: the server's
+/// address, the import path and `site serve`'s port (any free one) are the only words changed.
 #[cfg(feature = "simulator")]
 #[test]
 fn the_readme_quick_start_runs() {

@@ -239,3 +239,18 @@ fn repacking_the_shipped_runs_changes_no_published_byte() {
     assert_eq!(before.len(), after.len());
     assert!(changed.is_empty(), "{} published files changed: {changed:?}", changed.len());
 }
+
+/// A run repack cannot read prints its problems one a line, never a literal `\n`.
+#[test]
+fn repack_prints_a_runs_problems_one_a_line() {
+    let ws = Workspace::from_fixture("valid/measured");
+    let cells = ws.path().join(RUN).join("cells");
+    fs::write(cells.join("decode-9-c1.json"), "{ broken").unwrap();
+    fs::write(cells.join("decode-9-c2.json"), "{ broken too").unwrap();
+    let out = ws.site(&["repack", "tiny-vllm-l4"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(!err.contains("\\n"), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("decode-9-c")).collect();
+    assert_eq!(lines.len(), 2, "{err}");
+}

@@ -72,3 +72,24 @@ pub fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes).and_then(|()| out.flush()).map_err(stdout_error)
 }
+
+/// An error's cause chain for the terminal, outermost first, a cause a line (`error: `, then
+/// `  caused by: `). Messages carry data (model ids, server replies, file names): a list of
+/// problems is printed one a line, each escaped; any other message is escaped whole, so a
+/// newline in data never starts a line.
+pub fn error_lines(e: &anyhow::Error) -> String {
+    use speed_matrix::units::terminal_safe;
+    let mut out = Vec::new();
+    for (i, cause) in e.chain().enumerate() {
+        let lead = if i == 0 { "error: " } else { "  caused by: " };
+        let text = match cause.downcast_ref::<speed_matrix::format::load::ProblemList>() {
+            Some(list) => std::iter::once(terminal_safe(&list.heading).into_owned())
+                .chain(list.problems.iter().map(|p| format!("  {}", terminal_safe(p))))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            None => terminal_safe(&cause.to_string()).into_owned(),
+        };
+        out.push(format!("{lead}{text}"));
+    }
+    out.join("\n")
+}

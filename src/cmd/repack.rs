@@ -21,7 +21,7 @@ pub fn run(args: &RepackArgs) -> Result<()> {
             Ok(Repacked::AlreadyPacked) => packed += 1,
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {}", terminal_safe(&format!("{e:#}")));
+                eprintln!("{}", super::error_lines(&e));
             }
         }
     }

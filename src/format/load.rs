@@ -539,21 +539,19 @@ fn load_pack(path: &Path, problems: &mut Problems) -> Vec<LoadedCell> {
     if fs::symlink_metadata(path).is_err() {
         return Vec::new();
     }
-    let text = match fsutil::read_gzip_data_file(path, fsutil::MAX_DATA_FILE_BYTES) {
-        Ok(text) => text,
-        Err(e) => {
-            problems.push(e);
-            return Vec::new();
-        }
-    };
     let mut cells = Vec::new();
-    for (n, line) in pack::lines(&text) {
+    let mut found = Vec::new();
+    // Line by line as it unpacks: the file's text is never held whole.
+    let read = fsutil::for_each_gzip_line(path, fsutil::MAX_DATA_FILE_BYTES, |n, line| {
         let at = pack::line_path(path, n);
         let parsed = serde_json::from_str::<Cell>(line).map_err(|e| pack::located(path, n, &e));
         match versioned(&at, line, parsed).and_then(|c| checked_cell(&at, c)) {
             Ok(cell) => cells.push(LoadedCell { file: at, packed: true, text_hash: text_hash(line), cell }),
-            Err(e) => problems.push(e),
+            Err(e) => found.push(e),
         }
+    });
+    for e in found.into_iter().chain(read.err()) {
+        problems.push(e);
     }
     cells
 }
