@@ -198,3 +198,63 @@ fn the_readme_quick_start_runs() {
     assert_eq!(ran, ["site init", "cd my-results", "site bench", "site import", "site build", "site serve"]);
     assert!(dir.join("public/index.html").is_file());
 }
+
+/// The `site` commands of the guide's code blocks, each run as written against the simulated
+/// engine (`site bench` with `--dry-run`: the server is discovered and the plan printed, the
+/// matrix not measured) and the repository's fixtures (an import's example path becomes a
+/// fixture of its tool). Left out, and why: synopsis lines (`[--out DIR]`), an https gateway
+/// (needs its certificate), `site serve` (the quick start's test serves).
+#[cfg(feature = "simulator")]
+#[test]
+fn the_guides_commands_run() {
+    let sim = common::sim::SimArgs::new().steps(2, 0).start();
+    let fixtures: [(&str, PathBuf); 4] = [
+        ("benchmark_results.json", fixture("peer/llm-inference-bench-0.4.18-llamacpp-smollm2.json")),
+        ("results/vllm-bench-c*.json", fixture("peer/vllm-0.33.0/vllm-bench-c1.json")),
+        ("aiperf-artifacts/sweep/", fixture("peer/aiperf-0.13.0/sweep-c124")),
+        ("path/to/aiperf-or-guidellm-results", fixture("peer/guidellm-0.8.1/benchmarks.json")),
+    ];
+    let mut ran = Vec::new();
+    let guide = root().join("docs/src/guide");
+    let mut pages: Vec<PathBuf> = fs::read_dir(&guide).unwrap().map(|e| e.unwrap().path()).collect();
+    pages.sort();
+    for page in pages {
+        let text = fs::read_to_string(&page).unwrap();
+        for block in text.split("```").skip(1).step_by(2) {
+            for line in block.replace("\\\n", " ").lines().map(str::trim).filter(|l| l.starts_with("site ")) {
+                // The command, without its comment or output redirection.
+                let line = line.split(" # ").next().unwrap().split(" > ").next().unwrap();
+                if line.contains('[') || line.contains("https://") {
+                    continue;
+                }
+                for command in line.split(" && ").map(str::trim).filter(|c| c.starts_with("site ")) {
+                    let mut words = shlex::split(command).unwrap();
+                    let sub = words[1].clone();
+                    if sub == "serve" {
+                        continue;
+                    }
+                    let ws = Workspace::from_repo_data();
+                    if sub == "bench" {
+                        let at = words.iter().position(|w| w == "--endpoint").unwrap() + 1;
+                        words[at] = sim.url.clone();
+                        words.push("--dry-run".into());
+                    }
+                    if sub == "import" {
+                        let (_, path) = fixtures
+                            .iter()
+                            .find(|(example, _)| words[2] == *example)
+                            .unwrap_or_else(|| panic!("{}: no fixture for `{command}`", rel(&page)));
+                        words[2] = path.to_string_lossy().into_owned();
+                    }
+                    let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+                    let out = site_in(ws.path(), &args);
+                    assert!(out.status.success(), "{}: `{command}` failed: {}", rel(&page), stderr(&out));
+                    ran.push(format!("site {sub}"));
+                }
+            }
+        }
+    }
+    for sub in ["site bench", "site import", "site init", "site build", "site completions", "site man"] {
+        assert!(ran.iter().any(|r| r == sub), "no `{sub}` of the guide ran: {ran:?}");
+    }
+}
