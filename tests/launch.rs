@@ -413,7 +413,11 @@ fn resuming_a_launched_run_keeps_the_earlier_processes_log() {
             .unwrap()
     };
     assert_ok(&run(&[], "first"));
-    assert_ok(&run(&["--resume", "--repeat", "2"], "second"));
+    let resumed = run(&["--resume", "--repeat", "2", "--restarts", "2"], "second");
+    assert_ok(&resumed);
+    // Repetition 1 is on disk: the process started is repetition 2's, none only to discover.
+    let said = stderr(&resumed);
+    assert!(said.contains("starting server process 2") && !said.contains("starting server process 1"), "{said}");
     let log = fs::read_to_string(ws.path().join("data/runs/r/server.log")).unwrap();
     let (first, second) = (log.find("session first").unwrap(), log.find("session second").unwrap());
     assert!(first < log.find("== resumed").unwrap() && log.find("== resumed").unwrap() < second, "{log}");

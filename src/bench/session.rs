@@ -110,7 +110,8 @@ async fn first_process(
 ) -> Result<Option<Launcher>> {
     let Some(settings) = &cfg.launch else { return Ok(None) };
     let mut launcher = Launcher::new(settings.clone(), cfg.credentials.secrets())?;
-    launcher.ensure(1, client, interrupt).await?;
+    let rep = super::setup::first_repetition_to_measure(cfg);
+    launcher.ensure(launch::instance_of(rep, cfg.repeat, settings.restarts), client, interrupt).await?;
     Ok(Some(launcher))
 }
 

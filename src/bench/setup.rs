@@ -164,6 +164,23 @@ pub(super) fn resumable_done(
         .collect())
 }
 
+/// With `--resume`, the first repetition that still has cells to measure, told from the run
+/// on disk before any server is asked (with `--launch`, the process to start first is that
+/// repetition's, not process 1 started only to discover the server): a repetition is whole
+/// when it holds as many measured cells as repetition 1 less its Over capacity cells (those
+/// are not repeated); unreachable cells are measured again. 1 without `--resume`, for a run
+/// not on disk, or where every repetition is whole.
+pub(super) fn first_repetition_to_measure(cfg: &BenchConfig) -> u32 {
+    let Some(run_id) = cfg.run_id.as_ref().filter(|_| cfg.resume) else { return 1 };
+    let dir = cfg.data_dir.join(crate::format::RUNS_DIR).join(run_id);
+    let Ok(run) = crate::format::load::load_run_in_progress(&dir) else { return 1 };
+    let measured =
+        |rep: u32| run.cells.iter().filter(|c| c.cell.repetition.max(1) == rep && !c.cell.server_unreachable()).count();
+    let over = run.cells.iter().filter(|c| c.cell.status == crate::format::Status::OverCapacity).count();
+    let whole = measured(1);
+    (2..=cfg.repeat).find(|&rep| measured(rep) < whole.saturating_sub(over)).filter(|_| whole > 0).unwrap_or(1)
+}
+
 fn default_run_id(model: &str, engine: &str) -> String {
     let stamp = jiff::Timestamp::now().strftime("%Y%m%d%H%M%S");
     let mut id = format!(
