@@ -336,8 +336,6 @@ impl Site {
         Site::analyzed(config, settings, data, runs.into_values().collect(), load)
     }
 
-    /// Renders every page into a staging folder and swaps it into place, keeping the
-    /// previous build's unchanged pages that are still as it left them.
     /// `site export RUN`: the run's llm-d Benchmark Reports (v0.2), one a repetition of each
     /// valid decode cell, written into `out` (a folder replaced whole, only on success); an
     /// export step is added to the pipeline's. Returns the files' names.
@@ -372,6 +370,8 @@ impl Site {
         Ok(reports.into_iter().map(|(name, _)| name).collect())
     }
 
+    /// Renders every page into a staging folder and swaps it into place, keeping the
+    /// previous build's unchanged pages that are still as it left them.
     pub fn build(&self) -> Result<BuildReport> {
         self.build_with(Reuse::Verified)
     }

@@ -253,8 +253,8 @@ pub fn places_hash(ranks: &Ranks, index: usize) -> u64 {
 /// pages and in the downloads).
 pub const MAX_PAGE_LEVELS: usize = 48;
 
-/// `index` is the run's place in the site (none for a run shown alone, e.g. in tests).
-/// A run as its page shows it: its view, its index among the site's runs, its capacity.
+/// A run as its page shows it: its view, its index among the site's runs (its place on the
+/// boards and its siblings are found by it), its capacity.
 pub struct RunInSite<'a> {
     pub view: &'a RunView,
     pub index: usize,
