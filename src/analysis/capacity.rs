@@ -64,7 +64,7 @@ pub fn check(cell: &CellView, slo: &Slo, prefill: Option<&CellView>) -> Result<(
     let spread = cell.spread.as_deref().filter(|_| slo.percentile == 50);
     let upper =
         |e: Option<&Estimate>| e.filter(|e| e.basis == Basis::Repetitions).and_then(|e| e.interval).map(|i| i.hi);
-    if upper(spread.and_then(|s| s.tbt_ms.as_ref())).is_some_and(|hi| hi > bound_ms) {
+    if upper(spread.and_then(|s| s.get(super::metric::Metric::TbtMs))).is_some_and(|hi| hi > bound_ms) {
         return Err(Miss::IntervalCrosses { bound_ms });
     }
     if let Some(bound_ms) = slo.max_ttft_ms {
@@ -72,7 +72,7 @@ pub fn check(cell: &CellView, slo: &Slo, prefill: Option<&CellView>) -> Result<(
         if ttft > bound_ms {
             return Err(Miss::TtftTooLong { ttft_ms: ttft, bound_ms });
         }
-        if upper(spread.and_then(|s| s.ttft_ms.as_ref())).is_some_and(|hi| hi > bound_ms) {
+        if upper(spread.and_then(|s| s.get(super::metric::Metric::TtftMs))).is_some_and(|hi| hi > bound_ms) {
             return Err(Miss::IntervalCrosses { bound_ms });
         }
     }

@@ -86,8 +86,8 @@ impl Leaderboard {
 fn score_interval(cell: &CellView, score: f64) -> (f64, f64) {
     let spread = cell.spread.as_deref();
     let e = match cell.phase {
-        Phase::Prefill => spread.and_then(|s| s.prompt_tps.as_ref()),
-        Phase::Decode => spread.and_then(|s| s.total_tps.as_ref()),
+        Phase::Prefill => spread.and_then(|s| s.get(super::metric::Metric::PromptTps)),
+        Phase::Decode => spread.and_then(|s| s.get(super::metric::Metric::TotalTps)),
     };
     match e.filter(|e| e.basis == Basis::Repetitions).and_then(|e| e.interval) {
         Some(i) if i.lo.is_finite() && i.hi.is_finite() => (i.lo.min(score), i.hi.max(score)),

@@ -33,12 +33,22 @@ impl Metric {
         [Metric::PromptTps, Metric::TotalTps, Metric::PerRequestTps, Metric::TtftMs, Metric::TbtMs];
 
     pub fn of_spread(self, s: &Spread) -> Option<&Estimate> {
+        s.get(self)
+    }
+
+    /// Its place in `ALL`.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Its name in data and downloads (the figure's name in `Figures`).
+    pub fn name(self) -> &'static str {
         match self {
-            Metric::PromptTps => s.prompt_tps.as_ref(),
-            Metric::TotalTps => s.total_tps.as_ref(),
-            Metric::PerRequestTps => s.per_request_tps.as_ref(),
-            Metric::TtftMs => s.ttft_ms.as_ref(),
-            Metric::TbtMs => s.tbt_ms.as_ref(),
+            Metric::PromptTps => "prompt_tps",
+            Metric::TotalTps => "total_tps",
+            Metric::PerRequestTps => "per_request_tps",
+            Metric::TtftMs => "ttft_ms",
+            Metric::TbtMs => "tbt_ms",
         }
     }
 
@@ -55,5 +65,18 @@ impl Metric {
     /// tok/s up is faster; latencies down are.
     pub fn higher_is_better(self) -> bool {
         matches!(self, Metric::PromptTps | Metric::TotalTps | Metric::PerRequestTps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_has_its_place_and_its_serde_name() {
+        for (i, m) in Metric::ALL.into_iter().enumerate() {
+            assert_eq!(m.index(), i);
+            assert_eq!(serde_json::to_value(m).unwrap(), m.name());
+        }
     }
 }

@@ -120,7 +120,7 @@ pub fn pareto(model: usize, runs: &[RunView], members: &[usize], settings: &Site
                 tps_per_device_interval: c
                     .spread
                     .as_deref()
-                    .and_then(|s| s.total_tps.as_ref())
+                    .and_then(|s| s.get(super::metric::Metric::TotalTps))
                     .filter(|e| e.basis == Basis::Repetitions)
                     .and_then(|e| e.interval)
                     .map(|i| (i.lo / devices as f64, i.hi / devices as f64)),

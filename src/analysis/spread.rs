@@ -9,24 +9,44 @@ use serde::Serialize;
 use super::evidence::throughput_bins;
 use super::figures::{prefill_rates, time_between_tokens_s, ttft_s, Figures};
 use super::interval::{mean_estimate, median_estimate, window_estimate, Basis, Estimate};
+use super::metric::Metric;
 use crate::format::{Measurement, Phase};
 
-/// The figures a comparison judges, each with its n and interval.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// The figures a comparison judges, each with its n and interval, keyed by `Metric` (the
+/// one list of them: `Metric::ALL`).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Spread {
-    pub prompt_tps: Option<Estimate>,
-    pub total_tps: Option<Estimate>,
-    pub per_request_tps: Option<Estimate>,
-    pub ttft_ms: Option<Estimate>,
-    pub tbt_ms: Option<Estimate>,
+    estimates: [Option<Estimate>; Metric::ALL.len()],
+}
+
+/// Written as an object of the metrics' names, every one present (`null` where absent).
+impl Serialize for Spread {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut out = serializer.serialize_struct("Spread", Metric::ALL.len())?;
+        for metric in Metric::ALL {
+            out.serialize_field(metric.name(), &self.estimates[metric.index()])?;
+        }
+        out.end()
+    }
 }
 
 impl Spread {
+    /// The estimate of `metric`, where the cell has one.
+    pub fn get(&self, metric: Metric) -> Option<&Estimate> {
+        self.estimates[metric.index()].as_ref()
+    }
+
+    fn with(mut self, metric: Metric, estimate: Option<Estimate>) -> Spread {
+        self.estimates[metric.index()] = estimate;
+        self
+    }
+
     /// Within one measurement, from its records.
     pub fn of_measurement(phase: Phase, prompt_tokens: Option<u32>, m: &Measurement, f: &Figures) -> Spread {
         match phase {
             Phase::Prefill => {
-                Spread { prompt_tps: median_estimate(&prefill_rates(prompt_tokens, &m.requests)), ..Spread::default() }
+                Spread::default().with(Metric::PromptTps, median_estimate(&prefill_rates(prompt_tokens, &m.requests)))
             }
             Phase::Decode => {
                 let ttfts: Vec<f64> = m.requests.iter().filter_map(ttft_s).map(|s| s * 1000.0).collect();
@@ -40,27 +60,22 @@ impl Spread {
                         .collect();
                     window_estimate(tps, &bins)
                 });
-                Spread {
-                    prompt_tps: None,
-                    total_tps,
-                    per_request_tps: median_estimate(&rates),
-                    ttft_ms: median_estimate(&ttfts),
-                    tbt_ms: median_estimate(&tbts_ms),
-                }
+                Spread::default()
+                    .with(Metric::TotalTps, total_tps)
+                    .with(Metric::PerRequestTps, median_estimate(&rates))
+                    .with(Metric::TtftMs, median_estimate(&ttfts))
+                    .with(Metric::TbtMs, median_estimate(&tbts_ms))
             }
         }
     }
 
     /// Across repetitions: the mean of each figure over the repetitions that have it.
     pub fn across(reps: &[&Figures]) -> Spread {
-        let of = |f: fn(&Figures) -> Option<f64>| mean_estimate(&values(reps, f), Basis::Repetitions);
-        Spread {
-            prompt_tps: of(|f| f.prompt_tps),
-            total_tps: of(|f| f.total_tps),
-            per_request_tps: of(|f| f.per_request_tps),
-            ttft_ms: of(|f| f.ttft_ms),
-            tbt_ms: of(|f| f.tbt_ms),
-        }
+        let of = |metric: Metric| {
+            let values: Vec<f64> = reps.iter().filter_map(|f| metric.of_figures(f)).collect();
+            mean_estimate(&values, Basis::Repetitions)
+        };
+        Spread { estimates: Metric::ALL.map(of) }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -121,10 +136,10 @@ mod tests {
             [100.0, 110.0, 90.0].iter().map(|&t| Figures { total_tps: Some(t), ..Figures::default() }).collect();
         let refs: Vec<&Figures> = figs.iter().collect();
         let s = Spread::across(&refs);
-        let t = s.total_tps.unwrap();
+        let t = s.get(Metric::TotalTps).cloned().unwrap();
         assert_eq!((t.value, t.n, t.basis), (100.0, 3, Basis::Repetitions));
         assert_eq!(t.interval.unwrap().kind, IntervalKind::TMean);
-        assert!(s.ttft_ms.is_none());
+        assert!(s.get(Metric::TtftMs).is_none());
         assert_eq!(mean_figures(&refs).total_tps, Some(100.0));
     }
 }

@@ -18,6 +18,7 @@ use super::downloads::cell_detail;
 use super::leaderboard_page::{board_name, board_slug};
 use crate::analysis::evidence::{self, CellDetail, Distribution, Evidence};
 use crate::analysis::interval::{min_requests_for_percentile, Basis, Estimate, IntervalKind};
+use crate::analysis::metric::Metric;
 use crate::analysis::{BoardKey, CellView, FigureSource, Figures, RunView};
 use crate::format::{Cell, Phase, RequestRecord, Status, TokenSource};
 use crate::units::numbers::{self, context_slug};
@@ -90,11 +91,11 @@ struct UncertaintyRow {
 fn uncertainty_rows(view: &CellView) -> Vec<UncertaintyRow> {
     let Some(s) = view.spread.as_deref() else { return Vec::new() };
     let rows: [(&'static str, Option<&Estimate>, fn(f64) -> String); 5] = [
-        ("Prompt tok/s", s.prompt_tps.as_ref(), numbers::decimal1),
-        ("Total tok/s", s.total_tps.as_ref(), numbers::decimal1),
-        ("Per request tok/s", s.per_request_tps.as_ref(), numbers::decimal1),
-        ("TTFT", s.ttft_ms.as_ref(), numbers::millis1),
-        ("Time between tokens", s.tbt_ms.as_ref(), numbers::millis1),
+        ("Prompt tok/s", s.get(Metric::PromptTps), numbers::decimal1),
+        ("Total tok/s", s.get(Metric::TotalTps), numbers::decimal1),
+        ("Per request tok/s", s.get(Metric::PerRequestTps), numbers::decimal1),
+        ("TTFT", s.get(Metric::TtftMs), numbers::millis1),
+        ("Time between tokens", s.get(Metric::TbtMs), numbers::millis1),
     ];
     rows.into_iter()
         .filter_map(|(figure, e, fmt)| {

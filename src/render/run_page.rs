@@ -421,7 +421,10 @@ fn prefill_chart(run: &RunView) -> String {
             .iter()
             .map(|(c, _)| c.figures.ttft_ms.map(numbers::millis).map(|t| format!("  {t}")).unwrap_or_default())
             .collect(),
-        errors: cells.iter().map(|(c, _)| whisker(c.spread.as_deref().and_then(|s| s.prompt_tps.as_ref()))).collect(),
+        errors: cells
+            .iter()
+            .map(|(c, _)| whisker(c.spread.as_deref().and_then(|s| s.get(crate::analysis::metric::Metric::PromptTps))))
+            .collect(),
     }];
     // Drawn in the browser, as the chart of throughput against interactivity.
     line_chart_data(&ChartSpec {
@@ -536,7 +539,8 @@ fn throughput_interactivity_chart(run: &RunView) -> String {
                 .flatten()
                 .filter(|c| c.status == Status::Valid)
                 .filter_map(|c| {
-                    let spread = whisker(c.spread.as_deref().and_then(|s| s.total_tps.as_ref()));
+                    let spread =
+                        whisker(c.spread.as_deref().and_then(|s| s.get(crate::analysis::metric::Metric::TotalTps)));
                     Some((c.figures.per_request_tps?, c.figures.total_tps?, c.concurrency, spread))
                 })
                 .collect();

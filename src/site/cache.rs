@@ -180,4 +180,3 @@ fn meta_bytes(meta: &fs::Metadata) -> [u8; 64] {
 pub fn up_to_date(config: &SiteConfig, fingerprint: u64) -> bool {
     BuildCache::read(&config.out_dir).fingerprint == Some(format!("{fingerprint:016x}"))
 }
-

@@ -18,8 +18,8 @@ use crate::write::{assets, InPlace, OutputIndex, Sink, Staging};
 
 mod cache;
 
-use cache::{program_identity, to_hex, BuildCache};
 pub use cache::{input_fingerprint, up_to_date};
+use cache::{program_identity, to_hex, BuildCache};
 
 /// What the site's commands read of a comparison's verdicts, and the staging clean-up an
 /// up-to-date build still does: the commands reach the pipeline only through `site`.
