@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::command::{diff_commands, FlagChange, FlagDiff};
 use super::interval::{Estimate, Interval};
-use super::metric::{estimate, Metric};
+use super::metric::Metric;
 use super::run::{CellView, RunView};
 use super::run_noise::{NoiseBasis, RunNoise};
 use super::verdict::{change, judge_all, Between};
@@ -407,11 +407,11 @@ fn cell_pair(a: &RunView, b: &RunView, (ctx, c): (u32, u32), t: f64, noise: &Run
     let (ca, cb) = (a.decode_cell(ctx, c), b.decode_cell(ctx, c));
     let (va, vb) = (valid_cell(ca), valid_cell(cb));
     let at = (Phase::Decode, ctx, c);
-    let pair = |m: Metric| change(&estimate(va?, m)?, &estimate(vb?, m)?, m.higher_is_better(), t, of(noise, at, m));
+    let pair = |m: Metric| change(&va?.estimate(m)?, &vb?.estimate(m)?, m.higher_is_better(), t, of(noise, at, m));
     let gpus = |r: &RunView| r.manifest.hardware.count.max(1) as f64;
     let per_gpu = || {
-        let ea = per_device(estimate(va?, Metric::TotalTps)?, gpus(a));
-        let eb = per_device(estimate(vb?, Metric::TotalTps)?, gpus(b));
+        let ea = per_device(va?.estimate(Metric::TotalTps)?, gpus(a));
+        let eb = per_device(vb?.estimate(Metric::TotalTps)?, gpus(b));
         change(&ea, &eb, true, t, of(noise, at, Metric::TotalTps))
     };
     CellPair {
@@ -451,6 +451,6 @@ fn prefill_pair(a: &RunView, b: &RunView, ctx: u32, t: f64, noise: &RunNoise) ->
         b_status: CellState::of(pb),
         a_tps: va.and_then(|v| v.figures.prompt_tps),
         b_tps: vb.and_then(|v| v.figures.prompt_tps),
-        tps: (|| change(&estimate(va?, m)?, &estimate(vb?, m)?, true, t, of(noise, (Phase::Prefill, ctx, 0), m)))(),
+        tps: (|| change(&va?.estimate(m)?, &vb?.estimate(m)?, true, t, of(noise, (Phase::Prefill, ctx, 0), m)))(),
     }
 }

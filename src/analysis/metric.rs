@@ -1,21 +1,8 @@
-//! The figures a comparison judges, and each one's estimate in a cell.
+//! The figures a comparison judges (a cell's estimate of one: `CellView::estimate`).
 
 use serde::Serialize;
 
 use super::figures::Figures;
-use super::interval::{Basis, Estimate};
-use super::run::CellView;
-use super::spread::Spread;
-
-/// A figure of a cell with its uncertainty: the cell's spread where it has one, else the
-/// figure alone (n = 1).
-pub fn estimate(view: &CellView, metric: Metric) -> Option<Estimate> {
-    let from_spread = view.spread.as_deref().and_then(|s| metric.of_spread(s).cloned());
-    from_spread.or_else(|| {
-        let value = metric.of_figures(&view.figures)?;
-        Some(Estimate { value, n: 1, basis: Basis::Repetitions, interval: None, cv: None, samples: Vec::new() })
-    })
-}
 
 /// The figures a comparison judges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -31,10 +18,6 @@ pub enum Metric {
 impl Metric {
     pub const ALL: [Metric; 5] =
         [Metric::PromptTps, Metric::TotalTps, Metric::PerRequestTps, Metric::TtftMs, Metric::TbtMs];
-
-    pub fn of_spread(self, s: &Spread) -> Option<&Estimate> {
-        s.get(self)
-    }
 
     /// Its place in `ALL`.
     pub fn index(self) -> usize {

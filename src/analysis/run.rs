@@ -643,3 +643,22 @@ mod tests {
         assert!(flagged(&two).is_empty());
     }
 }
+
+impl CellView {
+    /// Figure `metric` of the cell with its uncertainty: the cell's spread where it has one,
+    /// else the figure alone (n = 1).
+    pub fn estimate(&self, metric: super::metric::Metric) -> Option<super::interval::Estimate> {
+        let from_spread = self.spread.as_deref().and_then(|s| s.get(metric).cloned());
+        from_spread.or_else(|| {
+            let value = metric.of_figures(&self.figures)?;
+            Some(super::interval::Estimate {
+                value,
+                n: 1,
+                basis: super::interval::Basis::Repetitions,
+                interval: None,
+                cv: None,
+                samples: Vec::new(),
+            })
+        })
+    }
+}

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::metric::{estimate, Metric};
+use super::metric::Metric;
 use super::run::{CellView, RunView};
 use super::verdict::PooledSpread;
 use crate::format::{Phase, Status};
@@ -232,7 +232,7 @@ impl SiteNoise {
 
 /// The log samples of a valid cell's figure, when each is positive and there are two or more.
 fn log_samples(view: &CellView, metric: Metric) -> Option<Vec<f64>> {
-    let e = estimate(view, metric)?;
+    let e = view.estimate(metric)?;
     let ok = e.samples.len() >= 2 && e.samples.iter().all(|v| v.is_finite() && *v > 0.0);
     ok.then(|| e.samples.iter().map(|v| v.ln()).collect())
 }
@@ -336,7 +336,7 @@ fn moderated(metric: Metric, p: Pool, assumed_pct: f64) -> FigureNoise {
 /// One run's level of a figure in a cell: the mean of its repetitions' logs (a single
 /// measurement: the log of its figure) and the variance of that mean within the run.
 fn level(view: &CellView, metric: Metric) -> Option<(f64, f64)> {
-    let e = estimate(view, metric)?;
+    let e = view.estimate(metric)?;
     let logs: Vec<f64> = e.samples.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
     if logs.len() >= 2 && logs.len() == e.samples.len() {
         let (mean, sd) = crate::stats::mean_sd(&logs)?;
