@@ -17,21 +17,11 @@ pub struct Snapshot {
     server_s: Option<f64>,
 }
 
-fn ticks_per_s() -> f64 {
-    // SAFETY: sysconf reads a constant of the system.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
-}
-
 /// Now; `server` is the launched server's processes.
 pub fn snapshot(server: Option<&super::launch::tree::ServerTree>) -> Option<Snapshot> {
     let (cpus, busy_ticks) = parse_stat(&fs::read_to_string("/proc/stat").ok()?)?;
     let server_s = server.map(|t| t.cpu_s());
-    Some(Snapshot { cpus, busy_s: busy_ticks / ticks_per_s(), server_s })
+    Some(Snapshot { cpus, busy_s: busy_ticks / super::launch::tree::ticks_per_s(), server_s })
 }
 
 /// Between two snapshots `window_s` apart.

@@ -199,42 +199,58 @@ fn scrub_bearer(text: &str) -> Option<String> {
     (s != text).then_some(s)
 }
 
+/// `text` with the value each match of `pattern` names replaced by `<redacted>`: `value_of`
+/// gives a match's value as a span of `text` (`None`: keep it). A match inside a value
+/// already replaced is passed over.
+fn replace_values(
+    text: &str,
+    pattern: &Regex,
+    value_of: impl Fn(&regex::Captures<'_>) -> Option<std::ops::Range<usize>>,
+) -> Option<String> {
+    let mut out = String::new();
+    let mut done = 0;
+    for m in pattern.captures_iter(text) {
+        if m.get(0).expect("match").start() < done {
+            continue;
+        }
+        let Some(value) = value_of(&m) else { continue };
+        out.push_str(&text[done..value.start]);
+        out.push_str(REDACTED);
+        done = value.end;
+    }
+    (done > 0).then(|| {
+        out.push_str(&text[done..]);
+        out
+    })
+}
+
+/// The span of the value that starts after `end` in `text` (`value_span`).
+fn value_after(text: &str, end: usize, header: bool) -> Option<std::ops::Range<usize>> {
+    let (start, len) = value_span(&text[end..], header)?;
+    Some(end + start..end + start + len)
+}
+
 /// `name=value`, `name: value`, `"name": "value"` where the name is a secret's: the value goes.
 /// The bare names `key` and `auth` count only before `=` (prose says "Key: ..." innocently).
 fn scrub_named_values(text: &str) -> Option<String> {
-    let mut out = String::new();
-    let mut done = 0;
-    for m in NAMED_VALUE.captures_iter(text) {
-        let whole = m.get(0).expect("match");
+    replace_values(text, &NAMED_VALUE, |m| {
         let name = &m[1];
-        if whole.start() < done || !secret_name(name) {
-            continue;
+        if !secret_name(name) {
+            return None;
         }
         let lower = name.to_ascii_lowercase();
         if &m[3] == ":" && matches!(lower.as_str(), "key" | "auth") {
-            continue;
+            return None;
         }
-        let rest = &text[whole.end()..];
-        let header = lower.ends_with("authorization");
-        let Some((value_start, value_len)) = value_span(rest, header) else { continue };
-        let start = whole.end() + value_start;
-        let value = &text[start..start + value_len];
+        let span = value_after(text, m.get(0).expect("match").end(), lower.ends_with("authorization"))?;
+        let value = &text[span.clone()];
         // Prose: "time to first token: 35 ms", "token: the first one". A bare word of the
         // trade before a colon names a secret only when what follows looks like one
         // ("password:" always does).
         let prose_word =
             matches!(lower.as_str(), "token" | "tokens" | "signature" | "cookie" | "credential" | "credentials");
         let prose = &m[3] == ":" && m[2].is_empty() && prose_word;
-        if value == REDACTED || (prose && !secret_looking(value)) {
-            continue;
-        }
-        out.push_str(&text[done..start]);
-        out.push_str(REDACTED);
-        done = start + value_len;
-    }
-    (done > 0).then(|| {
-        out.push_str(&text[done..]);
-        out
+        (value != REDACTED && !(prose && !secret_looking(value))).then_some(span)
     })
 }
 
@@ -253,27 +269,13 @@ pub fn scrub_log_line(line: &str) -> Cow<'_, str> {
 }
 
 fn scrub_flag_values(text: &str) -> Option<String> {
-    let mut out = String::new();
-    let mut done = 0;
-    for m in FLAG_VALUE.captures_iter(text) {
-        let whole = m.get(0).expect("match");
-        if whole.start() < done || !secret_name(&m[1]) {
-            continue;
+    replace_values(text, &FLAG_VALUE, |m| {
+        if !secret_name(&m[1]) {
+            return None;
         }
-        let rest = &text[whole.end()..];
-        let Some((value_start, value_len)) = value_span(rest, false) else { continue };
-        let start = whole.end() + value_start;
-        let value = &text[start..start + value_len];
-        if value == REDACTED || value.starts_with(['-', '\\']) {
-            continue;
-        }
-        out.push_str(&text[done..start]);
-        out.push_str(REDACTED);
-        done = start + value_len;
-    }
-    (done > 0).then(|| {
-        out.push_str(&text[done..]);
-        out
+        let span = value_after(text, m.get(0).expect("match").end(), false)?;
+        let value = &text[span.clone()];
+        (value != REDACTED && !value.starts_with(['-', '\\'])).then_some(span)
     })
 }
 

@@ -146,7 +146,8 @@ fn parse_stat(pid: i32, text: &str) -> Option<Proc> {
     Some(Proc { pid, ppid: f.get(1)?.parse().ok()?, zombie: matches!(f.first(), Some(&"Z" | &"X")), ticks, name })
 }
 
-fn ticks_per_s() -> f64 {
+/// Clock ticks a second, the unit of `/proc`'s CPU times.
+pub(crate) fn ticks_per_s() -> f64 {
     // SAFETY: sysconf reads a constant of the system.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if t > 0 {
