@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use speed_matrix::bench::client::http::{Credentials, Endpoint, HttpClient};
 use speed_matrix::bench::client::stream::{run_stream, StreamSettings, WindowClock};
-use speed_matrix::bench::discover::metric_value;
+use speed_matrix::bench::metrics::metric_value;
 use speed_matrix::bench::loopdetect::LoopSettings;
 use speed_matrix::bench::prompt::{request_body, Api};
 use speed_matrix::format::RequestRecord;

@@ -16,6 +16,7 @@ pub mod hardware;
 pub mod launch;
 pub mod loopdetect;
 pub mod machine;
+pub mod metrics;
 pub mod plan;
 pub mod progress;
 pub mod prompt;

@@ -382,12 +382,12 @@ impl Edges {
 
     /// The prefix-cache counters' growth across the window.
     fn prefix_cache(&self) -> Option<crate::format::PrefixCacheCount> {
-        crate::bench::discover::prefix_between(self.count_open.prefix?, self.count_close.prefix?)
+        crate::bench::metrics::prefix_between(self.count_open.prefix?, self.count_close.prefix?)
     }
 
     /// The speculative-decoding counters' growth across the window.
     fn spec_decode(&self) -> Option<crate::format::SpecDecodeCount> {
-        crate::bench::discover::spec_between(self.count_open.spec?, self.count_close.spec?)
+        crate::bench::metrics::spec_between(self.count_open.spec?, self.count_close.spec?)
     }
 }
 
