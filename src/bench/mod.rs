@@ -3,11 +3,14 @@
 //!
 //! Layout: `client/` talks to the server (HTTP, SSE, chunk shapes, token accounting, one
 //! timed stream); `engine` holds what we know of each engine; `discover` asks the server
-//! about itself; `plan` decides the cells; `prompt` sizes prompts; `cell/` measures one
-//! cell; `session` runs the matrix; `recorder` writes the run folder. The bench depends
+//! about itself (`metrics` reads its Prometheus text); `bench_plan` turns the flags into a
+//! checked plan; `server` connects and discovers; `plan` decides the cells; `prompt` sizes prompts; `cell/` measures one
+//! cell; `session` runs the plan's mode; `run_folder` names, checks and opens the run
+//! folder, `recorder` writes it; `progress` says where the run is. The bench depends
 //! only on the data format and the leaves: figures for the terminal come from the caller
 //! (a `CellReporter`).
 
+pub mod bench_plan;
 pub mod cell;
 pub mod client;
 pub mod discover;
@@ -21,8 +24,9 @@ pub mod plan;
 pub mod progress;
 pub mod prompt;
 pub mod recorder;
+mod run_folder;
+mod server;
 pub mod session;
-mod setup;
 pub mod telemetry;
 
 use std::path::PathBuf;
@@ -31,10 +35,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::format::Cell;
-use loopdetect::LoopSettings;
-use prompt::Api;
 
 pub use crate::format::facts::ManifestFacts;
+pub use bench_plan::{BenchFlags, BenchPlan};
 pub use session::{run, MAX_UNREACHABLE_CELLS};
 
 /// A warning printed once per process and kind: an out-of-range reading would otherwise
@@ -62,64 +65,6 @@ pub(crate) fn warn_dropped(kind: &'static str, v: f64) {
     warn_once(kind, &format!("dropped an out-of-range reading ({shown}); the run goes on without it"));
 }
 
-/// A bench run, fully typed: what `site bench`'s flags say once parsed.
-#[derive(Debug, Clone)]
-pub struct BenchConfig {
-    pub endpoint: String,
-    /// The API key and extra headers: sent, never stored or shown.
-    pub credentials: client::http::Credentials,
-    pub tls: client::tls::TlsOptions,
-    /// Device telemetry sampled during the run (`--telemetry`).
-    pub telemetry: Option<telemetry::TelemetrySource>,
-    pub model: Option<String>,
-    pub api: Api,
-    pub contexts: Vec<u32>,
-    pub concurrency: Vec<u32>,
-    pub prefill_contexts: Vec<u32>,
-    pub duration: Duration,
-    pub max_output: u32,
-    /// Measurements of each cell (`--repeat`), interleaved across the matrix.
-    pub repeat: u32,
-    /// Measured prefill requests per context and repetition (`--prefill-samples`).
-    pub prefill_samples: u32,
-    /// Prefix reuse of the decode cells, in percent: the level this run measures.
-    pub prefix_reuse: Option<u32>,
-    /// `--prefix-reuse 0,90`: every level, each measured as a run of its own named
-    /// `RUN-reuse<PCT>` (empty or one level: the run is `RUN`).
-    pub reuse_levels: Vec<u32>,
-    /// Turns of each stream's conversation (`--turns`).
-    pub turns: Option<u32>,
-    pub kv_budget: Option<u64>,
-    pub run_id: Option<String>,
-    pub data_dir: PathBuf,
-    pub resume: bool,
-    pub dry_run: bool,
-    pub warmup_hold: Duration,
-    pub warmup_timeout: Duration,
-    pub drain_timeout: Duration,
-    pub stall_timeout: Duration,
-    pub gauge_interval: Duration,
-    pub loop_settings: LoopSettings,
-    pub detect_loops: bool,
-    pub facts: ManifestFacts,
-    /// The server started and stopped by the bench (`--launch`, `--restarts`).
-    pub launch: Option<launch::LaunchSettings>,
-    /// A second live server measured cell by cell beside the first (`--versus`).
-    pub versus: Option<Versus>,
-    /// Says a finished cell's figures in words for the progress line.
-    pub reporter: std::sync::Arc<dyn CellReporter>,
-}
-
-/// `--versus URL`: the second server, and its run's id.
-#[derive(Debug, Clone)]
-pub struct Versus {
-    pub endpoint: String,
-    /// Default: the first run's id with `-versus`.
-    pub run_id: Option<String>,
-    /// `--versus-launch`: B's server started as `--launch` starts A's (with its restarts).
-    pub launch: Option<String>,
-}
-
 /// What the progress line says of a finished cell: the caller's (the site computes the
 /// figures; the bench knows only the data format).
 pub trait CellReporter: Send + Sync + std::fmt::Debug {
@@ -145,11 +90,11 @@ pub struct BenchSummary {
 }
 
 /// Runs the bench to the end (or to Ctrl-C) on a runtime of its own.
-pub fn run_blocking(cfg: BenchConfig) -> Result<BenchSummary> {
+pub fn run_blocking(plan: &BenchPlan, reporter: &dyn CellReporter) -> Result<BenchSummary> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     // Whatever failed, its message may quote the server: the key never reaches the terminal.
-    let scrubber = crate::redact::Scrubber::new(cfg.credentials.secrets());
-    rt.block_on(run(cfg)).map_err(|e| anyhow::anyhow!(scrubber.scrub(&format!("{e:#}"))))
+    let scrubber = crate::redact::Scrubber::new(plan.target.credentials.secrets());
+    rt.block_on(run(plan, reporter)).map_err(|e| anyhow::anyhow!(scrubber.scrub(&format!("{e:#}"))))
 }
 
 /// The gauge's sampling interval when none is given: about once a second (the method), but

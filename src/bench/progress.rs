@@ -9,7 +9,12 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
 
+use super::bench_plan::BenchPlan;
 use super::client::stream::WindowClock;
+use super::plan::PlannedCell;
+use super::run_folder::Done;
+use crate::format::Phase;
+use crate::units::context_label;
 use crate::units::terminal_safe;
 
 pub struct Progress {
@@ -117,5 +122,60 @@ impl LiveRate {
 impl Drop for LiveRate {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// `--dry-run`: every cell and repetition the run would measure (with `--resume`, only those
+/// not yet on disk, after the same checks a real resume makes), and about how long.
+pub(super) fn print_plan(planned: &[PlannedCell], plan: &BenchPlan, done: &Done) {
+    let runs = planned.iter().filter(|p| p.over_capacity.is_none()).count();
+    let repeat = plan.matrix.repeat;
+    let per_cell = if repeat > 1 { format!(", each measured {repeat} times") } else { String::new() };
+    println!("Plan: {} cells, {} to run, {} Over capacity{per_cell}", planned.len(), runs, planned.len() - runs);
+    let mut to_go = 0usize;
+    let mut decode_to_go = 0usize;
+    for p in planned {
+        let reps: Vec<u32> = (1..=if p.over_capacity.is_some() { 1 } else { repeat })
+            .filter(|rep| !done.contains(&(p.phase, p.context, p.concurrency, *rep)))
+            .collect();
+        if reps.is_empty() {
+            continue;
+        }
+        to_go += reps.len();
+        if p.phase == Phase::Decode && p.over_capacity.is_none() {
+            decode_to_go += reps.len();
+        }
+        let which = if repeat > 1 { format!(" (rep {})", list_of(&reps)) } else { String::new() };
+        match &p.over_capacity {
+            None => println!("  run            {}{which}", describe(p)),
+            Some(o) => println!(
+                "  over capacity  {}: {} (needs {}, limit {})",
+                describe(p),
+                o.rule,
+                o.required_tokens,
+                o.budget_tokens.map(|b| b.to_string()).unwrap_or_else(|| "?".into())
+            ),
+        }
+    }
+    if !done.is_empty() {
+        println!("Resuming: {} measurements already on disk, {to_go} to go.", done.len());
+    }
+    let secs = decode_to_go as f64 * (plan.timing.duration + plan.timing.warmup_hold).as_secs_f64();
+    println!("{decode_to_go} decode windows: about {:.0} minutes.", secs / 60.0);
+}
+
+/// `1-3`, `2, 3`.
+fn list_of(reps: &[u32]) -> String {
+    match reps {
+        [a, .., b] if b - a + 1 == reps.len() as u32 && reps.len() > 2 => format!("{a}-{b}"),
+        _ => reps.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// A planned cell in words: `prefill 8K`, `decode 8K x 4`.
+pub(super) fn describe(p: &PlannedCell) -> String {
+    match p.phase {
+        Phase::Prefill => format!("prefill {}", context_label(p.context)),
+        Phase::Decode => format!("decode {} x {}", context_label(p.context), p.concurrency),
     }
 }

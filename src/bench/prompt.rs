@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 use super::client::http::HttpClient;
 use super::discover::EngineKind;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Api {
+    #[default]
     Chat,
     Completions,
 }

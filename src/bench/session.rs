@@ -6,37 +6,45 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use tokio::sync::watch;
 
+use super::bench_plan::{level_run_id, BenchPlan, Mode, RunSpec, Versus};
 use super::cell::{self, CellContext, DecodeRun};
 use super::client::http::{self, HttpClient};
 use super::client::stream::{StreamSettings, WindowClock};
-use super::discover::{self, ServerInfo};
-use super::launch::{self, LaunchSettings, Launcher};
-use super::plan::{self, Capacity, PlannedCell};
-use super::progress::{LiveRate, Progress};
+use super::discover::ServerInfo;
+use super::launch::{self, Launcher};
+use super::plan::PlannedCell;
+use super::progress::{describe, print_plan, LiveRate, Progress};
 use super::prompt::{self, SizedPrompt};
 use super::recorder::{self, Recorder};
-use super::setup::{
-    capacity, connect, describe, discovered_facts, open_run, print_plan, resolve_hardware, resumable_done, server_line,
+use super::run_folder::{
+    check_versus_folders, discovered_facts, first_repetition_to_measure, open_run, resumable_done,
 };
+use super::server::{connect, resolve_hardware, Server};
 use super::telemetry::Telemetry;
-use super::{BenchConfig, BenchSummary};
+use super::{BenchSummary, CellReporter};
 use crate::format::{Cell, CellError, ErrorCause, Phase, RunManifest, Status};
-use crate::units::{context_label, terminal_safe};
+use crate::units::context_label;
 
 /// Cells in a row that found the server unreachable before the run stops.
 pub const MAX_UNREACHABLE_CELLS: u32 = 3;
 
-pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
-    if cfg.versus.is_some() {
-        return run_versus(cfg).await;
+pub async fn run(plan: &BenchPlan, reporter: &dyn CellReporter) -> Result<BenchSummary> {
+    let bench = Bench { plan, reporter };
+    match &plan.mode {
+        Mode::One => run_one(bench, plan.first_run()).await,
+        Mode::ReuseLevels(levels) => run_levels(bench, levels).await,
+        Mode::Versus(b) => run_versus(bench, b).await,
     }
-    if cfg.reuse_levels.len() > 1 {
-        return run_levels(cfg).await;
-    }
-    run_one(cfg).await
+}
+
+/// What every run of a session shares: the plan, and how a finished cell is said.
+#[derive(Clone, Copy)]
+struct Bench<'a> {
+    plan: &'a BenchPlan,
+    reporter: &'a dyn CellReporter,
 }
 
 /// `--prefix-reuse 0,90`: the matrix at each level in turn, each a run of its own
@@ -45,24 +53,23 @@ pub async fn run(cfg: BenchConfig) -> Result<BenchSummary> {
 /// is a workload: each level's run has its heatmap, boards and comparisons, as runs of
 /// one workload do. The first level's run names the session (its id without the suffix)
 /// when no `--run-id` does.
-async fn run_levels(mut cfg: BenchConfig) -> Result<BenchSummary> {
-    let levels = cfg.reuse_levels.clone();
-    if cfg.dry_run {
+async fn run_levels(bench: Bench<'_>, levels: &[u32]) -> Result<BenchSummary> {
+    let plan = bench.plan;
+    let mut base = plan.folder.run_id.clone();
+    if plan.folder.dry_run {
         eprintln!(
             "At each prefix-reuse level ({}%), one after another, each level a run of its own:",
             levels.iter().map(u32::to_string).collect::<Vec<_>>().join("%, ")
         );
-        cfg.prefix_reuse = levels.first().copied();
-        return run_one(cfg).await;
+        return run_one(bench, plan.level_run(levels, levels[0], base)).await;
     }
     let mut summaries: Vec<BenchSummary> = Vec::new();
     for level in levels.iter().copied() {
-        cfg.prefix_reuse = Some(level);
-        let summary = run_one(cfg.clone()).await?;
-        if cfg.run_id.is_none() {
+        let summary = run_one(bench, plan.level_run(levels, level, base.clone())).await?;
+        if base.is_none() {
             let id = folder_id(&summary.run_dir);
-            let suffix = super::setup::level_run_id("", level);
-            cfg.run_id = Some(id.strip_suffix(&suffix).unwrap_or(&id).to_string());
+            let suffix = level_run_id("", level);
+            base = Some(id.strip_suffix(&suffix).unwrap_or(&id).to_string());
         }
         let interrupted = summary.interrupted;
         summaries.push(summary);
@@ -75,24 +82,26 @@ async fn run_levels(mut cfg: BenchConfig) -> Result<BenchSummary> {
     Ok(first)
 }
 
-async fn run_one(mut cfg: BenchConfig) -> Result<BenchSummary> {
-    let client = connect(&cfg)?;
-    resolve_hardware(&mut cfg.facts, &client.endpoint)?;
+async fn run_one(bench: Bench<'_>, mut run: RunSpec) -> Result<BenchSummary> {
+    let plan = bench.plan;
+    let client = connect(&run.target)?;
+    resolve_hardware(&mut run.facts, &client.endpoint)?;
     // Ctrl-C is ours from the start: nothing is written before it can be handled.
     let mut interrupt = ctrl_c_flag();
-    let mut launcher = first_process(&cfg, &client, &interrupt).await?;
-    let server = Server::discover(&cfg, &client, &mut interrupt).await?;
-    if cfg.dry_run {
+    let mut launcher = first_process(plan, &run, &client, &interrupt).await?;
+    let server = Server::discover(plan, &run, &client, &mut interrupt).await?;
+    if plan.folder.dry_run {
         if let Some(l) = launcher.as_mut() {
             l.stop().await;
         }
-        let done = resumable_done(&cfg, &client, &server.info, &server.model, &server.cap)?;
-        print_plan(&server.planned, &cfg, &done);
+        let done = resumable_done(plan, &run, &client, &server.info, &server.model, &server.cap)?;
+        print_plan(&server.planned, plan, &done);
         return Ok(BenchSummary::default());
     }
-    let (recorder, manifest) = open_run(&cfg, &client, &server.info, &server.model, &server.cap)?;
+    let (recorder, manifest) = open_run(plan, &run, &client, &server.info, &server.model, &server.cap)?;
     let planned = server.planned;
-    let mut session = Session::start(&cfg, client, &server.info, server.model, recorder, &planned, interrupt).await;
+    let mut session =
+        Session::start(bench, run, client, &server.info, server.model, recorder, &planned, interrupt).await;
     session.launcher = launcher;
     let measured = session.measure(&planned).await;
     session.stop_background().await;
@@ -104,91 +113,52 @@ async fn run_one(mut cfg: BenchConfig) -> Result<BenchSummary> {
 
 /// With `--launch`: the launcher, its first server process started and answering.
 async fn first_process(
-    cfg: &BenchConfig,
+    plan: &BenchPlan,
+    run: &RunSpec,
     client: &HttpClient,
     interrupt: &watch::Receiver<bool>,
 ) -> Result<Option<Launcher>> {
-    let Some(settings) = &cfg.launch else { return Ok(None) };
-    let mut launcher = Launcher::new(settings.clone(), cfg.credentials.secrets())?;
-    let rep = super::setup::first_repetition_to_measure(cfg);
-    launcher.ensure(launch::instance_of(rep, cfg.repeat, settings.restarts), client, interrupt).await?;
+    let Some(settings) = &run.target.launch else { return Ok(None) };
+    let mut launcher = Launcher::new(settings.clone(), run.target.credentials.secrets())?;
+    let rep = first_repetition_to_measure(plan, run);
+    launcher.ensure(launch::instance_of(rep, plan.matrix.repeat, settings.restarts), client, interrupt).await?;
     Ok(Some(launcher))
-}
-
-/// A server as discovered: what it serves, its capacity and the cells planned for it.
-struct Server {
-    info: ServerInfo,
-    model: String,
-    cap: Capacity,
-    planned: Vec<PlannedCell>,
-}
-
-impl Server {
-    async fn discover(cfg: &BenchConfig, client: &HttpClient, interrupt: &mut watch::Receiver<bool>) -> Result<Server> {
-        let info = tokio::select! {
-            r = discover::discover(client) => r.with_context(|| format!("discovering {}", client.endpoint.display()))?,
-            Ok(_) = interrupt.wait_for(|i| *i) => bail!("interrupted"),
-        };
-        let model = match (&cfg.model, info.models.first()) {
-            (Some(m), _) | (None, Some(m)) => m.clone(),
-            (None, None) => bail!("the server at {} lists no model; pass --model", client.endpoint.display()),
-        };
-        if cfg.model.is_some() && !info.models.is_empty() && !info.models.contains(&model) {
-            let listed: Vec<&str> = info.models.iter().take(5).map(String::as_str).collect();
-            eprintln!(
-                "warning: the server does not list --model {} (it lists {}): its answers may be errors",
-                terminal_safe(&model),
-                terminal_safe(&listed.join(", "))
-            );
-        }
-        let chars = model.chars().count();
-        if chars > crate::format::validate::MAX_NAME_CHARS {
-            bail!(
-                "the model id is {chars} characters long (at most {} can be published); pass --model with the name to use",
-                crate::format::validate::MAX_NAME_CHARS
-            );
-        }
-        let cap = capacity(&info, cfg);
-        let planned = plan::plan(&cfg.contexts, &cfg.concurrency, &cfg.prefill_contexts, cfg.max_output, &cap);
-        eprintln!("{}", terminal_safe(&server_line(&info, client, &model, &cap)));
-        Ok(Server { info, model, cap, planned })
-    }
 }
 
 /// `--versus B`: the same matrix on two live servers, every cell measured on A and on B in
 /// alternating order (A B, then B A, ...) repetition by repetition, context by context, so
 /// the machine's drift falls on both alike. Two runs, each naming the other
 /// (`paired_with`): comparisons judge them on the paired differences.
-async fn run_versus(mut cfg: BenchConfig) -> Result<BenchSummary> {
-    let versus = cfg.versus.take().expect("run_versus is called with --versus");
-    let mut cfg_b = BenchConfig { endpoint: versus.endpoint.clone(), ..cfg.clone() };
-    if let (Some(a), Some(command)) = (&cfg.launch, &versus.launch) {
-        cfg_b.launch = Some(LaunchSettings { command: command.clone(), ..a.clone() });
-        cfg_b.facts.launch_command = Some(command.clone());
-    }
-    let (client_a, client_b) = (connect(&cfg)?, connect(&cfg_b)?);
-    resolve_hardware(&mut cfg.facts, &client_a.endpoint)?;
-    resolve_hardware(&mut cfg_b.facts, &client_b.endpoint)?;
+async fn run_versus(bench: Bench<'_>, versus: &Versus) -> Result<BenchSummary> {
+    let plan = bench.plan;
+    check_versus_folders(plan, versus)?;
+    let [mut run_a, mut run_b] = plan.versus_runs(versus);
+    let (client_a, client_b) = (connect(&run_a.target)?, connect(&run_b.target)?);
+    resolve_hardware(&mut run_a.facts, &client_a.endpoint)?;
+    resolve_hardware(&mut run_b.facts, &client_b.endpoint)?;
     let mut interrupt = ctrl_c_flag();
-    let launchers =
-        (first_process(&cfg, &client_a, &interrupt).await?, first_process(&cfg_b, &client_b, &interrupt).await?);
+    let launchers = (
+        first_process(plan, &run_a, &client_a, &interrupt).await?,
+        first_process(plan, &run_b, &client_b, &interrupt).await?,
+    );
     let (a, b) = (
-        Server::discover(&cfg, &client_a, &mut interrupt).await?,
-        Server::discover(&cfg_b, &client_b, &mut interrupt).await?,
+        Server::discover(plan, &run_a, &client_a, &mut interrupt).await?,
+        Server::discover(plan, &run_b, &client_b, &mut interrupt).await?,
     );
     let (manifest_a, manifest_b, sessions) = {
-        let (rec_a, mut m_a) = open_run(&cfg, &client_a, &a.info, &a.model, &a.cap)?;
+        let (rec_a, mut m_a) = open_run(plan, &run_a, &client_a, &a.info, &a.model, &a.cap)?;
         let a_id = folder_id(&rec_a.dir);
-        cfg_b.run_id = Some(versus.run_id.clone().unwrap_or_else(|| format!("{a_id}-versus")));
-        let (rec_b, mut m_b) = open_run(&cfg_b, &client_b, &b.info, &b.model, &b.cap)?;
+        run_b.run_id = Some(run_b.run_id.take().unwrap_or_else(|| format!("{a_id}-versus")));
+        let (rec_b, mut m_b) = open_run(plan, &run_b, &client_b, &b.info, &b.model, &b.cap)?;
         let b_id = folder_id(&rec_b.dir);
         (m_a.paired_with, m_b.paired_with) = (Some(b_id), Some(a_id));
         rec_a.write_manifest(&m_a)?;
         rec_b.write_manifest(&m_b)?;
         let mut sa =
-            Session::start(&cfg, client_a, &a.info, a.model.clone(), rec_a, &a.planned, interrupt.clone()).await;
-        let mut sb = Session::start(&cfg_b, client_b, &b.info, b.model.clone(), rec_b, &b.planned, interrupt).await;
-        (sa.side, sb.side) = (Some("A"), Some("B"));
+            Session::start(bench, run_a, client_a, &a.info, a.model.clone(), rec_a, &a.planned, interrupt.clone())
+                .await;
+        let mut sb =
+            Session::start(bench, run_b, client_b, &b.info, b.model.clone(), rec_b, &b.planned, interrupt).await;
         (sa.launcher, sb.launcher) = launchers;
         (m_a, m_b, [sa, sb])
     };
@@ -210,7 +180,7 @@ async fn run_versus(mut cfg: BenchConfig) -> Result<BenchSummary> {
 /// odd repetitions and B then A in even ones.
 async fn measure_alternating(sessions: [&mut Session<'_>; 2], planned: [&[PlannedCell]; 2]) -> Result<()> {
     let [a, b] = sessions;
-    let repeat = a.cfg.repeat;
+    let repeat = a.plan.matrix.repeat;
     for rep in 1..=repeat {
         // With --launch and --versus-launch, both servers move to their next process together.
         let mut interrupted = false;
@@ -253,7 +223,10 @@ enum Flow {
 
 /// A run in progress: the server, the run folder, progress and the tally.
 struct Session<'a> {
-    cfg: &'a BenchConfig,
+    plan: &'a BenchPlan,
+    reporter: &'a dyn CellReporter,
+    /// The run measured: its target, workload and facts, and its side under `--versus`.
+    run: RunSpec,
     cx: CellContext,
     model: String,
     /// Unique to this measurement (time and random bits), never derived from the run id: a
@@ -276,13 +249,13 @@ struct Session<'a> {
     last_reached: Option<Cell>,
     /// The server processes the bench starts (`--launch`).
     launcher: Option<Launcher>,
-    /// `A` or `B` under `--versus`: the progress line says which server a cell ran on.
-    side: Option<&'static str>,
 }
 
 impl<'a> Session<'a> {
+    #[allow(clippy::too_many_arguments)]
     async fn start(
-        cfg: &'a BenchConfig,
+        bench: Bench<'a>,
+        run: RunSpec,
         client: HttpClient,
         info: &ServerInfo,
         model: String,
@@ -290,8 +263,9 @@ impl<'a> Session<'a> {
         planned: &[PlannedCell],
         interrupt: watch::Receiver<bool>,
     ) -> Session<'a> {
+        let (plan, w, timing) = (bench.plan, run.workload, bench.plan.timing);
         let clock = WindowClock::new(Instant::now());
-        let telemetry = match cfg.telemetry {
+        let telemetry = match plan.telemetry {
             Some(source) => Telemetry::start(source, clock.clone(), 1000).await.map(Arc::new),
             None => None,
         };
@@ -300,21 +274,21 @@ impl<'a> Session<'a> {
             engine: info.engine,
             metrics: info.metrics_available,
             token_counter: info.token_counter,
-            api: cfg.api,
+            api: w.api,
             model: model.clone(),
-            max_output: cfg.max_output,
-            prefix_reuse: cfg.prefix_reuse,
-            turns: cfg.turns,
+            max_output: w.max_output,
+            prefix_reuse: w.prefix_reuse,
+            turns: w.turns,
             request_limit: [info.capacity.max_model_len, info.capacity.slot_ctx].into_iter().flatten().min(),
-            duration: cfg.duration,
-            warmup_hold: cfg.warmup_hold,
-            warmup_timeout: cfg.warmup_timeout,
-            drain_timeout: cfg.drain_timeout,
+            duration: timing.duration,
+            warmup_hold: timing.warmup_hold,
+            warmup_timeout: timing.warmup_timeout,
+            drain_timeout: timing.drain_timeout,
             stream: StreamSettings {
-                stall_timeout: cfg.stall_timeout,
-                loop_settings: cfg.loop_settings,
-                detect_loops: cfg.detect_loops,
-                keep_answer: cfg.turns.is_some(),
+                stall_timeout: timing.stall_timeout,
+                loop_settings: timing.loop_settings,
+                detect_loops: timing.detect_loops,
+                keep_answer: w.turns.is_some(),
             },
             clock: clock.clone(),
             gauge: Arc::new(Mutex::new(Vec::new())),
@@ -323,12 +297,13 @@ impl<'a> Session<'a> {
             request_serial: Arc::default(),
         };
         let (stop_background, stop_rx) = watch::channel(false);
-        let sampler = cell::spawn_gauge_sampler(cx.clone(), cfg.gauge_interval, stop_rx.clone());
+        let sampler = cell::spawn_gauge_sampler(cx.clone(), timing.gauge_interval, stop_rx.clone());
         let live = LiveRate::spawn(clock, stop_rx);
-        let todo = repetitions(planned, cfg.repeat).filter(|(p, rep)| !recorder.has(p, *rep)).count();
+        let repeat = plan.matrix.repeat;
+        let todo = repetitions(planned, repeat).filter(|(p, rep)| !recorder.has(p, *rep)).count();
         let summary = BenchSummary {
             run_dir: recorder.dir.clone(),
-            skipped_existing: repetitions(planned, cfg.repeat).count() - todo,
+            skipped_existing: repetitions(planned, repeat).count() - todo,
             ..Default::default()
         };
         if summary.skipped_existing > 0 {
@@ -339,7 +314,9 @@ impl<'a> Session<'a> {
             );
         }
         Session {
-            cfg,
+            plan,
+            reporter: bench.reporter,
+            run,
             cx,
             model,
             tag: prompt::measurement_tag(),
@@ -355,14 +332,13 @@ impl<'a> Session<'a> {
             prompts: BTreeMap::new(),
             last_reached: None,
             launcher: None,
-            side: None,
         }
     }
 
     /// Every cell not yet on disk: repetition by repetition (every cell once, then every
     /// cell again, so slow drift spreads over all cells), context by context.
     async fn measure(&mut self, planned: &[PlannedCell]) -> Result<()> {
-        for rep in 1..=self.cfg.repeat {
+        for rep in 1..=self.plan.matrix.repeat {
             if !self.todo(planned, rep).is_empty() && self.server_for(rep).await? {
                 self.summary.interrupted = true;
                 return Ok(());
@@ -378,7 +354,7 @@ impl<'a> Session<'a> {
 
     /// The planned cells of repetition `rep` not yet on disk.
     fn todo<'p>(&self, planned: &'p [PlannedCell], rep: u32) -> Vec<&'p PlannedCell> {
-        repetitions(planned, self.cfg.repeat)
+        repetitions(planned, self.plan.matrix.repeat)
             .filter(|(p, r)| *r == rep && !self.recorder.has(p, rep))
             .map(|(p, _)| p)
             .collect()
@@ -402,7 +378,7 @@ impl<'a> Session<'a> {
     /// stopped). Whether Ctrl-C came while it started.
     async fn server_for(&mut self, rep: u32) -> Result<bool> {
         let Some(l) = self.launcher.as_mut() else { return Ok(false) };
-        let instance = launch::instance_of(rep, self.cfg.repeat, l.settings().restarts);
+        let instance = launch::instance_of(rep, self.plan.matrix.repeat, l.settings().restarts);
         match l.ensure(instance, &self.cx.client, &self.interrupt).await {
             Err(_) if *self.interrupt.borrow() => Ok(true),
             Err(e) => Err(e.context(format!(
@@ -525,7 +501,7 @@ impl<'a> Session<'a> {
                 prefill = self.prefill_of(ctx, std::slice::from_ref(&sized.text), sized.tokens).await;
             }
         }
-        let more = self.sample_prompts(&sized.text, rep, 2..=self.cfg.prefill_samples);
+        let more = self.sample_prompts(&sized.text, rep, 2..=self.plan.matrix.prefill_samples);
         if prefill.status == Status::Valid && !more.is_empty() {
             let rest = self.prefill_of(ctx, &more, sized.tokens).await;
             prefill = join_samples(prefill, rest);
@@ -537,8 +513,8 @@ impl<'a> Session<'a> {
     /// prompt is in the cache by now), then the exact prompt once more, thrown away, so the
     /// decode cells find it cached as in the first repetition.
     async fn later_prefill(&mut self, ctx: u32, sized: &SizedPrompt, rep: u32) -> Cell {
-        self.progress.current(&format!("prefill {} · rep {rep}/{}", context_label(ctx), self.cfg.repeat));
-        let prompts = self.sample_prompts(&sized.text, rep, 1..=self.cfg.prefill_samples);
+        self.progress.current(&format!("prefill {} · rep {rep}/{}", context_label(ctx), self.plan.matrix.repeat));
+        let prompts = self.sample_prompts(&sized.text, rep, 1..=self.plan.matrix.prefill_samples);
         let cell = self.prefill_of(ctx, &prompts, sized.tokens).await;
         cell::prefill_cell(&self.cx, ctx, std::slice::from_ref(&sized.text), sized.tokens, self.interrupt.clone())
             .await;
@@ -574,7 +550,7 @@ impl<'a> Session<'a> {
     /// What to do after the run stopped early: `--resume` continues a run; a `--versus` pair
     /// cannot be resumed (its cells alternate with the other side's), so it is measured again.
     fn continue_with(&self) -> String {
-        match self.side {
+        match self.run.side {
             None => "continue with --resume (unreachable cells are measured again)".to_string(),
             Some(_) => "a --versus pair cannot be resumed (its cells alternate with the other side's): run the pair again with new run ids, or remove both run folders first".to_string(),
         }
@@ -582,11 +558,11 @@ impl<'a> Session<'a> {
 
     /// The cell's name on the progress line, with its repetition when there are several.
     fn label(&self, p: &PlannedCell, rep: u32) -> String {
-        let cell = match self.cfg.repeat {
+        let cell = match self.plan.matrix.repeat {
             1 => describe(p),
             n => format!("{} · rep {rep}/{n}", describe(p)),
         };
-        match self.side {
+        match self.run.side {
             Some(side) => format!("{side} {cell}"),
             None => cell,
         }
@@ -613,7 +589,7 @@ impl<'a> Session<'a> {
                 self.continue_with()
             );
         }
-        self.progress.cell_done(&format!("{}: {}", self.label(p, rep), self.cfg.reporter.describe(&cell)));
+        self.progress.cell_done(&format!("{}: {}", self.label(p, rep), self.reporter.describe(&cell)));
         let s = &mut self.summary;
         s.written += 1;
         match cell.status {
@@ -676,7 +652,7 @@ impl<'a> Session<'a> {
                 bail!("interrupted");
             }
             let id = dir.file_name().unwrap_or_default().to_string_lossy();
-            let advice = match self.side {
+            let advice = match self.run.side {
                 None => format!("continue with --resume --run-id {id}"),
                 Some(_) => self.continue_with(),
             };

@@ -5,97 +5,66 @@ use crate::cli::FactsArgs;
 use speed_matrix::analysis::normalize_cell;
 use speed_matrix::bench::client::http::{parse_header_line, Credentials};
 use speed_matrix::bench::client::tls::TlsOptions;
-use speed_matrix::bench::loopdetect::LoopSettings;
-use speed_matrix::bench::plan::{parse_count_list, parse_token_list};
-use speed_matrix::bench::{self, BenchConfig, ManifestFacts};
+use speed_matrix::bench::{self, BenchFlags, BenchPlan, ManifestFacts};
 use speed_matrix::format::{Cell, Origin, Phase, Status};
 
+/// Parse, plan, run, print: every rule between flags is `BenchPlan::new`'s.
 pub fn run(a: &BenchArgs) -> Result<()> {
-    let contexts = parse_token_list(&a.contexts).context("--contexts")?;
-    let prefill_contexts = match &a.prefill_contexts {
-        Some(p) => parse_token_list(p).context("--prefill-contexts")?,
-        None => contexts.clone(),
-    };
-    if a.turns.is_some() && matches!(a.api, crate::cli::ApiArg::Completions) {
-        anyhow::bail!("--turns needs --api chat: a conversation's turns are chat messages");
+    let plan = BenchPlan::new(flags(a)?)?;
+    let s = bench::run_blocking(&plan, &FiguresReporter)?;
+    if let Some(b) = &s.versus {
+        say_written(&s)?;
+        say_written(b)?;
+        return compare_versus(&plan.folder.data_dir, &s.run_dir, &b.run_dir);
     }
-    let mut levels = a.prefix_reuse.clone();
-    levels.sort_unstable();
-    levels.dedup();
-    if levels.len() != a.prefix_reuse.len() {
-        anyhow::bail!("--prefix-reuse: each level once");
-    }
-    if levels.len() > 1 && a.versus.is_some() {
-        anyhow::bail!("--versus measures one workload on two servers: give one --prefix-reuse level");
-    }
-    if let Some(b) = &a.versus {
-        check_versus(a, b)?;
-    }
-    let mut facts = a.facts.to_manifest_facts()?;
-    let launch = launch_settings(a)?;
-    if let Some(l) = &launch {
-        if facts.launch_command.is_some() {
-            anyhow::bail!("--launch is the launch command: leave out --launch-command");
+    if !plan.folder.dry_run {
+        for run in std::iter::once(&s).chain(&s.levels) {
+            say_written(run)?;
         }
-        facts.launch_command = Some(l.command.clone());
     }
-    let cfg = BenchConfig {
+    Ok(())
+}
+
+/// The flags as given, with what they name read from the environment and the disk: the key,
+/// the extra headers, the notes file.
+fn flags(a: &BenchArgs) -> Result<BenchFlags> {
+    Ok(BenchFlags {
         endpoint: a.endpoint.clone(),
         credentials: credentials(a)?,
         tls: TlsOptions { ca_cert: a.ca_cert.clone(), insecure: a.insecure },
         telemetry: a.telemetry.map(Into::into),
         model: a.model.clone(),
         api: a.api.into(),
-        contexts,
-        concurrency: parse_count_list(&a.concurrency).context("--concurrency")?,
-        prefill_contexts,
+        contexts: a.contexts.clone(),
+        concurrency: a.concurrency.clone(),
+        prefill_contexts: a.prefill_contexts.clone(),
         duration: a.duration,
         max_output: a.max_output,
         repeat: a.repeat,
         prefill_samples: a.prefill_samples,
-        prefix_reuse: a.prefix_reuse.first().copied(),
-        reuse_levels: a.prefix_reuse.clone(),
+        prefix_reuse: a.prefix_reuse.clone(),
         turns: a.turns,
         kv_budget: a.kv_budget,
         run_id: a.run_id.clone(),
         data_dir: a.data.clone(),
         resume: a.resume,
         dry_run: a.dry_run,
+        launch: a.launch.clone(),
+        restarts: a.restarts,
+        launch_timeout: a.launch_timeout,
+        versus: a.versus.clone(),
+        versus_launch: a.versus_launch.clone(),
+        versus_run_id: a.versus_run_id.clone(),
         warmup_hold: a.warmup_hold,
         warmup_timeout: a.warmup_timeout,
         drain_timeout: a.drain_timeout,
         stall_timeout: a.stall_timeout,
-        gauge_interval: a.gauge_interval.unwrap_or_else(|| bench::default_gauge_interval(a.duration)),
-        loop_settings: LoopSettings {
-            min_chars: a.loop_min_chars,
-            min_cycles: a.loop_min_cycles.max(2),
-            ..LoopSettings::default()
-        },
-        detect_loops: !a.no_loop_detection,
-        facts,
-        launch,
-        versus: a.versus.clone().map(|endpoint| bench::Versus {
-            endpoint,
-            run_id: a.versus_run_id.clone(),
-            launch: a.versus_launch.clone(),
-        }),
-        reporter: std::sync::Arc::new(FiguresReporter),
-    };
-    let dry = cfg.dry_run;
-    let data = cfg.data_dir.clone();
-    let s = bench::run_blocking(cfg)?;
-    if let Some(b) = &s.versus {
-        say_written(&s)?;
-        say_written(b)?;
-        return compare_versus(&data, &s.run_dir, &b.run_dir);
-    }
-    if !dry {
-        say_written(&s)?;
-        for level in &s.levels {
-            say_written(level)?;
-        }
-    }
-    Ok(())
+        gauge_interval: a.gauge_interval,
+        loop_min_chars: a.loop_min_chars,
+        loop_min_cycles: a.loop_min_cycles,
+        no_loop_detection: a.no_loop_detection,
+        facts: a.facts.to_manifest_facts()?,
+    })
 }
 
 /// `--versus`: the two runs listed in `compare.json` (the site shows their comparison) and
@@ -117,88 +86,18 @@ fn compare_versus(data: &std::path::Path, a: &std::path::Path, b: &std::path::Pa
     Ok(())
 }
 
-/// Everything `--versus` needs after both runs are measured, checked before the first
-/// request: two different servers, two new run ids, a readable `compare.json` and
-/// `site.toml`.
-fn check_versus(a: &BenchArgs, versus: &str) -> Result<()> {
-    use speed_matrix::bench::client::http::Endpoint;
-    let (ea, eb) = (Endpoint::parse(&a.endpoint)?, Endpoint::parse(versus).context("--versus")?);
-    if same_server(&ea, &eb) {
-        anyhow::bail!("--versus names the same server as --endpoint ({}): give B's own address", eb.display());
-    }
-    let runs = a.data.join(speed_matrix::format::RUNS_DIR);
-    if let (Some(id), Some(b)) = (&a.run_id, &a.versus_run_id) {
-        if id == b {
-            anyhow::bail!("--versus-run-id is --run-id ({id}): the two runs need two ids");
-        }
-    }
-    for (flag, id) in [("--run-id", &a.run_id), ("--versus-run-id", &a.versus_run_id)] {
-        if let Some(id) = id.as_deref().filter(|id| runs.join(id).exists()) {
-            anyhow::bail!("{flag} {id}: {} already exists; --versus measures two new runs", runs.join(id).display());
-        }
-        // Another process writing a run of this id would hold its lock to the end.
-        if let Some(id) = id.as_deref().filter(|_| runs.is_dir()) {
-            drop(speed_matrix::format::writer::run_lock(&runs, id).with_context(|| flag.to_string())?);
-        }
-    }
-    speed_matrix::format::writer::check_comparisons(&a.data)?;
-    speed_matrix::format::SiteSettings::load(std::path::Path::new("site.toml"))?;
-    Ok(())
-}
-
-/// Two addresses of one server: the same port and path on the same host, loopback names
-/// (`localhost`, `127.0.0.1`, `[::1]`) counted as one host, names resolved where they resolve.
-fn same_server(
-    a: &speed_matrix::bench::client::http::Endpoint,
-    b: &speed_matrix::bench::client::http::Endpoint,
-) -> bool {
-    use std::net::ToSocketAddrs as _;
-    if a.port != b.port || a.base_path != b.base_path {
-        return false;
-    }
-    let host = |e: &speed_matrix::bench::client::http::Endpoint| e.host.trim_matches(['[', ']']).to_ascii_lowercase();
-    if host(a) == host(b) || (a.is_loopback() && b.is_loopback()) {
-        return true;
-    }
-    let resolved = |e: &speed_matrix::bench::client::http::Endpoint| -> Vec<std::net::IpAddr> {
-        (host(e).as_str(), e.port).to_socket_addrs().map(|v| v.map(|s| s.ip()).collect()).unwrap_or_default()
-    };
-    let (ra, rb) = (resolved(a), resolved(b));
-    ra.iter().any(|ip| rb.contains(ip) && !ip.is_unspecified())
-}
-
 fn say_written(s: &bench::BenchSummary) -> Result<()> {
-    {
-        say!(
-            "Wrote {} cells to {} ({} valid, {} looped, {} over capacity, {} errors{}). Publish with: site build",
-            s.written,
-            s.run_dir.display(),
-            s.valid,
-            s.looped,
-            s.over_capacity,
-            s.errors,
-            if s.skipped_existing > 0 { format!(", {} kept from before", s.skipped_existing) } else { String::new() }
-        );
-    }
+    say!(
+        "Wrote {} cells to {} ({} valid, {} looped, {} over capacity, {} errors{}). Publish with: site build",
+        s.written,
+        s.run_dir.display(),
+        s.valid,
+        s.looped,
+        s.over_capacity,
+        s.errors,
+        if s.skipped_existing > 0 { format!(", {} kept from before", s.skipped_existing) } else { String::new() }
+    );
     Ok(())
-}
-
-/// `--launch` with its restarts: at most one process per repetition.
-fn launch_settings(a: &BenchArgs) -> Result<Option<bench::launch::LaunchSettings>> {
-    let Some(command) = a.launch.clone() else { return Ok(None) };
-    if command.trim().is_empty() || a.versus_launch.as_ref().is_some_and(|c| c.trim().is_empty()) {
-        anyhow::bail!("--launch: the command is empty");
-    }
-    if a.versus.is_some() && a.versus_launch.is_none() {
-        anyhow::bail!("--versus with --launch: pass --versus-launch CMD, the command that starts B's server");
-    }
-    let restarts = a.restarts.unwrap_or(1);
-    if restarts > a.repeat {
-        anyhow::bail!(
-            "--restarts {restarts} needs --repeat {restarts} or more: each server process measures at least one repetition"
-        );
-    }
-    Ok(Some(bench::launch::LaunchSettings { command, restarts, ready_timeout: a.launch_timeout }))
 }
 
 /// The key and the extra headers come only from the environment; they are sent and never

@@ -16,8 +16,8 @@ use tokio::sync::watch;
 
 use super::client::http::HttpClient;
 use super::client::stream::{run_stream, Failure, StreamSettings, WindowClock};
-use super::metrics::{gauge_values, metric_value, prefix_counters, spec_counters, spec_gauges};
 use super::engine::EngineKind;
+use super::metrics::{gauge_values, metric_value, prefix_counters, spec_counters, spec_gauges};
 use super::prompt::{request_body, Api};
 use crate::format::{Cell, CellError, GaugeSample, Phase, Status};
 

@@ -27,6 +27,25 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// Whether `other` is an address of this server: the same port and path on the same
+    /// host, loopback names (`localhost`, `127.0.0.1`, `[::1]`) counted as one host, names
+    /// resolved where they resolve.
+    pub fn same_server(&self, other: &Endpoint) -> bool {
+        use std::net::ToSocketAddrs as _;
+        if self.port != other.port || self.base_path != other.base_path {
+            return false;
+        }
+        let host = |e: &Endpoint| e.host.trim_matches(['[', ']']).to_ascii_lowercase();
+        if host(self) == host(other) || (self.is_loopback() && other.is_loopback()) {
+            return true;
+        }
+        let resolved = |e: &Endpoint| -> Vec<std::net::IpAddr> {
+            (host(e).as_str(), e.port).to_socket_addrs().map(|v| v.map(|s| s.ip()).collect()).unwrap_or_default()
+        };
+        let (ra, rb) = (resolved(self), resolved(other));
+        ra.iter().any(|ip| rb.contains(ip) && !ip.is_unspecified())
+    }
+
     /// `http://127.0.0.1:8000`, `https://gateway/openai/v1`, `http://host:8000/prefix`
     /// (a trailing `/v1` is dropped: paths are added per request).
     /// Errors never repeat the URL or any part of it that may hold a secret (user info, a

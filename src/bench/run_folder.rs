@@ -1,137 +1,19 @@
-//! Everything before the first cell: the client (TLS, credentials), the hardware (flags, or
-//! detected for a server on this machine), the plan in words, and the run folder with its
-//! manifest (server facts, settings, the checks a resumed run must pass).
+//! The run folder: its id, its manifest (the flags' facts, the server's, the settings), the
+//! checks a resumed run must pass, and what a resume keeps.
 
 use anyhow::{bail, Context, Result};
 
-use super::client::http::{Endpoint, HttpClient};
+use super::bench_plan::{BenchPlan, RunSpec, Versus, Workload};
+use super::client::http::HttpClient;
 use super::discover::ServerInfo;
 use super::engine::EngineKind;
-use super::hardware;
-use super::plan::{Capacity, PlannedCell};
+use super::plan::Capacity;
 use super::recorder::{self, Recorder};
-use super::BenchConfig;
-use super::ManifestFacts;
 use crate::format::facts::Discovered;
 use crate::format::{
     BenchTool, DecodeTest, DiscoveredFact, Origin, Phase, PrefillMode, RunManifest, RunSettings, ServerAccess,
     ServerFact,
 };
-use crate::units::context_label;
-
-/// The client of the endpoint: TLS set up for https (and `--insecure` said out loud).
-pub(super) fn connect(cfg: &BenchConfig) -> Result<HttpClient> {
-    let endpoint = Endpoint::parse(&cfg.endpoint)?;
-    let tls = if endpoint.tls {
-        if cfg.tls.insecure {
-            eprintln!("warning: --insecure: the server's certificate is not checked; the run records it");
-        }
-        Some(cfg.tls.connector()?)
-    } else {
-        if cfg.tls.insecure || cfg.tls.ca_cert.is_some() {
-            eprintln!(
-                "warning: --insecure and --ca-cert apply to https endpoints only; {} is plain http",
-                endpoint.display()
-            );
-        }
-        None
-    };
-    HttpClient::new(endpoint, cfg.credentials.clone(), tls)
-}
-
-/// The hardware the flags name; for a server on this machine, what is missing is detected.
-/// A remote server's hardware cannot be known: the flags must say it (checked before any
-/// request, so a missing flag costs nothing).
-pub(super) fn resolve_hardware(facts: &mut ManifestFacts, endpoint: &Endpoint) -> Result<()> {
-    if facts.device.is_some() || facts.cpu.is_some() {
-        return Ok(());
-    }
-    if !endpoint.is_loopback() {
-        bail!(
-            "say what the server runs on: --gpu NAME --gpu-count N (or --cpu NAME for a CPU-only server); {} is not on this machine, so its hardware cannot be detected",
-            endpoint.display()
-        );
-    }
-    match hardware::detect() {
-        Some(found) => {
-            hardware::fill(facts, &found);
-            let memory = found.memory_gb.map(|g| format!(", {g} GB each")).unwrap_or_default();
-            let line = format!("hardware (from {}): {} x {}{memory}", found.source, found.count, found.device);
-            eprintln!("{}", crate::units::terminal_safe(&line));
-            Ok(())
-        }
-        None => bail!("could not detect this machine's hardware: say what the server runs on with --gpu NAME --gpu-count N or --cpu NAME"),
-    }
-}
-
-pub(super) fn capacity(info: &ServerInfo, cfg: &BenchConfig) -> Capacity {
-    let mut cap = info.capacity.clone();
-    if let Some(b) = cfg.kv_budget {
-        cap.kv_budget_tokens = Some(b);
-        cap.kv_budget_source = Some("--kv-budget".into());
-    }
-    cap
-}
-
-pub(super) fn server_line(info: &ServerInfo, client: &HttpClient, model: &str, cap: &Capacity) -> String {
-    format!(
-        "{} at {}: model {model}, KV budget {}, max model length {}, gauges {}",
-        info.engine.name(),
-        client.endpoint.display(),
-        cap.kv_budget_tokens
-            .map(|b| format!("{b} tokens ({})", cap.kv_budget_source.as_deref().unwrap_or("")))
-            .unwrap_or_else(|| "unknown".into()),
-        cap.max_model_len.map(|l| l.to_string()).unwrap_or_else(|| "unknown".into()),
-        if info.metrics_available { "on" } else { "off (client in-flight count)" }
-    )
-}
-
-/// `--dry-run`: every cell and repetition the run would measure (with `--resume`, only those
-/// not yet on disk, after the same checks a real resume makes), and about how long.
-pub(super) fn print_plan(planned: &[PlannedCell], cfg: &BenchConfig, done: &Done) {
-    let runs = planned.iter().filter(|p| p.over_capacity.is_none()).count();
-    let repeat = cfg.repeat;
-    let per_cell = if repeat > 1 { format!(", each measured {repeat} times") } else { String::new() };
-    println!("Plan: {} cells, {} to run, {} Over capacity{per_cell}", planned.len(), runs, planned.len() - runs);
-    let mut to_go = 0usize;
-    let mut decode_to_go = 0usize;
-    for p in planned {
-        let reps: Vec<u32> = (1..=if p.over_capacity.is_some() { 1 } else { repeat })
-            .filter(|rep| !done.contains(&(p.phase, p.context, p.concurrency, *rep)))
-            .collect();
-        if reps.is_empty() {
-            continue;
-        }
-        to_go += reps.len();
-        if p.phase == Phase::Decode && p.over_capacity.is_none() {
-            decode_to_go += reps.len();
-        }
-        let which = if repeat > 1 { format!(" (rep {})", list_of(&reps)) } else { String::new() };
-        match &p.over_capacity {
-            None => println!("  run            {}{which}", describe(p)),
-            Some(o) => println!(
-                "  over capacity  {}: {} (needs {}, limit {})",
-                describe(p),
-                o.rule,
-                o.required_tokens,
-                o.budget_tokens.map(|b| b.to_string()).unwrap_or_else(|| "?".into())
-            ),
-        }
-    }
-    if !done.is_empty() {
-        println!("Resuming: {} measurements already on disk, {to_go} to go.", done.len());
-    }
-    let secs = decode_to_go as f64 * (cfg.duration + cfg.warmup_hold).as_secs_f64();
-    println!("{decode_to_go} decode windows: about {:.0} minutes.", secs / 60.0);
-}
-
-/// `1-3`, `2, 3`.
-fn list_of(reps: &[u32]) -> String {
-    match reps {
-        [a, .., b] if b - a + 1 == reps.len() as u32 && reps.len() > 2 => format!("{a}-{b}"),
-        _ => reps.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
-    }
-}
 
 /// (phase, context, concurrency, repetition) of the measurements already on disk.
 pub(super) type Done = std::collections::BTreeSet<(Phase, u32, u32, u32)>;
@@ -139,24 +21,25 @@ pub(super) type Done = std::collections::BTreeSet<(Phase, u32, u32, u32)>;
 /// What `--resume` would keep, checked as the real resume checks it (the same facts, the
 /// same matrix); empty without `--resume`.
 pub(super) fn resumable_done(
-    cfg: &BenchConfig,
+    plan: &BenchPlan,
+    run: &RunSpec,
     client: &HttpClient,
     info: &ServerInfo,
     model: &str,
     cap: &Capacity,
 ) -> Result<Done> {
-    if !cfg.resume {
+    if !plan.folder.resume {
         return Ok(Done::new());
     }
-    let Some(run_id) = &cfg.run_id else { bail!("--resume needs --run-id: which run to continue") };
-    let dir = cfg.data_dir.join(crate::format::RUNS_DIR).join(run_id);
+    let Some(base) = &run.run_id else { bail!("--resume needs --run-id: which run to continue") };
+    let dir = plan.folder.data_dir.join(crate::format::RUNS_DIR).join(run.folder_id(base));
     if !dir.join(crate::format::RUN_MANIFEST).exists() {
         bail!("--resume: {} does not exist", dir.display());
     }
-    let run = crate::format::load::load_run_in_progress(&dir)
+    let on_disk = crate::format::load::load_run_in_progress(&dir)
         .with_context(|| format!("reading {} to resume it", dir.display()))?;
-    check_resumable(&run.manifest, &run_manifest(cfg, client, info, model, cap)?, &dir)?;
-    Ok(run
+    check_resumable(&on_disk.manifest, &run_manifest(plan, run, client, info, model, cap)?, &dir)?;
+    Ok(on_disk
         .cells
         .iter()
         .filter(|c| !c.cell.server_unreachable())
@@ -170,15 +53,15 @@ pub(super) fn resumable_done(
 /// when it holds as many measured cells as repetition 1 less its Over capacity cells (those
 /// are not repeated); unreachable cells are measured again. 1 without `--resume`, for a run
 /// not on disk, or where every repetition is whole.
-pub(super) fn first_repetition_to_measure(cfg: &BenchConfig) -> u32 {
-    let Some(run_id) = cfg.run_id.as_ref().filter(|_| cfg.resume) else { return 1 };
-    let dir = cfg.data_dir.join(crate::format::RUNS_DIR).join(run_id);
+pub(super) fn first_repetition_to_measure(plan: &BenchPlan, run: &RunSpec) -> u32 {
+    let Some(base) = run.run_id.as_ref().filter(|_| plan.folder.resume) else { return 1 };
+    let dir = plan.folder.data_dir.join(crate::format::RUNS_DIR).join(run.folder_id(base));
     let Ok(run) = crate::format::load::load_run_in_progress(&dir) else { return 1 };
     let measured =
         |rep: u32| run.cells.iter().filter(|c| c.cell.repetition.max(1) == rep && !c.cell.server_unreachable()).count();
     let over = run.cells.iter().filter(|c| c.cell.status == crate::format::Status::OverCapacity).count();
     let whole = measured(1);
-    (2..=cfg.repeat).find(|&rep| measured(rep) < whole.saturating_sub(over)).filter(|_| whole > 0).unwrap_or(1)
+    (2..=plan.matrix.repeat).find(|&rep| measured(rep) < whole.saturating_sub(over)).filter(|_| whole > 0).unwrap_or(1)
 }
 
 fn default_run_id(model: &str, engine: &str) -> String {
@@ -192,30 +75,19 @@ fn default_run_id(model: &str, engine: &str) -> String {
     id
 }
 
-/// The run of prefix-reuse level `level` of a session of several (`RUN-reuse90`).
-pub(super) fn level_run_id(base: &str, level: u32) -> String {
-    format!("{base}-reuse{level}")
-}
-
 /// Opens the run folder (checking a resumed run's settings) and writes its manifest.
 pub(super) fn open_run(
-    cfg: &BenchConfig,
+    plan: &BenchPlan,
+    run: &RunSpec,
     client: &HttpClient,
     info: &ServerInfo,
     model: &str,
     cap: &Capacity,
 ) -> Result<(Recorder, RunManifest)> {
-    let mut m = run_manifest(cfg, client, info, model, cap)?;
-    let base = cfg.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
-    let run_id = match cfg.prefix_reuse.filter(|_| cfg.reuse_levels.len() > 1) {
-        Some(level) => {
-            m.other_levels =
-                cfg.reuse_levels.iter().filter(|&&l| l != level).map(|l| level_run_id(&base, *l)).collect();
-            level_run_id(&base, level)
-        }
-        None => base,
-    };
-    let recorder = Recorder::open(&cfg.data_dir, &run_id, cfg.resume, client.scrubber())?;
+    let mut m = run_manifest(plan, run, client, info, model, cap)?;
+    let base = run.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
+    m.other_levels = run.other_levels(&base);
+    let recorder = Recorder::open(&plan.folder.data_dir, &run.folder_id(&base), plan.folder.resume, client.scrubber())?;
     if let Some(old) = recorder.existing_manifest()? {
         check_resumable(&old, &m, &recorder.dir)?;
         m.started_at = old.started_at;
@@ -225,7 +97,7 @@ pub(super) fn open_run(
         m.settings.repeat = m.settings.repeat.max(old.settings.repeat);
     }
     recorder.write_manifest(&m)?;
-    if let Some(notes) = &cfg.facts.notes_markdown {
+    if let Some(notes) = &run.facts.notes_markdown {
         recorder.write_notes(notes)?;
     }
     Ok((recorder, m))
@@ -234,7 +106,8 @@ pub(super) fn open_run(
 /// The run's manifest from the flags and what the server told; refused before any folder is
 /// made where `site check` would refuse it.
 fn run_manifest(
-    cfg: &BenchConfig,
+    plan: &BenchPlan,
+    run: &RunSpec,
     client: &HttpClient,
     info: &ServerInfo,
     model: &str,
@@ -243,16 +116,16 @@ fn run_manifest(
     let found = Discovered {
         served_model: Some(model.to_string()),
         engine: Some(info.engine.name().to_string()),
-        engine_version: info.version.clone().filter(|v| super::engine::EngineKind::meaningful_version(v)),
+        engine_version: info.version.clone().filter(|v| EngineKind::meaningful_version(v)),
         quantization: info.quantization.clone(),
         repository: info.engine.repository().map(str::to_string),
         build: info.build_info.clone(),
         os: Some(std::env::consts::OS.to_string()),
     };
-    let mut m = cfg.facts.manifest(found, settings(cfg, cap), bench_tool(), Origin::Measured)?;
+    let mut m = run.facts.manifest(found, settings(plan, &run.workload, cap), bench_tool(), Origin::Measured)?;
     m.started_at = Some(recorder::now_rfc3339());
     m.server_access = Some(ServerAccess {
-        tls: client.endpoint.tls.then(|| cfg.tls.verification()),
+        tls: client.endpoint.tls.then(|| run.target.tls.verification()),
         header_names: client.header_names(),
         discovered: discovered_facts(info, None),
     });
@@ -291,22 +164,23 @@ pub(super) fn discovered_facts(info: &ServerInfo, tokenizer: Option<&str>) -> Ve
     facts
 }
 
-fn settings(cfg: &BenchConfig, cap: &Capacity) -> RunSettings {
+fn settings(plan: &BenchPlan, workload: &Workload, cap: &Capacity) -> RunSettings {
+    let m = &plan.matrix;
     RunSettings {
-        contexts: cfg.contexts.clone(),
-        concurrency: cfg.concurrency.clone(),
-        prefill_contexts: cfg.prefill_contexts.clone(),
-        duration_s: cfg.duration.as_secs_f64(),
-        max_output_tokens: cfg.max_output,
+        contexts: m.contexts.clone(),
+        concurrency: m.concurrency.clone(),
+        prefill_contexts: m.prefill_contexts.clone(),
+        duration_s: plan.timing.duration.as_secs_f64(),
+        max_output_tokens: workload.max_output,
         decode_test: DecodeTest::FixedDuration,
         prefill_mode: PrefillMode::DecodeWarmup,
-        api: Some(cfg.api.name().into()),
+        api: Some(workload.api.name().into()),
         kv_budget_tokens: cap.kv_budget_tokens,
         kv_budget_source: cap.kv_budget_source.clone(),
-        repeat: Some(cfg.repeat),
-        prefill_samples: Some(cfg.prefill_samples),
-        prefix_reuse_pct: cfg.prefix_reuse,
-        turns: cfg.turns,
+        repeat: Some(m.repeat),
+        prefill_samples: Some(m.prefill_samples),
+        prefix_reuse_pct: workload.prefix_reuse,
+        turns: workload.turns,
     }
 }
 
@@ -385,11 +259,22 @@ fn resumed_facts(old: &RunManifest, new: &RunManifest) -> Vec<(&'static str, Opt
         })
         .collect()
 }
-
-/// A planned cell in words: `prefill 8K`, `decode 8K x 4`.
-pub(super) fn describe(p: &PlannedCell) -> String {
-    match p.phase {
-        Phase::Prefill => format!("prefill {}", context_label(p.context)),
-        Phase::Decode => format!("decode {} x {}", context_label(p.context), p.concurrency),
+/// What `--versus` needs after both runs are measured, checked before the first request:
+/// two new run ids (no folder of either, no other process writing one), a readable
+/// `compare.json` and `site.toml`.
+pub(super) fn check_versus_folders(plan: &BenchPlan, versus: &Versus) -> Result<()> {
+    let data = &plan.folder.data_dir;
+    let runs = data.join(crate::format::RUNS_DIR);
+    for (flag, id) in [("--run-id", &plan.folder.run_id), ("--versus-run-id", &versus.run_id)] {
+        if let Some(id) = id.as_deref().filter(|id| runs.join(id).exists()) {
+            bail!("{flag} {id}: {} already exists; --versus measures two new runs", runs.join(id).display());
+        }
+        // Another process writing a run of this id would hold its lock to the end.
+        if let Some(id) = id.as_deref().filter(|_| runs.is_dir()) {
+            drop(crate::format::writer::run_lock(&runs, id).with_context(|| flag.to_string())?);
+        }
     }
+    crate::format::writer::check_comparisons(data)?;
+    crate::format::SiteSettings::load(std::path::Path::new("site.toml"))?;
+    Ok(())
 }
