@@ -371,19 +371,7 @@ mod tests {
         let mut rs: Vec<RequestRecord> =
             (0..4).map(|i| request(100.0 + i as f64, 101.0 + i as f64, 120.0, 50, 30, i == 0)).collect();
         rs[3].error = Some("boom".into());
-        let m = Measurement {
-            window: Some(Window { start_s: 105.0, end_s: 115.0 }),
-            requests: rs,
-            gauge: vec![],
-            gauge_source: None,
-            server_tokens: None,
-            client_cpu_s: None,
-            telemetry: vec![],
-            machine: None,
-            spec_decode: None,
-            prefix_cache: None,
-            spec_decode_gauges: None,
-        };
+        let m = Measurement::of_requests(Some(Window { start_s: 105.0, end_s: 115.0 }), rs);
         let cell = Cell { measurement: Some(m), ..Cell::new(Phase::Decode, 1024, 4, Status::Valid) };
         let e = evidence(&cell).unwrap();
         assert_eq!(e.window, Some((5.0, 15.0)));

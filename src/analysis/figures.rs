@@ -419,21 +419,12 @@ mod tests {
         let a = request(0.0, 0.05, 40.0, 4001, 3000);
         let b = request(0.0, 0.10, 39.9, 1991, 1500);
         let m = Measurement {
-            window: Some(Window { start_s: 10.0, end_s: 40.0 }),
-            requests: vec![a, b],
             gauge: vec![
                 GaugeSample { t_s: 5.0, running: 9.0, waiting: None }, // before the window: ignored
                 GaugeSample { t_s: 11.0, running: 2.0, waiting: None },
                 GaugeSample { t_s: 12.0, running: 1.0, waiting: None },
             ],
-            gauge_source: None,
-            server_tokens: None,
-            client_cpu_s: None,
-            telemetry: vec![],
-            machine: None,
-            spec_decode: None,
-            prefix_cache: None,
-            spec_decode_gauges: None,
+            ..Measurement::of_requests(Some(Window { start_s: 10.0, end_s: 40.0 }), vec![a, b])
         };
         let f = Figures::from_measurement(Phase::Decode, Some(8192), &m);
         assert_eq!(f.output_tokens, Some(4500));
@@ -490,19 +481,7 @@ mod tests {
         done.finish_reason = Some("length".into());
         let mut early = request(0.0, 0.1, 5.0, 50, 0);
         early.finish_reason = Some("length".into());
-        let m = Measurement {
-            window: Some(Window { start_s: 10.0, end_s: 40.0 }),
-            requests: vec![done, early],
-            gauge: vec![],
-            gauge_source: None,
-            server_tokens: None,
-            client_cpu_s: None,
-            telemetry: vec![],
-            machine: None,
-            spec_decode: None,
-            prefix_cache: None,
-            spec_decode_gauges: None,
-        };
+        let m = Measurement::of_requests(Some(Window { start_s: 10.0, end_s: 40.0 }), vec![done, early]);
         let f = Figures::from_measurement(Phase::Decode, None, &m);
         assert_eq!(f.completed, Some(1));
         // No gauge: client in-flight; `done` is busy 10..20 of a 30 s window, `early` never.
