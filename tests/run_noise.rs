@@ -98,3 +98,97 @@ fn the_pooled_noise_of_runs_a_known_ratio_apart_is_the_method_of_moments_answer(
         assert!((noise - expected).abs() < 0.01, "{noise} against the method of moments' {expected:.3}: {line}");
     }
 }
+
+/// A copy of the real run `restart-a` whose server was `speed` times as fast: every time in
+/// its records divided by it (a cell's tok/s times `speed`, its latencies divided by it).
+fn scaled_copy(from: &std::path::Path, to: &std::path::Path, speed: f64, started_at: &str) {
+    fn scale(v: &mut serde_json::Value, speed: f64) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, x) in map.iter_mut() {
+                    match x.as_f64() {
+                        Some(n) if k.ends_with("_s") => *x = serde_json::Value::from(n / speed),
+                        Some(n) if k.ends_with("_tps") => *x = serde_json::Value::from(n * speed),
+                        _ => scale(x, speed),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|x| scale(x, speed)),
+            _ => {}
+        }
+    }
+    copy_dir(from, to);
+    for entry in std::fs::read_dir(to.join("cells")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut cell: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        scale(&mut cell["measurement"], speed);
+        std::fs::write(&path, cell.to_string()).unwrap();
+    }
+    let manifest = to.join("run.json");
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["started_at"] = serde_json::Value::from(started_at);
+    m["finished_at"] = serde_json::Value::Null;
+    std::fs::write(&manifest, m.to_string()).unwrap();
+}
+
+/// A nightly history of one configuration: nine runs wobbling by 2%, the seventh 30% slower
+/// (an incident), then a run 10% slower than the ninth. Pooled across the incident, the
+/// noise would hide the slowdown; left out and named, the slowdown is called.
+#[test]
+fn an_incident_in_the_history_is_left_out_named_and_does_not_hide_a_later_slowdown() {
+    let ws = tempfile::tempdir().unwrap();
+    let runs = ws.path().join("data/runs");
+    let source = repo_root().join("tests/fixtures/aa-restart/data/runs/restart-a");
+    let wobble = [1.0, 1.02, 0.99, 1.01, 0.98, 1.015, 0.70, 0.995, 1.0];
+    for (k, speed) in wobble.iter().enumerate() {
+        scaled_copy(
+            &source,
+            &runs.join(format!("night-{:02}", k + 1)),
+            *speed,
+            &format!("2026-12-{:02}T03:00:00Z", k + 1),
+        );
+    }
+    scaled_copy(&source, &runs.join("night-10"), 0.90, "2026-12-10T03:00:00Z");
+    let out = site_in(ws.path(), &["diff", "night-09", "night-10", "--out", "cmp", "--fail-on-regression"]);
+    let said = stdout(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("from 7 other runs of this configuration"), "{said}");
+    assert!(said.contains("Run night-07 was left out: 30.0% below the other runs of this configuration."), "{said}");
+    assert!(said.contains("night-01, night-02, night-03, night-04, night-05, night-06, night-08"), "{said}");
+    assert!(said.contains("4 slower"), "{said}");
+    let page = std::fs::read_to_string(ws.path().join("cmp/index.html")).unwrap();
+    assert!(page.contains("Run night-07 was left out"), "{page}");
+    // The verdicts are those of the same history without the incident: it weighs nothing.
+    let with_incident = std::fs::read_to_string(ws.path().join("cmp/comparison.csv")).unwrap();
+    std::fs::remove_dir_all(runs.join("night-07")).unwrap();
+    let out = site_in(ws.path(), &["diff", "night-09", "night-10", "--out", "clean"]);
+    assert!(!stdout(&out).contains("left out"), "{}", stdout(&out));
+    assert_eq!(std::fs::read_to_string(ws.path().join("clean/comparison.csv")).unwrap(), with_incident);
+}
+
+/// Two runs 25% apart with no history of their own, beside another model's two runs 2x
+/// apart: that model's pair says nothing of this server's noise, so the assumed noise is
+/// used and the change is called as it is when the pair is not there.
+#[test]
+fn another_models_runs_do_not_set_this_configurations_noise() {
+    let ws = tempfile::tempdir().unwrap();
+    let runs = ws.path().join("data/runs");
+    let source = repo_root().join("tests/fixtures/aa-restart/data/runs/restart-a");
+    scaled_copy(&source, &runs.join("a"), 1.0, "2026-12-01T03:00:00Z");
+    scaled_copy(&source, &runs.join("b"), 0.75, "2026-12-02T03:00:00Z");
+    let alone = site_in(ws.path(), &["diff", "a", "b", "--out", "alone"]);
+    assert_ok(&alone);
+    for (id, speed) in [("other-1", 1.0), ("other-2", 0.5)] {
+        scaled_copy(&source, &runs.join(id), speed, "2026-12-03T03:00:00Z");
+        let manifest = runs.join(id).join("run.json");
+        let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+        m["model"]["id"] = serde_json::Value::from("another-model");
+        std::fs::write(&manifest, m.to_string()).unwrap();
+    }
+    let beside = site_in(ws.path(), &["diff", "a", "b", "--out", "beside"]);
+    assert_ok(&beside);
+    assert!(stdout(&beside).contains("Run-to-run noise assumed 5.0%"), "{}", stdout(&beside));
+    assert!(stdout(&beside).contains("slower"), "{}", stdout(&beside));
+    let csv = |dir: &str| std::fs::read_to_string(ws.path().join(dir).join("comparison.csv")).unwrap();
+    assert_eq!(csv("beside"), csv("alone"));
+}

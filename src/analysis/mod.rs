@@ -14,6 +14,7 @@ pub mod metric;
 pub mod pareto;
 pub mod reuse;
 pub mod run;
+pub mod run_history;
 pub mod run_noise;
 pub mod series;
 pub mod spread;
@@ -287,8 +288,8 @@ fn assembled(
     let (targets, best) = capacity_views(&capacity, &models, settings);
     let siblings = series::ConfigGroups::of(&runs);
     let reuse = reuse::sessions(&runs);
-    let noise = run_noise::SiteNoise::new(&runs, (&siblings.groups, &siblings.group_of));
-    let board_noise = noise.site_wide(settings.change_noise_pct);
+    let noise = run_noise::SiteNoise::new(&runs, (&siblings.groups, &siblings.group_of), settings.change_noise_pct);
+    let board_noise = noise.site_wide(&runs, settings.change_noise_pct);
     let leaderboards = match places {
         Places::Mend { touched, noise } if noise == board_noise => {
             leaderboard::ranked_only(leaderboards, &board_noise, &touched)

@@ -8,7 +8,11 @@
 //! and figure measured by k >= 2 runs of one exact configuration, the variance of the runs'
 //! log means less the mean within-run variance of a mean (repetitions) is the between-run
 //! variance, with k - 1 degrees of freedom; cells and configurations are pooled per figure
-//! kind. The two runs compared are left out of their own noise. The estimate is moderated
+//! kind. The two runs compared are left out of their own noise, and a configuration's
+//! history speaks only through its runs that are alike (`run_history`: outliers left out,
+//! the rest split at change points, the variance estimated within segments). Where neither
+//! run's configuration has other runs, the site's configurations of the same model and
+//! device speak for it, each counted as its own history says. The estimate is moderated
 //! by the assumed noise (`change_noise_pct`) worth `PRIOR_DF` degrees of freedom (a scaled
 //! inverse-chi-square prior, as limma moderates gene-wise variances), so thin evidence
 //! neither claims certainty nor is ignored. `docs/src/reference/statistics.md` has the formulas.
@@ -19,6 +23,7 @@ use serde::Serialize;
 
 use super::metric::Metric;
 use super::run::{CellView, RunView};
+use super::run_history::{history, History, LeftOut};
 use super::verdict::PooledSpread;
 use crate::format::{Phase, Status};
 
@@ -79,6 +84,12 @@ pub struct RunNoise {
     /// That spread, by cell and figure (log scale).
     #[serde(skip)]
     pub spread: HashMap<CellKey, PooledSpread>,
+    /// The ids of the runs the noise comes from, in time order within each configuration.
+    pub from: Vec<String>,
+    /// Runs of those configurations left out: at another level than the others.
+    pub left_out: Vec<LeftOut>,
+    /// Change points the configurations' histories were split at.
+    pub splits: usize,
 }
 
 impl RunNoise {
@@ -125,6 +136,8 @@ pub struct SiteNoise {
     /// By run index: the run it was measured beside (`--versus`), when it is in the site.
     partner: Vec<Option<usize>>,
     groups: Vec<Vec<usize>>,
+    /// Each group's history with every run in it, and its evidence.
+    histories: Vec<History>,
     pools: Vec<Pools>,
     total: Pools,
 }
@@ -132,57 +145,57 @@ pub struct SiteNoise {
 impl SiteNoise {
     /// `groups`: the runs of each configuration measured more than once; `group_of`: each
     /// run's group (`series::ConfigGroups`).
-    pub fn new(runs: &[RunView], (groups, group_of): (&[Vec<usize>], &[Option<usize>])) -> SiteNoise {
+    pub fn new(runs: &[RunView], (groups, group_of): (&[Vec<usize>], &[Option<usize>]), assumed_pct: f64) -> SiteNoise {
         let (groups, group_of) = (groups.to_vec(), group_of.to_vec());
-        let pools: Vec<Pools> = groups.iter().map(|g| group_pools(runs, g)).collect();
+        let floor = outlier_floor(assumed_pct);
+        let histories: Vec<History> = groups.iter().map(|g| history(runs, g, floor)).collect();
+        let pools: Vec<Pools> = histories.iter().map(|h| history_pools(runs, h)).collect();
         let total = pools.iter().fold(Pools::default(), |t, p| add_pools(t, p, 1.0));
         let index: HashMap<&str, usize> = runs.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
         let partner =
             runs.iter().map(|r| r.manifest.paired_with.as_deref().and_then(|id| index.get(id).copied())).collect();
-        SiteNoise { group_of, partner, groups, pools, total }
+        SiteNoise { group_of, partner, groups, histories, pools, total }
     }
 
-    /// The noise between runs `a` and `b`, from the evidence of every other run.
+    /// The noise between runs `a` and `b`, from the evidence of every other run: their own
+    /// configurations' other runs where there are two or more, else the configurations of
+    /// the site that share A's or B's model and device, else the assumed noise.
     pub fn between(&self, runs: &[RunView], (a, b): (usize, usize), assumed_pct: f64) -> RunNoise {
         let mut own: Vec<usize> = [a, b].iter().filter_map(|&i| self.group_of.get(i).copied().flatten()).collect();
         own.dedup();
-        let reduced: Vec<Vec<usize>> = own
+        let floor = outlier_floor(assumed_pct);
+        let reduced: Vec<History> = own
             .iter()
             .map(|&g| self.groups[g].iter().copied().filter(|&i| i != a && i != b).collect::<Vec<_>>())
             .filter(|members| members.len() >= 2)
+            .map(|members| history(runs, &members, floor))
             .collect();
-        let reduced_pools: Vec<Pools> = reduced.iter().map(|g| group_pools(runs, g)).collect();
-        let config = reduced_pools.iter().fold(Pools::default(), |t, p| add_pools(t, p, 1.0));
-        let config_runs: usize = reduced.iter().map(Vec::len).sum();
+        let config = reduced.iter().fold(Pools::default(), |t, h| add_pools(t, &history_pools(runs, h), 1.0));
         let has = |p: &Pools| p.iter().any(|x| x.df > 0.0);
-        let (basis, pools, runs_used, configurations) = if has(&config) {
-            (NoiseBasis::Configuration, config, config_runs, reduced.len())
-        } else {
-            let site = own.iter().fold(self.total, |t, &g| add_pools(t, &self.pools[g], -1.0));
-            let site = add_pools(site, &config, 1.0);
-            let others = (0..self.groups.len()).filter(|g| !own.contains(g));
-            let runs_used = others.clone().map(|g| self.groups[g].len()).sum::<usize>() + config_runs;
-            let configurations = others.count() + reduced.len();
-            if has(&site) {
-                (NoiseBasis::Site, site, runs_used, configurations)
-            } else {
-                (NoiseBasis::Assumed, Pools::default(), 0, 0)
-            }
-        };
-        RunNoise::estimated(basis, &pools, (runs_used, configurations), assumed_pct)
+        if has(&config) {
+            return RunNoise::estimated(NoiseBasis::Configuration, &config, runs, &reduced, assumed_pct);
+        }
+        let kin: Vec<usize> = (0..self.groups.len())
+            .filter(|g| !own.contains(g) && [a, b].iter().any(|&i| alike(&runs[i], &runs[self.groups[*g][0]])))
+            .collect();
+        let site = kin.iter().fold(config, |t, &g| add_pools(t, &self.pools[g], 1.0));
+        if has(&site) {
+            let histories: Vec<History> = kin.iter().map(|&g| self.histories[g].clone()).chain(reduced).collect();
+            return RunNoise::estimated(NoiseBasis::Site, &site, runs, &histories, assumed_pct);
+        }
+        RunNoise::estimated(NoiseBasis::Assumed, &Pools::default(), runs, &[], assumed_pct)
     }
 
     /// The noise between any two runs of the site, from every configuration measured more
     /// than once (what a leaderboard's places allow for).
-    pub fn site_wide(&self, assumed_pct: f64) -> RunNoise {
+    pub fn site_wide(&self, runs: &[RunView], assumed_pct: f64) -> RunNoise {
         let has = self.total.iter().any(|p| p.df > 0.0);
-        let (basis, runs, configurations) = if has {
-            (NoiseBasis::Site, self.groups.iter().map(Vec::len).sum(), self.groups.len())
+        let (basis, pools, histories) = if has {
+            (NoiseBasis::Site, self.total, self.histories.as_slice())
         } else {
-            (NoiseBasis::Assumed, 0, 0)
+            (NoiseBasis::Assumed, Pools::default(), &[][..])
         };
-        let pools = if has { self.total } else { Pools::default() };
-        RunNoise::estimated(basis, &pools, (runs, configurations), assumed_pct)
+        RunNoise::estimated(basis, &pools, runs, histories, assumed_pct)
     }
 
     /// The noise between runs `a` and `b`: their own processes' where both spread their
@@ -290,21 +303,26 @@ fn pair_spread(runs: &[RunView], pairs: &[(usize, usize)]) -> HashMap<CellKey, P
 }
 
 impl RunNoise {
-    /// Each figure kind's noise from `pools` of evidence (`runs` runs of
-    /// `configurations`), moderated by the assumed noise.
+    /// Each figure kind's noise from `pools` of evidence, the configurations' `histories`,
+    /// moderated by the assumed noise.
     fn estimated(
         basis: NoiseBasis,
         pools: &Pools,
-        (runs, configurations): (usize, usize),
+        runs: &[RunView],
+        histories: &[History],
         assumed_pct: f64,
     ) -> RunNoise {
         let figures = Metric::ALL.iter().zip(pools).map(|(&metric, p)| moderated(metric, *p, assumed_pct)).collect();
+        let from: Vec<String> = histories.iter().flat_map(History::used).map(|i| runs[i].id.clone()).collect();
         RunNoise {
             basis,
-            runs,
-            configurations,
+            runs: from.len(),
+            configurations: histories.len(),
             assumed_pct,
             figures,
+            from,
+            left_out: histories.iter().flat_map(|h| h.left_out.iter().cloned()).collect(),
+            splits: histories.iter().map(History::splits).sum(),
             ..RunNoise::nothing_added(basis, assumed_pct, None)
         }
     }
@@ -321,8 +339,27 @@ impl RunNoise {
             paired: false,
             pooled_runs: 0,
             spread: HashMap::new(),
+            from: Vec::new(),
+            left_out: Vec::new(),
+            splits: 0,
         }
     }
+}
+
+/// The least robust standard deviation of a run's level before it can be an outlier: half
+/// the assumed noise (runs nearly alike would otherwise make a 3% difference an outlier).
+fn outlier_floor(assumed_pct: f64) -> f64 {
+    (1.0 + assumed_pct.max(1.0) / 100.0).ln() / 2.0
+}
+
+/// Whether two runs are of one kind for the site-wide noise: one model on one device.
+fn alike(x: &RunView, y: &RunView) -> bool {
+    x.manifest.model.id == y.manifest.model.id && x.manifest.hardware.device == y.manifest.hardware.device
+}
+
+/// The evidence of a history: its segments' between-run evidence, each of two runs or more.
+fn history_pools(runs: &[RunView], h: &History) -> Pools {
+    h.segments.iter().filter(|s| s.len() >= 2).fold(Pools::default(), |t, s| add_pools(t, &group_pools(runs, s), 1.0))
 }
 
 /// The evidence moderated by the assumed noise (worth `PRIOR_DF` degrees of freedom).

@@ -160,6 +160,7 @@ pub fn noise_sentence(n: &RunNoise) -> String {
         parts.push("Paired: A and B were measured cell by cell in one session (site bench --versus, in A B, B A order), so each figure is judged on the differences of its pairs of repetitions; what drifted on the machine falls on both.".to_string());
     }
     parts.push(basis_sentence(n));
+    parts.extend(history_sentences(n));
     if n.pooled_runs > 0 {
         let count = match (n.pooled_runs, n.paired) {
             (1, true) => "1 other pair of runs".to_string(),
@@ -172,6 +173,38 @@ pub fn noise_sentence(n: &RunNoise) -> String {
         ));
     }
     parts.join(" ")
+}
+
+/// Most runs a sentence names; the rest are counted.
+const NAMED_RUNS: usize = 8;
+
+/// The runs the noise came from, those left out and the change points their histories were
+/// split at.
+fn history_sentences(n: &RunNoise) -> Vec<String> {
+    let mut out = Vec::new();
+    if !n.from.is_empty() && matches!(n.basis, NoiseBasis::Configuration | NoiseBasis::Site) {
+        let mut named = n.from.iter().take(NAMED_RUNS).cloned().collect::<Vec<_>>().join(", ");
+        if n.from.len() > NAMED_RUNS {
+            named += &format!(" and {} more", n.from.len() - NAMED_RUNS);
+        }
+        out.push(format!("The noise comes from {named}."));
+    }
+    let whose = if n.basis == NoiseBasis::Configuration { "this" } else { "its" };
+    for l in &n.left_out {
+        let side = if l.pct < 0.0 { "below" } else { "above" };
+        out.push(format!(
+            "Run {} was left out: {}% {side} the other runs of {whose} configuration.",
+            l.id,
+            numbers::decimal1(l.pct.abs())
+        ));
+    }
+    if n.splits > 0 {
+        let points = if n.splits == 1 { "1 change point".to_string() } else { format!("{} change points", n.splits) };
+        out.push(format!(
+            "The history was split at {points}: the noise is estimated within each segment, not across a change."
+        ));
+    }
+    out
 }
 
 fn basis_sentence(n: &RunNoise) -> String {
