@@ -151,6 +151,9 @@ pub struct Comparison {
     /// the two differ by `MACHINE_LOAD_DIFFERS_CORES` or more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background: Option<(f64, f64)>,
+    /// The server settings that differ between the runs (as each server said them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<crate::format::SettingChange>,
 }
 
 /// Other work (busy cores beyond the client and the server) that differs this much between
@@ -330,6 +333,7 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64, noise: RunNoise) ->
         capacity: Vec::new(),
         noise,
         background: background(a, b),
+        settings: crate::format::settings_changes(&a.manifest.server_settings, &b.manifest.server_settings),
     })
 }
 

@@ -221,7 +221,8 @@ fn release_places(runs: &[RunView]) -> Vec<u32> {
 }
 
 /// What else must match for two runs to be one configuration over time: the server's
-/// launch command and the bench settings (matrix, window, max output). A run measured
+/// launch command, the bench settings (matrix, window, max output, workload) and the
+/// settings the server reported (`server_settings`). A run measured
 /// otherwise starts a series of its own, so a settings change is never read as a version
 /// step.
 pub fn setup_key(r: &RunView) -> String {
@@ -239,6 +240,9 @@ pub fn setup_key(r: &RunView) -> String {
         // Another workload is another setup; runs without reuse keep their key.
         s.prefix_reuse_pct.map(|p| format!("\u{1f}reuse {p}")).unwrap_or_default()
             + &s.turns.map(|t| format!("\u{1f}turns {t}")).unwrap_or_default()
+            // Other server settings are another configuration; runs that recorded none keep
+            // their key.
+            + &m.server_settings.iter().map(|(k, v)| format!("\u{1f}{k}={v}")).collect::<String>()
     )
 }
 

@@ -2,12 +2,14 @@
 //! `/v1/models`, `/metrics`, `/version` (vLLM), `/server_info` (SGLang), `/props` (llama.cpp).
 //! The readers of the Prometheus text are in `metrics`.
 
+use std::collections::BTreeMap;
+
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::client::http::HttpClient;
 pub use super::engine::EngineKind;
-use super::metrics::{metric_label, metric_value};
+use super::metrics::{metric_label, metric_labels, metric_value};
 use super::plan::Capacity;
 
 #[derive(Debug, Clone)]
@@ -22,6 +24,8 @@ pub struct ServerInfo {
     pub quantization: Option<String>,
     pub build_info: Option<String>,
     pub model_path: Option<String>,
+    /// What the server says of its own settings (recorded as the run's `server_settings`).
+    pub settings: BTreeMap<String, String>,
 }
 
 /// A KV budget in tokens as the server reported it; a negative, fractional-overflowing or
@@ -56,7 +60,11 @@ pub async fn discover(client: &HttpClient) -> Result<ServerInfo> {
         quantization: None,
         build_info: None,
         model_path: None,
+        settings: BTreeMap::new(),
     };
+    if let Some(len) = max_model_len {
+        info.settings.insert("max_model_len".into(), len.to_string());
+    }
     // llama.cpp answers /props even without --metrics.
     if matches!(info.engine, EngineKind::LlamaCpp | EngineKind::Unknown) {
         llamacpp_props(client, &mut info).await;
@@ -115,6 +123,11 @@ async fn llamacpp_props(client: &HttpClient, info: &mut ServerInfo) {
         .map(|v| v as u64);
     info.build_info = p.get("build_info").and_then(Value::as_str).map(str::to_string);
     info.model_path = p.get("model_path").and_then(Value::as_str).map(str::to_string);
+    for (name, value) in [("total_slots", info.capacity.slots.map(u64::from)), ("n_ctx", info.capacity.slot_ctx)] {
+        if let Some(v) = value {
+            info.settings.insert(name.into(), v.to_string());
+        }
+    }
     if let (Some(slots), Some(ctx)) = (info.capacity.slots, info.capacity.slot_ctx) {
         info.capacity.kv_budget_tokens = kv_budget(slots as f64 * ctx as f64);
         info.capacity.kv_budget_source = Some("llama.cpp /props total_slots x n_ctx".into());
@@ -124,6 +137,9 @@ async fn llamacpp_props(client: &HttpClient, info: &mut ServerInfo) {
 /// vLLM: the KV budget from `vllm:cache_config_info`, the version from `/version`.
 async fn vllm_facts(client: &HttpClient, metrics: &str, info: &mut ServerInfo) {
     let label = |name: &str| metric_label(metrics, "vllm:cache_config_info", name).and_then(|v| v.parse::<f64>().ok());
+    for (name, value) in metric_labels(metrics, "vllm:cache_config_info") {
+        insert_setting(&mut info.settings, &name, value);
+    }
     if let Some(tokens) = label("kv_cache_size_tokens") {
         info.capacity.kv_budget_tokens = kv_budget(tokens);
         info.capacity.kv_budget_source = Some("vllm:cache_config_info kv_cache_size_tokens".into());
@@ -148,6 +164,72 @@ async fn sglang_server_info(client: &HttpClient, info: &mut ServerInfo) {
         }
         info.version = info.version.take().or_else(|| v.get("version").and_then(Value::as_str).map(str::to_string));
         info.quantization = v.get("quantization").and_then(Value::as_str).map(str::to_string);
+        if info.engine == EngineKind::Sglang {
+            info.settings.extend(sglang_settings(&v));
+        }
         break;
+    }
+}
+
+/// Setting names never recorded: addresses, paths, seeds drawn per launch, logging, and
+/// anything that may hold a credential (a token, but not a count of tokens).
+fn recordable(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    let secret = ["key", "secret", "password", "auth", "credential"].iter().any(|w| n.contains(w))
+        || n.replace("tokens", "").contains("token");
+    let volatile =
+        ["host", "port", "path", "dir", "url", "seed", "log", "file", "version", "time"].iter().any(|w| n.contains(w));
+    !(secret || volatile)
+}
+
+/// Keeps a setting the data format can hold (a bounded name and a printable value).
+fn insert_setting(settings: &mut BTreeMap<String, String>, name: &str, value: String) {
+    use crate::format::validate::{MAX_SERVER_SETTINGS, MAX_SETTING_NAME_CHARS, MAX_SETTING_VALUE_CHARS};
+    let name_ok = !name.is_empty()
+        && name.len() <= MAX_SETTING_NAME_CHARS
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    let value_ok = value.chars().count() <= MAX_SETTING_VALUE_CHARS && !value.chars().any(char::is_control);
+    if name_ok && value_ok && recordable(name) && settings.len() < MAX_SERVER_SETTINGS {
+        settings.insert(name.to_string(), value);
+    }
+}
+
+/// SGLang's server arguments as `/server_info` gives them: its scalar fields that are
+/// settings (not addresses, paths, seeds or credentials).
+fn sglang_settings(v: &Value) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (name, value) in v.as_object().into_iter().flatten() {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => continue,
+        };
+        insert_setting(&mut out, name, text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sglang_arguments_are_recorded_without_addresses_paths_seeds_or_credentials() {
+        let info = serde_json::json!({
+            "tp_size": 2, "mem_fraction_static": 0.88, "max_total_num_tokens": 93184,
+            "enable_torch_compile": false, "schedule_policy": "fcfs", "api_key": "sk-secret",
+            "hf_token": "hf_x", "port": 30000, "host": "0.0.0.0", "model_path": "/home/u/m",
+            "random_seed": 42, "version": "0.5.1", "internal_states": [{"last_gen_throughput": 3.0}],
+            "log_level": "info", "weird\nname": 1, "long": "x".repeat(400)
+        });
+        let s = sglang_settings(&info);
+        let names: Vec<&str> = s.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            ["enable_torch_compile", "max_total_num_tokens", "mem_fraction_static", "schedule_policy", "tp_size"]
+        );
+        assert_eq!(s["mem_fraction_static"], "0.88");
+        assert_eq!(s["enable_torch_compile"], "false");
     }
 }

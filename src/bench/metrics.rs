@@ -91,6 +91,26 @@ pub fn metric_label(text: &str, name: &str, label: &str) -> Option<String> {
     Some(labels[start..end].to_string())
 }
 
+/// Every label of the first sample of `name`, in order: `name{a="1",b="x"} 1` gives
+/// (a, 1), (b, x). Values with an escaped quote end at it (none of the engines' info
+/// metrics carry one).
+pub fn metric_labels(text: &str, name: &str) -> Vec<(String, String)> {
+    let Some(line) = text.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with('{')) else {
+        return Vec::new();
+    };
+    let Some(end) = line.find('}') else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut rest = &line[name.len() + 1..end];
+    while let Some(eq) = rest.find("=\"") {
+        let key = rest[..eq].trim_matches([',', ' ']).to_string();
+        let after = &rest[eq + 2..];
+        let Some(close) = after.find('"') else { break };
+        out.push((key, after[..close].to_string()));
+        rest = &after[close + 1..];
+    }
+    out
+}
+
 /// (running, waiting) from a metrics page.
 pub fn gauge_values(text: &str, engine: EngineKind) -> Option<(f64, Option<f64>)> {
     let (running, waiting) = engine.gauges()?;
@@ -125,6 +145,11 @@ mod tests {
         assert_eq!(metric_value(VLLM, "vllm:num_requests_running"), Some(5.0));
         assert_eq!(metric_value(VLLM, "vllm:num_requests"), None);
         assert_eq!(metric_label(VLLM, "vllm:cache_config_info", "num_gpu_blocks").as_deref(), Some("5000"));
+        let labels = metric_labels(VLLM, "vllm:cache_config_info");
+        let names: Vec<&str> = labels.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["block_size", "num_gpu_blocks", "cache_dtype"]);
+        assert_eq!(labels[2].1, "auto");
+        assert!(metric_labels(VLLM, "vllm:nothing").is_empty());
         assert_eq!(gauge_values(VLLM, EngineKind::Vllm), Some((5.0, Some(0.0))));
         assert_eq!(gauge_values("llamacpp:requests_processing 2\n", EngineKind::LlamaCpp), Some((2.0, None)));
     }

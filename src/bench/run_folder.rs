@@ -90,17 +90,33 @@ pub(super) fn open_run(
     let recorder = Recorder::open(&plan.folder.data_dir, &run.folder_id(&base), plan.folder.resume, client.scrubber())?;
     if let Some(old) = recorder.existing_manifest()? {
         check_resumable(&old, &m, &recorder.dir)?;
+        warn_settings_changed(&old, &m);
         m.started_at = old.started_at;
         // The processes of the sessions before: their cells name them.
         m.server_processes = old.server_processes;
         // `--resume --repeat 1` on a run of three repetitions keeps three.
         m.settings.repeat = m.settings.repeat.max(old.settings.repeat);
+        // The run's settings are those its first cells were measured under.
+        m.server_settings = old.server_settings;
     }
     recorder.write_manifest(&m)?;
     if let Some(notes) = &run.facts.notes_markdown {
         recorder.write_notes(notes)?;
     }
     Ok((recorder, m))
+}
+
+/// A resumed run whose server now says other settings than it did: said, not refused (a
+/// server restarted with the same flags may size its cache a few blocks apart).
+fn warn_settings_changed(old: &RunManifest, new: &RunManifest) {
+    let changed = crate::format::settings_changes(&old.server_settings, &new.server_settings);
+    if !old.server_settings.is_empty() && !changed.is_empty() {
+        let said: Vec<String> = changed.iter().map(|c| c.to_string()).collect();
+        eprintln!(
+            "warning: --resume: the server's settings differ from the run's first session ({}); the run keeps the first session's",
+            crate::units::terminal_safe(&said.join("; "))
+        );
+    }
 }
 
 /// The run's manifest from the flags and what the server told; refused before any folder is
@@ -129,6 +145,10 @@ fn run_manifest(
         header_names: client.header_names(),
         discovered: discovered_facts(info, None),
     });
+    // A value holding the key (a server that echoes its own arguments) is never kept.
+    let scrubber = client.scrubber();
+    m.server_settings =
+        info.settings.iter().filter(|(_, v)| scrubber.scrub(v) == **v).map(|(k, v)| (k.clone(), v.clone())).collect();
     // Before any folder is made: a manifest site check would refuse (a 300-character
     // --gpu name) is an error now, not an empty run folder left behind.
     crate::format::validate::validate_manifest(&m).context("the run's facts")?;

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 
 use crate::cli::DiffArgs;
 use speed_matrix::format::Phase;
-use speed_matrix::site::{background_sentence, noise_sentence, CellVerdict, Comparison, Site};
+use speed_matrix::site::{background_sentence, noise_sentence, settings_sentence, CellVerdict, Comparison, Site};
 use speed_matrix::units::{context_label, terminal_safe};
 
 pub fn run(args: &DiffArgs) -> Result<()> {
@@ -36,6 +36,9 @@ pub fn print_verdicts(cmp: &Comparison) -> Result<(Vec<String>, Vec<String>)> {
     say!("{}", noise_sentence(&cmp.noise));
     if let Some(b) = cmp.background {
         say!("{}", background_sentence(b));
+    }
+    if let Some(s) = settings_sentence(&cmp.settings) {
+        say!("{}", speed_matrix::units::terminal_safe(&s));
     }
     let slower: Vec<String> = cells
         .iter()

@@ -83,6 +83,7 @@ impl ManifestFacts {
             description: self.description.clone(),
             server_access: None,
             server_processes: Vec::new(),
+            server_settings: Default::default(),
             paired_with: None,
             other_levels: Vec::new(),
         })

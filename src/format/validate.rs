@@ -70,6 +70,7 @@ pub fn validate_manifest(m: &RunManifest) -> Result<()> {
             bail!("server_processes[{i}].ready_s: expected seconds from 0 to {MAX_READY_S}, found {}", p.ready_s);
         }
     }
+    server_settings(&m.server_settings)?;
     if let Some(n) = s.prefill_samples.filter(|n| !(1..=MAX_PREFILL_SAMPLES).contains(n)) {
         bail!("settings.prefill_samples: expected 1 to {MAX_PREFILL_SAMPLES} prefill requests, found {n}");
     }
@@ -375,6 +376,30 @@ pub(super) fn check_cell_in_matrix(c: &Cell, s: &RunSettings) -> Result<()> {
             s.concurrency,
             s.prefill_contexts
         );
+    }
+    Ok(())
+}
+
+/// Most settings a manifest names, and the longest name and value.
+pub const MAX_SERVER_SETTINGS: usize = 128;
+pub const MAX_SETTING_NAME_CHARS: usize = 64;
+pub const MAX_SETTING_VALUE_CHARS: usize = 256;
+
+/// `server_settings`: a bounded table of names (letters, digits, `_ . -`) and printable values.
+fn server_settings(settings: &std::collections::BTreeMap<String, String>) -> Result<()> {
+    if settings.len() > MAX_SERVER_SETTINGS {
+        bail!("server_settings: expected at most {MAX_SERVER_SETTINGS} settings, found {}", settings.len());
+    }
+    for (name, value) in settings {
+        let name_ok = !name.is_empty()
+            && name.chars().count() <= MAX_SETTING_NAME_CHARS
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        if !name_ok {
+            bail!("server_settings: {name:?} is not a setting name (letters, digits, _ . -; at most {MAX_SETTING_NAME_CHARS})");
+        }
+        if value.chars().count() > MAX_SETTING_VALUE_CHARS || value.chars().any(char::is_control) {
+            bail!("server_settings.{name}: expected a value of at most {MAX_SETTING_VALUE_CHARS} printable characters");
+        }
     }
     Ok(())
 }

@@ -140,7 +140,20 @@ pub fn comparison_html(
         device => shared_device_noun(a, b),
         noise => noise_sentence(&cmp.noise),
         background => cmp.background.map(background_sentence),
+        settings => settings_sentence(&cmp.settings),
     })?)
+}
+
+/// The server settings that differ, in a sentence: `The servers' settings differ:
+/// kv_cache_size_tokens 46592 vs 93184.`
+pub fn settings_sentence(changes: &[crate::format::SettingChange]) -> Option<String> {
+    (!changes.is_empty()).then(|| {
+        let said: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        format!(
+            "The servers' settings differ (A vs B, as each server reported them): {}. A change may be the settings', and the two runs are different configurations.",
+            said.join("; ")
+        )
+    })
 }
 
 /// Other work on the load generator's machine that differed between the runs.

@@ -56,6 +56,11 @@ pub struct RunManifest {
     /// spread over them (`Cell::server_instance`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_processes: Vec<ServerProcess>,
+    /// What the server said of its own settings (`site bench`: vLLM's cache configuration,
+    /// SGLang's server arguments, llama.cpp's slots and context, the model length): runs
+    /// whose settings differ are different configurations.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub server_settings: std::collections::BTreeMap<String, String>,
 }
 
 /// A server process `site bench --launch` started.
@@ -1003,4 +1008,34 @@ pub struct ComparisonSpec {
 fn optional_threshold<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     let v = f64::deserialize(d)?;
     super::settings::check_threshold_pct(v).map(Some).map_err(serde::de::Error::custom)
+}
+
+/// A server setting that differs between two runs' `server_settings` (absent on one side:
+/// `None`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SettingChange {
+    pub name: String,
+    pub a: Option<String>,
+    pub b: Option<String>,
+}
+
+impl std::fmt::Display for SettingChange {
+    /// `kv_cache_size_tokens 46592 vs 93184`, `enable_prefix_caching none vs True`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".into());
+        write!(f, "{} {} vs {}", self.name, side(&self.a), side(&self.b))
+    }
+}
+
+/// The settings that differ between `a` and `b`, by name.
+pub fn settings_changes(
+    a: &std::collections::BTreeMap<String, String>,
+    b: &std::collections::BTreeMap<String, String>,
+) -> Vec<SettingChange> {
+    let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    names
+        .into_iter()
+        .filter(|n| a.get(*n) != b.get(*n))
+        .map(|n| SettingChange { name: n.clone(), a: a.get(n).cloned(), b: b.get(n).cloned() })
+        .collect()
 }
