@@ -17,6 +17,10 @@ use crate::format::{Phase, Status};
 /// z score, 0.6745 (x - median) / MAD).
 pub const OUTLIER_Z: f64 = 3.5;
 
+/// Every run of a series at least this many either side of a change point (the series
+/// pages' and a history's segments).
+pub const MIN_SEGMENT_RUNS: usize = 2;
+
 /// Runs a configuration needs before one of them can be told apart from the others.
 pub const MIN_RUNS_FOR_OUTLIERS: usize = 3;
 
@@ -57,7 +61,14 @@ impl History {
 pub fn history(runs: &[RunView], members: &[usize], floor_log: f64) -> History {
     let mut ordered = members.to_vec();
     ordered.sort_by(|&a, &b| runs[a].started.cmp(&runs[b].started).then_with(|| runs[a].id.cmp(&runs[b].id)));
-    let offsets = run_offsets(runs, &ordered);
+    let (segments, left) = split(&ordered, &run_offsets(runs, &ordered), floor_log);
+    let left_out = left.into_iter().map(|(i, pct)| LeftOut { run: i, id: runs[i].id.clone(), pct }).collect();
+    History { segments, left_out }
+}
+
+/// The runs `ordered` (in time order) with their levels `offsets`: the segments of those
+/// kept, and those left out with their level against the median of the others' in percent.
+pub fn split(ordered: &[usize], offsets: &[Option<f64>], floor_log: f64) -> (Vec<Vec<usize>>, Vec<(usize, f64)>) {
     let outlying = outliers(&offsets.iter().map(|o| o.unwrap_or(0.0)).collect::<Vec<_>>(), floor_log);
     let mut left_out = Vec::new();
     let mut kept = Vec::new();
@@ -67,12 +78,12 @@ pub fn history(runs: &[RunView], members: &[usize], floor_log: f64) -> History {
                 let others: Vec<f64> =
                     offsets.iter().enumerate().filter(|(j, _)| *j != k).filter_map(|(_, o)| *o).collect();
                 let base = crate::stats::median(&others).unwrap_or(0.0);
-                left_out.push(LeftOut { run: i, id: runs[i].id.clone(), pct: ((o - base).exp() - 1.0) * 100.0 });
+                left_out.push((i, ((o - base).exp() - 1.0) * 100.0));
             }
             None => kept.push((i, offsets[k])),
         }
     }
-    History { segments: segments(&kept), left_out }
+    (segments(&kept), left_out)
 }
 
 /// `kept` split at the change points of their levels (runs without a level stay in the
@@ -80,7 +91,7 @@ pub fn history(runs: &[RunView], members: &[usize], floor_log: f64) -> History {
 fn segments(kept: &[(usize, Option<f64>)]) -> Vec<Vec<usize>> {
     let present: Vec<(usize, f64)> = kept.iter().enumerate().filter_map(|(k, (_, o))| o.map(|o| (k, o))).collect();
     let levels: Vec<f64> = present.iter().map(|p| p.1).collect();
-    let cuts: Vec<usize> = crate::stats::change_points(&levels, super::series::MIN_SEGMENT_RUNS, super::verdict::ALPHA)
+    let cuts: Vec<usize> = crate::stats::change_points(&levels, MIN_SEGMENT_RUNS, super::verdict::ALPHA)
         .iter()
         .map(|c| present[c.at].0)
         .collect();
@@ -110,8 +121,14 @@ fn run_offsets(runs: &[RunView], ordered: &[usize]) -> Vec<Option<f64>> {
             by_cell.entry((c.phase, c.context, c.concurrency)).or_default().push((k, v.ln()));
         }
     }
-    let mut deviations: Vec<Vec<f64>> = vec![Vec::new(); ordered.len()];
-    for values in by_cell.values().filter(|v| v.len() >= 2) {
+    offsets(by_cell.values().map(Vec::as_slice), ordered.len())
+}
+
+/// Each of `runs` runs' level from its log figures cell by cell (`(run, log)` per cell): the
+/// median over its cells of its deviation from the cell's median.
+pub fn offsets<'a>(cells: impl Iterator<Item = &'a [(usize, f64)]>, runs: usize) -> Vec<Option<f64>> {
+    let mut deviations: Vec<Vec<f64>> = vec![Vec::new(); runs];
+    for values in cells.filter(|v| v.len() >= 2) {
         let logs: Vec<f64> = values.iter().map(|v| v.1).collect();
         let Some(m) = crate::stats::median(&logs) else { continue };
         for &(k, v) in values {

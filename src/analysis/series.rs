@@ -120,8 +120,7 @@ pub struct SeriesChangePoint {
     pub hi_pct: f64,
 }
 
-/// Every run of a series at least this many either side of a change point.
-pub const MIN_SEGMENT_RUNS: usize = 2;
+pub use super::run_history::MIN_SEGMENT_RUNS;
 
 /// The change points of each key figure over the series' runs (`stats::change_points` on
 /// the logs of the runs that have it), kept where the change is at least `threshold_pct`.
