@@ -13,7 +13,7 @@
 use speed_matrix::analysis::interval::{mean_estimate, Basis};
 use speed_matrix::analysis::metric::Metric;
 use speed_matrix::analysis::run_history::{offsets, split};
-use speed_matrix::analysis::run_noise::{moderated, outlier_floor, pool_levels, Pool};
+use speed_matrix::analysis::run_noise::{cell_noise, moderated, outlier_floor, pool_levels, Pool};
 use speed_matrix::analysis::verdict::{change, judge_all, Between, Change, Verdict};
 use statrs::distribution::{Beta, ContinuousCDF};
 
@@ -98,8 +98,9 @@ impl Draw {
 
 /// The run-to-run noise the site would allow for from `history` (runs x cells x repetitions),
 /// as `analysis::run_noise` makes it: each run's level, outliers left out, the rest split at
-/// change points, the segments' evidence pooled and moderated by the assumed noise.
-fn noise_of(history: &[Vec<Vec<f64>>]) -> (f64, f64) {
+/// change points, the segments' evidence pooled and moderated by the assumed noise; each
+/// cell's own evidence beside it.
+fn noise_of(history: &[Vec<Vec<f64>>]) -> ((f64, f64), Vec<Pool>) {
     let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<f64>>();
     let cells: Vec<Vec<(usize, f64)>> =
         (0..CELLS).map(|c| history.iter().enumerate().map(|(r, run)| (r, mean(&run[c]).ln())).collect()).collect();
@@ -107,6 +108,7 @@ fn noise_of(history: &[Vec<Vec<f64>>]) -> (f64, f64) {
     let (segments, _) =
         split(&order, &offsets(cells.iter().map(Vec::as_slice), history.len()), outlier_floor(ASSUMED_PCT));
     let mut pool = Pool::default();
+    let mut cell_pools = vec![Pool::default(); CELLS];
     for segment in segments.iter().filter(|s| s.len() >= 2) {
         let levels: Vec<Vec<(f64, f64)>> = (0..CELLS)
             .map(|c| {
@@ -123,9 +125,12 @@ fn noise_of(history: &[Vec<Vec<f64>>]) -> (f64, f64) {
             .collect();
         let slices: Vec<&[(f64, f64)]> = levels.iter().map(Vec::as_slice).collect();
         pool = pool.add(pool_levels(&slices), 1.0);
+        for (c, cell) in cell_pools.iter_mut().enumerate() {
+            *cell = cell.add(pool_levels(&[&levels[c]]), 1.0);
+        }
     }
     let f = moderated(Metric::TotalTps, pool, ASSUMED_PCT);
-    (f.var_log, f.df)
+    ((f.var_log, f.df), cell_pools)
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -152,12 +157,12 @@ fn compare(draw: &mut Draw, noise: Noise, history: History, b_shift: f64) -> Vec
     };
     let (a, b) = (draw.repetitions(noise, &a_levels, reps), draw.repetitions(noise, &b_levels, reps));
     // No history: the assumed noise, as the site allows for it.
-    let (var_log, df) = noise_of(&earlier);
-    let between = Between::Runs { var_log, df };
+    let (figure, cells) = noise_of(&earlier);
     let mut changes: Vec<Change> = (0..CELLS)
         .filter_map(|c| {
             let (ea, eb) = (mean_estimate(&a[c], Basis::Repetitions)?, mean_estimate(&b[c], Basis::Repetitions)?);
-            change(&ea, &eb, true, THRESHOLD_PCT, between)
+            let (var_log, df) = cell_noise(figure, cells[c]);
+            change(&ea, &eb, true, THRESHOLD_PCT, Between::Runs { var_log, df })
         })
         .collect();
     let mut refs: Vec<&mut Change> = changes.iter_mut().collect();
@@ -254,7 +259,8 @@ fn false_alarms_stay_under_five_percent_and_a_ten_percent_slowdown_is_found() {
     let sim = MODELS[0].name;
     assert!(found(sim, History::Runs(2)) < found(sim, History::Runs(5)));
     assert!(found(sim, History::Runs(5)) < found(sim, History::Runs(10)));
-    assert!(clopper_pearson(found(sim, History::Runs(10)), COMPARISONS).0 >= 0.9, "{}", found(sim, History::Runs(10)));
+    // Five runs of history at `--repeat 3` find a 10% slowdown nine times in ten at least.
+    assert!(clopper_pearson(found(sim, History::Runs(5)), COMPARISONS).0 >= 0.9, "{}", found(sim, History::Runs(5)));
     // Single measurements are shown, never judged.
     for r in rows.iter().filter(|r| r.history == History::Single.name()) {
         assert!(!r.judged && r.false_alarms == 0 && r.detections == 0, "{}", r.history);

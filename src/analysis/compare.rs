@@ -437,7 +437,7 @@ fn cell_pair(a: &RunView, b: &RunView, (ctx, c): (u32, u32), t: f64, noise: &Run
 /// (phase, context, concurrency; 0 for prefill).
 fn of(noise: &RunNoise, (phase, ctx, c): (Phase, u32, u32), m: Metric) -> Between {
     let other = noise.spread.get(&(phase, ctx, c, m)).copied().unwrap_or_default();
-    let runs = noise.of(m).map(|f| (f.var_log, f.df));
+    let runs = noise.for_cell((phase, ctx, c, m));
     match (noise.paired, noise.basis) {
         (true, _) => Between::Paired { other, runs },
         (false, NoiseBasis::Processes) => Between::Processes { other },

@@ -99,11 +99,22 @@ pub struct RunNoise {
     pub left_out: Vec<LeftOut>,
     /// Change points the configurations' histories were split at.
     pub splits: usize,
+    /// Configuration basis: each cell's and figure's own evidence in those runs, which its
+    /// noise is moderated with ([`cell_noise`]).
+    #[serde(skip)]
+    pub cells: HashMap<CellKey, Pool>,
 }
 
 impl RunNoise {
     pub fn of(&self, metric: Metric) -> Option<&FigureNoise> {
         self.figures.iter().find(|f| f.metric == metric)
+    }
+
+    /// The noise of figure `metric` in the cell `key` (its own runs' spread moderated towards
+    /// the figure kind's): (variance of a run's level on the log scale, degrees of freedom).
+    pub fn for_cell(&self, key: CellKey) -> Option<(f64, f64)> {
+        let f = self.of(key.3)?;
+        Some(cell_noise((f.var_log, f.df), self.cells.get(&key).copied().unwrap_or_default()))
     }
 
     /// The noise one line names: total tok/s's (what most cells judge first).
@@ -182,7 +193,14 @@ impl SiteNoise {
         let config = reduced.iter().fold(Pools::default(), |t, h| add_pools(t, &history_pools(runs, h), 1.0));
         let has = |p: &Pools| p.iter().any(|x| x.df > 0.0);
         if has(&config) {
-            return RunNoise::estimated(NoiseBasis::Configuration, &config, runs, &reduced, assumed_pct);
+            let mut noise = RunNoise::estimated(NoiseBasis::Configuration, &config, runs, &reduced, assumed_pct);
+            for h in &reduced {
+                for (k, p) in history_cells(runs, h) {
+                    let e = noise.cells.entry(k).or_default();
+                    *e = e.add(p, 1.0);
+                }
+            }
+            return noise;
         }
         let kin: Vec<usize> = (0..self.groups.len())
             .filter(|g| !own.contains(g) && [a, b].iter().any(|&i| alike(&runs[i], &runs[self.groups[*g][0]])))
@@ -351,6 +369,7 @@ impl RunNoise {
             from: Vec::new(),
             left_out: Vec::new(),
             splits: 0,
+            cells: HashMap::new(),
         }
     }
 }
@@ -396,22 +415,52 @@ fn level(view: &CellView, metric: Metric) -> Option<(f64, f64)> {
 /// The between-run evidence of one configuration's runs (a segment of its history), per
 /// figure kind ([`pool_levels`] over its cells).
 fn group_pools(runs: &[RunView], members: &[usize]) -> Pools {
-    let mut levels: HashMap<(Phase, u32, u32, Metric), Vec<(f64, f64)>> = HashMap::new();
-    for &i in members {
-        let r = &runs[i];
-        for cell in r.prefill.iter().chain(&r.decode).filter(|c| c.status == Status::Valid) {
-            for metric in Metric::ALL {
-                if let Some(l) = level(cell, metric) {
-                    levels.entry((cell.phase, cell.context, cell.concurrency, metric)).or_default().push(l);
-                }
-            }
-        }
-    }
+    let levels = cell_levels(runs, members);
     let mut by_metric: [Vec<&[(f64, f64)]>; 5] = Default::default();
     for ((.., metric), v) in &levels {
         by_metric[metric.index()].push(v);
     }
     by_metric.map(|cells| pool_levels(&cells))
+}
+
+/// Each cell's and figure's levels in the runs `members` (mean log, within-run variance).
+fn cell_levels(runs: &[RunView], members: &[usize]) -> HashMap<CellKey, Vec<(f64, f64)>> {
+    let mut levels: HashMap<CellKey, Vec<(f64, f64)>> = HashMap::new();
+    for &i in members {
+        let r = &runs[i];
+        for cell in r.prefill.iter().chain(&r.decode).filter(|c| c.status == Status::Valid) {
+            for metric in Metric::ALL {
+                if let Some(l) = level(cell, metric) {
+                    levels.entry(key(cell, metric)).or_default().push(l);
+                }
+            }
+        }
+    }
+    levels
+}
+
+/// Each cell's own between-run evidence over a history's segments.
+fn history_cells(runs: &[RunView], h: &History) -> HashMap<CellKey, Pool> {
+    let mut out: HashMap<CellKey, Pool> = HashMap::new();
+    for segment in h.segments.iter().filter(|s| s.len() >= 2) {
+        for (k, v) in cell_levels(runs, segment) {
+            let p = out.entry(k).or_default();
+            *p = p.add(pool_levels(&[&v]), 1.0);
+        }
+    }
+    out
+}
+
+/// A cell's run-to-run noise: its own runs' variance (`cell`) moderated towards its figure
+/// kind's (`(var_log, df)`), each weighted by its degrees of freedom, as limma moderates a
+/// gene's variance towards the pool. The degrees of freedom stay the figure kind's: the
+/// cell's evidence comes from the same runs, so it sharpens the estimate for this cell
+/// without making the runs more.
+pub fn cell_noise((var_log, df): (f64, f64), cell: Pool) -> (f64, f64) {
+    if cell.df <= 0.0 {
+        return (var_log, df);
+    }
+    ((df * var_log + cell.ss) / (df + cell.df), df)
 }
 
 /// The between-run evidence of one segment's runs in one figure kind, from each cell's runs'

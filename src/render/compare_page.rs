@@ -10,9 +10,9 @@ use super::common::{put_file, put_page, root, run_label, run_title, ser, serde_n
 use super::downloads::CsvWriter;
 use crate::analysis::compare::Change;
 use crate::analysis::metric::Metric;
-use crate::analysis::run_noise::{NoiseBasis, RunNoise};
+use crate::analysis::run_noise::{CellKey, NoiseBasis, RunNoise};
 use crate::analysis::{Comparison, RunView};
-use crate::format::{DecodeTest, Origin};
+use crate::format::{DecodeTest, Origin, Phase};
 use crate::units::numbers::{self, context_label, seconds_setting, DASH};
 
 /// One fact of the two runs' headers, with whether it differs.
@@ -202,6 +202,12 @@ fn history_sentences(n: &RunNoise) -> Vec<String> {
         }
         out.push(format!("The noise comes from {named}."));
     }
+    if n.basis == NoiseBasis::Configuration && !n.cells.is_empty() {
+        out.push(
+            "Each cell allows for its own runs' spread, moderated towards its figure's (run_noise_pct in the CSV)."
+                .to_string(),
+        );
+    }
     let whose = if n.basis == NoiseBasis::Configuration { "this" } else { "its" };
     for l in &n.left_out {
         let side = if l.pct < 0.0 { "below" } else { "above" };
@@ -323,12 +329,14 @@ const CSV_COLUMNS: &[&str] = &[
     "run_noise_pct",
 ];
 
-/// Where the run-to-run noise comes from and its size for the row's first figure (prompt
-/// tok/s for prefill, total tok/s for decode).
-fn noise_fields(n: &RunNoise, metric: Metric) -> [String; 2] {
+/// Where the run-to-run noise comes from and its size in the row's cell for its first
+/// figure (prompt tok/s for prefill, total tok/s for decode).
+fn noise_fields(n: &RunNoise, key: CellKey) -> [String; 2] {
     let basis = serde_name(n.basis);
     // `processes`: nothing is added, so the size is empty.
-    [basis, n.of(metric).map_or(String::new(), |f| format!("{:.2}", f.pct))]
+    let pct =
+        n.for_cell(key).map_or(String::new(), |(var_log, _)| format!("{:.2}", (var_log.sqrt().exp() - 1.0) * 100.0));
+    [basis, pct]
 }
 
 /// One row per decode and prefill cell: both sides' status and figures and the changes.
@@ -345,7 +353,7 @@ pub fn comparison_csv(cmp: &Comparison) -> String {
         row.extend(n_fields(&p.tps));
         row.extend(delta_fields(&p.tps));
         row.extend(vec![String::new(); 4 * 6]);
-        row.extend(noise_fields(&cmp.noise, Metric::PromptTps));
+        row.extend(noise_fields(&cmp.noise, (Phase::Prefill, p.context, 0, Metric::PromptTps)));
         csv.row(row);
     }
     for c in cmp.rows.iter().flat_map(|r| &r.cells) {
@@ -360,7 +368,7 @@ pub fn comparison_csv(cmp: &Comparison) -> String {
         for m in [&c.total, &c.per_request, &c.ttft, &c.tbt, &c.total_per_gpu] {
             row.extend(delta_fields(m));
         }
-        row.extend(noise_fields(&cmp.noise, Metric::TotalTps));
+        row.extend(noise_fields(&cmp.noise, (Phase::Decode, c.context, c.concurrency, Metric::TotalTps)));
         csv.row(row);
     }
     csv.finish()
