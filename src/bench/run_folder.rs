@@ -8,6 +8,7 @@ use super::client::http::HttpClient;
 use super::discover::ServerInfo;
 use super::engine::EngineKind;
 use super::plan::Capacity;
+use super::server::Server;
 use super::recorder::{self, Recorder};
 use crate::format::facts::Discovered;
 use crate::format::{
@@ -24,9 +25,7 @@ pub(super) fn resumable_done(
     plan: &BenchPlan,
     run: &RunSpec,
     client: &HttpClient,
-    info: &ServerInfo,
-    model: &str,
-    cap: &Capacity,
+    server: &Server,
 ) -> Result<Done> {
     if !plan.folder.resume {
         return Ok(Done::new());
@@ -38,7 +37,7 @@ pub(super) fn resumable_done(
     }
     let on_disk = crate::format::load::load_run_in_progress(&dir)
         .with_context(|| format!("reading {} to resume it", dir.display()))?;
-    check_resumable(&on_disk.manifest, &run_manifest(plan, run, client, info, model, cap)?, &dir)?;
+    check_resumable(&on_disk.manifest, &run_manifest(plan, run, client, server)?, &dir)?;
     Ok(on_disk
         .cells
         .iter()
@@ -80,11 +79,9 @@ pub(super) fn open_run(
     plan: &BenchPlan,
     run: &RunSpec,
     client: &HttpClient,
-    info: &ServerInfo,
-    model: &str,
-    cap: &Capacity,
+    server: &Server,
 ) -> Result<(Recorder, RunManifest)> {
-    let mut m = run_manifest(plan, run, client, info, model, cap)?;
+    let mut m = run_manifest(plan, run, client, server)?;
     let base = run.run_id.clone().unwrap_or_else(|| default_run_id(&m.model.id, &m.engine.name));
     m.other_levels = run.other_levels(&base);
     let recorder = Recorder::open(&plan.folder.data_dir, &run.folder_id(&base), plan.folder.resume, client.scrubber())?;
@@ -125,10 +122,9 @@ fn run_manifest(
     plan: &BenchPlan,
     run: &RunSpec,
     client: &HttpClient,
-    info: &ServerInfo,
-    model: &str,
-    cap: &Capacity,
+    server: &Server,
 ) -> Result<RunManifest> {
+    let (info, model, cap) = (&server.info, server.model.as_str(), &server.cap);
     let found = Discovered {
         served_model: Some(model.to_string()),
         engine: Some(info.engine.name().to_string()),

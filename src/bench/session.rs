@@ -94,11 +94,11 @@ async fn run_one(bench: Bench<'_>, mut run: RunSpec) -> Result<BenchSummary> {
         if let Some(l) = launcher.as_mut() {
             l.stop().await;
         }
-        let done = resumable_done(plan, &run, &client, &server.info, &server.model, &server.cap)?;
+        let done = resumable_done(plan, &run, &client, &server)?;
         print_plan(&server.planned, plan, &done);
         return Ok(BenchSummary::default());
     }
-    let (recorder, manifest) = open_run(plan, &run, &client, &server.info, &server.model, &server.cap)?;
+    let (recorder, manifest) = open_run(plan, &run, &client, &server)?;
     let planned = server.planned;
     let mut session =
         Session::start(bench, run, client, &server.info, server.model, recorder, &planned, interrupt).await;
@@ -146,10 +146,10 @@ async fn run_versus(bench: Bench<'_>, versus: &Versus) -> Result<BenchSummary> {
         Server::discover(plan, &run_b, &client_b, &mut interrupt).await?,
     );
     let (manifest_a, manifest_b, sessions) = {
-        let (rec_a, mut m_a) = open_run(plan, &run_a, &client_a, &a.info, &a.model, &a.cap)?;
+        let (rec_a, mut m_a) = open_run(plan, &run_a, &client_a, &a)?;
         let a_id = folder_id(&rec_a.dir);
         run_b.run_id = Some(run_b.run_id.take().unwrap_or_else(|| format!("{a_id}-versus")));
-        let (rec_b, mut m_b) = open_run(plan, &run_b, &client_b, &b.info, &b.model, &b.cap)?;
+        let (rec_b, mut m_b) = open_run(plan, &run_b, &client_b, &b)?;
         let b_id = folder_id(&rec_b.dir);
         (m_a.paired_with, m_b.paired_with) = (Some(b_id), Some(a_id));
         rec_a.write_manifest(&m_a)?;
