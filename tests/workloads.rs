@@ -225,6 +225,14 @@ fn a_session_at_two_reuse_levels_of_conversations_is_a_run_a_level_linked_on_the
     let page = std::fs::read_to_string(d.join("public/runs/s-reuse0/index.html")).unwrap();
     assert!(!page.contains("runs/x/index.html"), "a run not named back is no level of the session");
     assert!(!std::fs::read_to_string(d.join("public/runs/x/index.html")).unwrap().contains("Prefix-reuse levels"));
+    // A dry run resuming the session reads each level's own folder: nothing is left to measure.
+    let out = bench(
+        d,
+        &sim.url,
+        &[&args[..], &["--prefix-reuse", "0,90", "--run-id", "s", "--resume", "--dry-run"]].concat(),
+    );
+    assert_ok(&out);
+    assert!(stdout(&out).contains("Resuming: 2 measurements already on disk, 0 to go."), "{}", stdout(&out));
     // Each level once; --versus measures one workload.
     let out = bench(d, &sim.url, &[&args[..], &["--prefix-reuse", "90,90"]].concat());
     assert!(!out.status.success() && stderr(&out).contains("--prefix-reuse: each level once"), "{}", stderr(&out));

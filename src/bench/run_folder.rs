@@ -8,8 +8,8 @@ use super::client::http::HttpClient;
 use super::discover::ServerInfo;
 use super::engine::EngineKind;
 use super::plan::Capacity;
-use super::server::Server;
 use super::recorder::{self, Recorder};
+use super::server::Server;
 use crate::format::facts::Discovered;
 use crate::format::{
     BenchTool, DecodeTest, DiscoveredFact, Origin, Phase, PrefillMode, RunManifest, RunSettings, ServerAccess,
@@ -21,12 +21,7 @@ pub(super) type Done = std::collections::BTreeSet<(Phase, u32, u32, u32)>;
 
 /// What `--resume` would keep, checked as the real resume checks it (the same facts, the
 /// same matrix); empty without `--resume`.
-pub(super) fn resumable_done(
-    plan: &BenchPlan,
-    run: &RunSpec,
-    client: &HttpClient,
-    server: &Server,
-) -> Result<Done> {
+pub(super) fn resumable_done(plan: &BenchPlan, run: &RunSpec, client: &HttpClient, server: &Server) -> Result<Done> {
     if !plan.folder.resume {
         return Ok(Done::new());
     }
@@ -118,12 +113,7 @@ fn warn_settings_changed(old: &RunManifest, new: &RunManifest) {
 
 /// The run's manifest from the flags and what the server told; refused before any folder is
 /// made where `site check` would refuse it.
-fn run_manifest(
-    plan: &BenchPlan,
-    run: &RunSpec,
-    client: &HttpClient,
-    server: &Server,
-) -> Result<RunManifest> {
+fn run_manifest(plan: &BenchPlan, run: &RunSpec, client: &HttpClient, server: &Server) -> Result<RunManifest> {
     let (info, model, cap) = (&server.info, server.model.as_str(), &server.cap);
     let found = Discovered {
         served_model: Some(model.to_string()),
