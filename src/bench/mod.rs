@@ -10,6 +10,7 @@
 //! only on the data format and the leaves: figures for the terminal come from the caller
 //! (a `CellReporter`).
 
+pub mod arrivals;
 pub mod bench_plan;
 pub mod cell;
 pub mod client;
