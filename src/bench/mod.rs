@@ -29,6 +29,7 @@ mod run_folder;
 mod server;
 pub mod session;
 pub mod telemetry;
+pub mod trace;
 
 use std::path::PathBuf;
 use std::time::Duration;
