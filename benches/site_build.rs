@@ -77,6 +77,7 @@ fn manifest(i: usize) -> RunManifest {
         paired_with: None,
         other_levels: Vec::new(),
         server_processes: Vec::new(),
+        server_settings: Default::default(),
     }
 }
 
