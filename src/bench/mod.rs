@@ -21,6 +21,7 @@ pub mod launch;
 pub mod loopdetect;
 pub mod machine;
 pub mod metrics;
+pub mod open_loop;
 pub mod plan;
 pub mod progress;
 pub mod prompt;
