@@ -583,3 +583,35 @@ fn a_run_of_many_contexts_folds_its_targets_and_levels_tables_as_its_heatmap() {
     assert_eq!(first(&targets), first(&heat), "the same extremes");
     assert_eq!(first(&levels), first(&heat));
 }
+
+/// An SGLang-looking server whose arguments carry the API key (under its own name and under
+/// a harmless one) and markup: the run records the arguments without the key, and the run
+/// page prints the markup as text.
+#[test]
+fn a_servers_own_settings_never_carry_the_key_and_are_printed_as_text() {
+    let server = Rogue::start(|req| {
+        if req.path == "/server_info" {
+            let key = req.header("authorization").unwrap_or("").trim_start_matches("Bearer ").to_string();
+            let args = serde_json::json!({
+                "max_total_num_tokens": 100000, "tp_size": 1, "schedule_policy": "<script>alert(1)</script>",
+                "api_key": key, "served_with": key, "admin_api_key": key
+            });
+            return Reply::Full(200, "application/json", args.to_string().into_bytes());
+        }
+        common::rogue::discovery(req).unwrap_or_else(|| completion(req, 1024, || good_stream(8, 1024)))
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let args = bench_args(&server.url, &["--run-id", "args", "--contexts", "1k", "--concurrency", "1"]);
+    assert_ok(&site_env(ws.path(), &args, &[("OPENAI_API_KEY", SECRET)]));
+    let manifest = fs::read_to_string(ws.path().join("data/runs/args/run.json")).unwrap();
+    let m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(m["server_settings"]["tp_size"], "1", "{manifest}");
+    assert_eq!(m["server_settings"]["schedule_policy"], "<script>alert(1)</script>");
+    assert!(m["server_settings"].get("served_with").is_none() && m["server_settings"].get("api_key").is_none());
+    assert_ok(&site_in(ws.path(), &["build"]));
+    let page = fs::read_to_string(ws.path().join("public/runs/args/index.html")).unwrap();
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && !page.contains("<script>alert(1)"));
+    for text in [all_files_text(&ws.path().join("data")), all_files_text(&ws.path().join("public"))] {
+        assert!(!text.contains(SECRET), "the key was written");
+    }
+}
