@@ -78,6 +78,7 @@ fn manifest(i: usize) -> RunManifest {
         other_levels: Vec::new(),
         server_processes: Vec::new(),
         server_settings: Default::default(),
+        traffic: None,
     }
 }
 

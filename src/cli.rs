@@ -191,6 +191,24 @@ pub struct BenchArgs {
     /// earlier turns and their answers, then a new question; then a new conversation.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=32))]
     pub turns: Option<u32>,
+    /// Request rates (requests per second) to measure open-loop instead of the concurrency
+    /// matrix: at each context and rate, requests are sent on a schedule whether or not
+    /// earlier ones have ended; the window counts those scheduled inside it and follows each
+    /// to its end (or --drain-timeout: a failed request). `0.5,1,2,4`.
+    #[arg(long, value_name = "RPS,...")]
+    pub rates: Option<String>,
+    /// How the requests of --rates arrive: poisson (independent), constant (evenly spaced) or
+    /// gamma:CV (gaps of that coefficient of variation: bursts above 1). Default: poisson.
+    #[arg(long, value_name = "PROCESS", requires = "rates")]
+    pub arrival: Option<String>,
+    /// The seed every schedule of --rates is drawn from (recorded; the same seed draws the
+    /// same schedule). Default: a new one, recorded in the run.
+    #[arg(long, requires = "rates")]
+    pub seed: Option<u64>,
+    /// With --rates: the most requests in flight; past it the client does not send and the
+    /// cell says it fell behind its schedule.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_in_flight: u32,
     /// KV cache budget in tokens (overrides what the server reports).
     #[arg(long)]
     pub kv_budget: Option<u64>,

@@ -12,6 +12,7 @@ pub mod interval;
 pub mod leaderboard;
 pub mod metric;
 pub mod pareto;
+pub mod rates;
 pub mod reuse;
 pub mod run;
 pub mod run_history;

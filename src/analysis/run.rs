@@ -38,6 +38,9 @@ pub struct RunView {
     pub prefill: Vec<CellView>,
     /// Sorted by (context, concurrency).
     pub decode: Vec<CellView>,
+    /// `site bench --rates`: the run's request-rate cells, by context, rate and repetition.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rates: Vec<super::rates::RateView>,
     pub heatmap: Heatmap,
     pub headline: Headline,
     pub notes_markdown: Option<String>,
@@ -295,6 +298,7 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
         slugs,
         prefill,
         decode,
+        rates: rate_views(run),
         heatmap,
         headline,
         notes_markdown: run.notes_markdown.clone(),
@@ -303,6 +307,15 @@ pub fn normalize_run(run: &LoadedRun, slugs: RunSlugs) -> RunView {
         view_hash: 0,
         detail_hash: None,
     }
+}
+
+/// The run's rate cells, in (context, rate, repetition) order.
+fn rate_views(run: &LoadedRun) -> Vec<super::rates::RateView> {
+    let mut views: Vec<super::rates::RateView> = run.rates.iter().map(super::rates::rate_view).collect();
+    views.sort_by(|a, b| {
+        (a.context, a.repetition).cmp(&(b.context, b.repetition)).then(a.rate_rps.total_cmp(&b.rate_rps))
+    });
+    views
 }
 
 /// The load on the load generator's machine, averaged over a run's decode windows.

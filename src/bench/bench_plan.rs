@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use super::arrivals::{parse_rates, Arrival};
 use super::client::http::{Credentials, Endpoint};
 use super::client::tls::TlsOptions;
 use super::launch::LaunchSettings;
@@ -58,6 +59,11 @@ pub struct BenchFlags {
     pub loop_min_cycles: usize,
     pub no_loop_detection: bool,
     pub facts: ManifestFacts,
+    /// `--rates`: request rates per second, measured open-loop instead of the matrix.
+    pub rates: Option<String>,
+    pub arrival: Option<String>,
+    pub seed: Option<u64>,
+    pub max_in_flight: u32,
 }
 
 /// A bench run, checked: what is measured, where, how, and into which folder.
@@ -144,6 +150,19 @@ pub enum Mode {
     ReuseLevels(Vec<u32>),
     /// `--versus URL`: the same matrix on a second live server, cell by cell beside the first.
     Versus(Versus),
+    /// `--rates`: each context at each offered rate, requests sent on a schedule whether or
+    /// not earlier ones have ended (open loop), instead of the concurrency matrix.
+    Rates(RatePlan),
+}
+
+/// The open loop of a rate run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatePlan {
+    pub rates: Vec<f64>,
+    pub arrival: Arrival,
+    /// Draws every schedule of the run (recorded, so `--seed` draws it again).
+    pub seed: u64,
+    pub max_in_flight: u32,
 }
 
 /// `--versus`: the second server, and its run's id.
@@ -194,10 +213,11 @@ impl BenchPlan {
             model: f.model.clone(),
             launch,
         };
-        let mode = match &f.versus {
-            Some(b) => Mode::Versus(versus(&f, &target, b)?),
-            None if levels.len() > 1 => Mode::ReuseLevels(levels.clone()),
-            None => Mode::One,
+        let mode = match (&f.versus, rate_plan(&f, &levels)?) {
+            (Some(b), _) => Mode::Versus(versus(&f, &target, b)?),
+            (None, Some(rates)) => Mode::Rates(rates),
+            (None, None) if levels.len() > 1 => Mode::ReuseLevels(levels.clone()),
+            (None, None) => Mode::One,
         };
         Ok(BenchPlan {
             target,
@@ -344,6 +364,36 @@ fn versus(f: &BenchFlags, a: &Target, endpoint: &str) -> Result<Versus> {
     })
 }
 
+/// `--rates` with its arrival process and seed: not beside `--versus`, several reuse
+/// levels, `--turns` or `--resume` (a rate run is measured whole).
+fn rate_plan(f: &BenchFlags, levels: &[u32]) -> Result<Option<RatePlan>> {
+    let Some(rates) = &f.rates else {
+        if f.arrival.is_some() || f.seed.is_some() {
+            bail!("--arrival and --seed draw the schedule of --rates: give --rates");
+        }
+        return Ok(None);
+    };
+    let rates = parse_rates(rates).context("--rates")?;
+    let refused = [
+        (f.versus.is_some(), "--versus"),
+        (levels.len() > 1, "several --prefix-reuse levels"),
+        (f.turns.is_some(), "--turns"),
+        (f.resume, "--resume (a rate run is measured whole)"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(on, _)| *on) {
+        bail!("--rates measures an open loop of single requests: leave out {flag}");
+    }
+    let arrival = match &f.arrival {
+        Some(a) => a.parse().context("--arrival")?,
+        None => Arrival::Poisson,
+    };
+    if f.max_in_flight == 0 {
+        bail!("--max-in-flight: at least 1 request");
+    }
+    let seed = f.seed.unwrap_or_else(|| fastrand::u64(..));
+    Ok(Some(RatePlan { rates, arrival, seed, max_in_flight: f.max_in_flight }))
+}
+
 fn timing(f: &BenchFlags) -> Timing {
     Timing {
         duration: f.duration,
@@ -374,8 +424,27 @@ mod tests {
             max_output: 64,
             repeat: 1,
             prefill_samples: 3,
+            max_in_flight: 100,
             ..BenchFlags::default()
         }
+    }
+
+    #[test]
+    fn rates_are_a_mode_of_their_own_with_their_rules() {
+        let rates = |more: BenchFlags| BenchFlags { rates: Some("2,0.5".into()), ..more };
+        let plan = BenchPlan::new(rates(BenchFlags { seed: Some(7), ..flags() })).unwrap();
+        let Mode::Rates(r) = &plan.mode else { panic!("rates") };
+        assert_eq!((r.rates.clone(), r.arrival, r.seed), (vec![0.5, 2.0], Arrival::Poisson, 7));
+        let gamma = BenchPlan::new(rates(BenchFlags { arrival: Some("gamma:2".into()), ..flags() })).unwrap();
+        assert!(matches!(gamma.mode, Mode::Rates(RatePlan { arrival: Arrival::Gamma { .. }, .. })));
+        assert!(refused(rates(BenchFlags { turns: Some(2), ..flags() })).contains("leave out --turns"));
+        assert!(refused(rates(BenchFlags { resume: true, run_id: Some("x".into()), ..flags() })).contains("--resume"));
+        assert!(
+            refused(rates(BenchFlags { versus: Some("http://127.0.0.1:9000".into()), ..flags() })).contains("--versus")
+        );
+        assert!(refused(BenchFlags { rates: Some("0".into()), ..flags() }).starts_with("--rates"));
+        assert!(refused(BenchFlags { seed: Some(1), ..flags() }).contains("give --rates"));
+        assert!(refused(rates(BenchFlags { arrival: Some("bursty".into()), ..flags() })).starts_with("--arrival"));
     }
 
     fn refused(f: BenchFlags) -> String {

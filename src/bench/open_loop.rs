@@ -46,8 +46,14 @@ pub struct Scheduled<R> {
 }
 
 /// Runs the open loop over `schedule` (seconds from the start, ascending, warm-up first):
-/// `send(i)` is spawned at instant i. Returns every request in schedule order.
-pub async fn run<R, F, Fut>(schedule: &[f64], settings: OpenLoopSettings, send: F) -> Vec<Scheduled<R>>
+/// `send(i)` is spawned at instant i, until `cancel` turns true (Ctrl-C: nothing more is
+/// sent, what is in flight is stopped). Returns every request in schedule order.
+pub async fn run<R, F, Fut>(
+    schedule: &[f64],
+    settings: OpenLoopSettings,
+    mut cancel: tokio::sync::watch::Receiver<bool>,
+    send: F,
+) -> Vec<Scheduled<R>>
 where
     R: Send + 'static,
     F: Fn(usize) -> Fut,
@@ -65,8 +71,15 @@ where
         })
         .collect();
     let mut tasks: JoinSet<(usize, R)> = JoinSet::new();
+    let mut cancelled = false;
     for (i, &t) in schedule.iter().enumerate() {
-        tokio::time::sleep_until(start + Duration::from_secs_f64(t.max(0.0))).await;
+        tokio::select! {
+            _ = tokio::time::sleep_until(start + Duration::from_secs_f64(t.max(0.0))) => {}
+            Ok(_) = cancel.wait_for(|c| *c) => cancelled = true,
+        }
+        if cancelled {
+            break;
+        }
         // Requests that ended while this one waited free their places first.
         while let Some(Ok((j, r))) = tasks.try_join_next() {
             out[j].fate = Fate::Ended(r);
@@ -78,7 +91,8 @@ where
         let request = send(i);
         tasks.spawn(async move { (i, request.await) });
     }
-    let deadline = start + settings.warmup + settings.window + settings.drain_timeout;
+    let deadline =
+        if cancelled { Instant::now() } else { start + settings.warmup + settings.window + settings.drain_timeout };
     loop {
         match tokio::time::timeout_at(deadline, tasks.join_next()).await {
             Ok(Some(Ok((j, r)))) => out[j].fate = Fate::Ended(r),
@@ -109,6 +123,13 @@ mod tests {
         }
     }
 
+    /// A cancel that never comes (its sender kept alive for the test's length).
+    fn never() -> tokio::sync::watch::Receiver<bool> {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        std::mem::forget(tx);
+        rx
+    }
+
     /// A request that takes `s` seconds and says when it ended.
     fn taking(s: f64) -> impl Fn(usize) -> std::pin::Pin<Box<dyn Future<Output = f64> + Send>> {
         move |_| {
@@ -129,7 +150,7 @@ mod tests {
     async fn requests_are_sent_on_schedule_however_slow_the_server_is() {
         // Every 0.5 s for 6 s, each request taking 2.9 s: a closed loop of one would send two.
         let schedule: Vec<f64> = (0..12).map(|i| i as f64 * 0.5).collect();
-        let out = run(&schedule, settings(100), taking(2.9)).await;
+        let out = run(&schedule, settings(100), never(), taking(2.9)).await;
         for s in &out {
             let lag = s.sent_s.unwrap() - s.scheduled_s;
             assert!(lag.abs() < 1e-3, "sent {lag} s late");
@@ -145,7 +166,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn past_the_in_flight_bound_a_request_is_not_sent_and_says_so() {
         let schedule: Vec<f64> = (0..6).map(|i| i as f64 * 0.25).collect();
-        let out = run(&schedule, settings(2), taking(0.9)).await;
+        let out = run(&schedule, settings(2), never(), taking(0.9)).await;
         let fates: Vec<bool> = out.iter().map(|s| s.fate == Fate::NotSent).collect();
         // At 0 and 0.25 two go out; 0.5 and 0.75 find two in flight; by 1.0 the first has
         // ended (0.9), by 1.25 the second (1.15).

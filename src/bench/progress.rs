@@ -179,3 +179,23 @@ pub(super) fn describe(p: &PlannedCell) -> String {
         Phase::Decode => format!("decode {} x {}", context_label(p.context), p.concurrency),
     }
 }
+
+/// `--dry-run --rates`: every rate cell the run would measure and about how long.
+pub(super) fn print_rate_plan(plan: &BenchPlan, r: &super::bench_plan::RatePlan) {
+    let m = &plan.matrix;
+    let cells = m.contexts.len() * r.rates.len();
+    let per = if m.repeat > 1 { format!(", each measured {} times", m.repeat) } else { String::new() };
+    println!("Plan: {cells} rate cells ({} arrivals, seed {}){per}", r.arrival.name(), r.seed);
+    let span = (plan.timing.warmup_hold + plan.timing.duration).as_secs_f64();
+    for ctx in &m.contexts {
+        for rate in &r.rates {
+            println!(
+                "  run            {} at {rate} requests/s: about {:.0} requests",
+                context_label(*ctx),
+                rate * span
+            );
+        }
+    }
+    let secs = (cells * m.repeat as usize) as f64 * span;
+    println!("{} open loops: about {:.0} minutes and their drains.", cells * m.repeat as usize, secs / 60.0);
+}

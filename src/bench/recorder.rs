@@ -23,6 +23,8 @@ pub struct Recorder {
     /// The run's cells file as it is on disk: every cell this run and the runs it resumes
     /// wrote there.
     cells: CellPack,
+    /// The run's rate cells as written so far (`rates.jsonl`, a line each).
+    rate_lines: Vec<String>,
     /// Whether this run created the folder (an interrupted run that wrote nothing removes it).
     pub created: bool,
     /// Known secrets (the API key): never in a file we write.
@@ -61,12 +63,12 @@ impl Recorder {
             bail!("--resume: {} does not exist", dir.display());
         }
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        Ok(Recorder { dir, done, cells, created, scrubber, _lock: lock })
+        Ok(Recorder { dir, done, cells, rate_lines: Vec::new(), created, scrubber, _lock: lock })
     }
 
     /// Removes the run folder when this run created it and wrote no cell.
     pub fn remove_if_empty(&self) -> Result<bool> {
-        if !self.created || !self.done.is_empty() {
+        if !self.created || !self.done.is_empty() || !self.rate_lines.is_empty() {
             return Ok(false);
         }
         fs::remove_dir_all(&self.dir).with_context(|| format!("removing the empty run {}", self.dir.display()))?;
@@ -129,6 +131,16 @@ impl Recorder {
         }
         self.done.insert(cell_key(cell));
         Ok(())
+    }
+
+    /// Adds a rate cell to the run's `rates.jsonl` and writes the file again (temp + rename).
+    pub fn write_rate_cell(&mut self, cell: &format::RateCell) -> Result<()> {
+        let path = self.dir.join(format::RATES_FILE);
+        format::rates::validate_rate_cell(cell)
+            .with_context(|| format!("refusing to write to {}: site check would refuse the cell", path.display()))?;
+        let line = serde_json::to_string(cell).context("a rate cell as JSON")?;
+        self.rate_lines.push(self.scrubber.scrub(&line));
+        write_atomic(&path, (self.rate_lines.join("\n") + "\n").as_bytes())
     }
 
     /// Whether repetition `rep` of the planned cell is on disk.

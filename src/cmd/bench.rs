@@ -64,6 +64,10 @@ fn flags(a: &BenchArgs) -> Result<BenchFlags> {
         loop_min_cycles: a.loop_min_cycles,
         no_loop_detection: a.no_loop_detection,
         facts: a.facts.to_manifest_facts()?,
+        rates: a.rates.clone(),
+        arrival: a.arrival.clone(),
+        seed: a.seed,
+        max_in_flight: a.max_in_flight,
     })
 }
 

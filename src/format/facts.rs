@@ -84,6 +84,7 @@ impl ManifestFacts {
             server_access: None,
             server_processes: Vec::new(),
             server_settings: Default::default(),
+            traffic: None,
             paired_with: None,
             other_levels: Vec::new(),
         })

@@ -106,6 +106,8 @@ pub struct LoadedRun {
     pub notes_markdown: Option<String>,
     /// Lines of `notes.md` whose secrets were redacted.
     pub notes_redaction: Option<Redaction>,
+    /// `rates.jsonl`: the run's request-rate cells, in file order.
+    pub rates: Vec<super::RateCell>,
 }
 
 #[derive(Debug, Clone)]
@@ -452,10 +454,11 @@ fn load_run_checked(dir: &Path, id: &str, skipped: &mut Vec<Skipped>, completene
     let mut cells = load_cells(&dir.join(CELLS_DIR), &mut problems, skipped)?;
     cells.extend(load_pack(&dir.join(CELLS_FILE), &mut problems));
     check_cells(&cells, manifest.as_ref(), completeness, &mut problems);
+    let rates = load_rates(&dir.join(super::RATES_FILE), &mut problems);
     problems.into_result(dir)?;
     cells.sort_by_key(|c| (c.cell.phase, c.cell.context, c.cell.concurrency, c.cell.repetition));
     let manifest = manifest.expect("a run without problems has its manifest");
-    Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest, cells, notes_markdown, notes_redaction })
+    Ok(LoadedRun { id, dir: dir.to_path_buf(), manifest, cells, notes_markdown, notes_redaction, rates })
 }
 
 fn load_manifest(path: &Path, problems: &mut Problems) -> Option<RunManifest> {
@@ -483,7 +486,7 @@ fn read_run_folder(dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skippe
     for (path, ft) in folder_entries(dir, problems)?.unwrap_or_default() {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         match name {
-            RUN_MANIFEST | SERVER_LOG | CELLS_FILE => {}
+            RUN_MANIFEST | SERVER_LOG | CELLS_FILE | super::RATES_FILE => {}
             RUN_NOTES => match fsutil::read_data_file(&dir.join(RUN_NOTES), fsutil::MAX_DATA_FILE_BYTES) {
                 Ok(s) => notes_markdown = Some(s),
                 Err(e) => problems.push(e),
@@ -492,11 +495,40 @@ fn read_run_folder(dir: &Path, problems: &mut Problems, skipped: &mut Vec<Skippe
             CELLS_DIR => skipped.push(Skipped { path, reason: "`cells` is not a folder, so no cell was read" }),
             _ => skipped.push(Skipped {
                 path,
-                reason: "not part of a run folder (run.json, notes.md, server.log, cells.jsonl.gz, cells/)",
+                reason:
+                    "not part of a run folder (run.json, notes.md, server.log, cells.jsonl.gz, rates.jsonl, cells/)",
             }),
         }
     }
     Ok(notes_markdown)
+}
+
+/// `rates.jsonl`, where the run has one: a rate cell a line, each checked; an error names the
+/// file and line.
+fn load_rates(path: &Path, problems: &mut Problems) -> Vec<super::RateCell> {
+    let mut out = Vec::new();
+    if fs::symlink_metadata(path).is_err() {
+        return out;
+    }
+    let read = fsutil::for_each_line(path, fsutil::MAX_DATA_FILE_BYTES, 64 * 1024 * 1024, |n, line| {
+        if line.trim().is_empty() {
+            return;
+        }
+        let parsed = serde_json::from_str::<super::RateCell>(line)
+            .map_err(|e| anyhow!("{}:{n}: column {}: {e}", path.display(), e.column()))
+            .and_then(|c| {
+                super::rates::validate_rate_cell(&c).map_err(|e| anyhow!("{}:{n}: {e:#}", path.display()))?;
+                Ok(c)
+            });
+        match parsed {
+            Ok(c) => out.push(c),
+            Err(e) => problems.push(e),
+        }
+    });
+    if let Err(e) = read {
+        problems.push(e);
+    }
+    out
 }
 
 /// Every `.json` and `.json.gz` file of `cells/`, read and validated one by one.

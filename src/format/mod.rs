@@ -9,6 +9,7 @@ pub mod json;
 pub mod load;
 pub mod model;
 pub mod pack;
+pub mod rates;
 pub mod settings;
 pub mod validate;
 pub mod writer;
@@ -19,6 +20,7 @@ pub use load::{
     LoadedCell, LoadedRun, PageSource, Skipped,
 };
 pub use model::*;
+pub use rates::{RateCell, ScheduledRequest, Traffic, RATES_FILE};
 pub use settings::{Host, HostLimits, Publish, SiteSettings};
 pub use validate::MAX_REPETITIONS;
 

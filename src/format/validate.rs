@@ -71,6 +71,9 @@ pub fn validate_manifest(m: &RunManifest) -> Result<()> {
         }
     }
     server_settings(&m.server_settings)?;
+    if let Some(t) = &m.traffic {
+        super::rates::validate_traffic(t)?;
+    }
     if let Some(n) = s.prefill_samples.filter(|n| !(1..=MAX_PREFILL_SAMPLES).contains(n)) {
         bail!("settings.prefill_samples: expected 1 to {MAX_PREFILL_SAMPLES} prefill requests, found {n}");
     }

@@ -4,6 +4,7 @@
 
 pub mod decode;
 pub mod prefill;
+pub mod rate;
 
 pub use decode::{decode_cell, DecodeRun};
 pub use prefill::{prefill_cell, sample_prompt, warm_up};

@@ -61,6 +61,9 @@ pub struct RunManifest {
     /// whose settings differ are different configurations.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub server_settings: std::collections::BTreeMap<String, String>,
+    /// `site bench --rates`: how the open-loop traffic of the run's rate cells was drawn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<super::rates::Traffic>,
 }
 
 /// A server process `site bench --launch` started.

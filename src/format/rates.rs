@@ -1,0 +1,121 @@
+//! Request-rate cells (`site bench --rates`): each a context at an offered rate, measured
+//! open-loop, one JSON line a cell and repetition in `rates.jsonl` beside `run.json`; the
+//! run's manifest says how the traffic was drawn (`traffic`). Every request of the cell is
+//! kept: when it was scheduled, when it was sent, when its tokens came, how it ended.
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{CellError, Status, Window};
+
+/// The rate cells of a run.
+pub const RATES_FILE: &str = "rates.jsonl";
+
+/// Most requests one rate cell may record.
+pub const MAX_RATE_REQUESTS: usize = 1_000_000;
+
+/// How a rate run's traffic was drawn: enough to draw the same schedule again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Traffic {
+    /// `poisson`, `constant` or `gamma:CV`.
+    pub arrival: String,
+    pub seed: u64,
+    /// The offered rates, requests per second.
+    pub rates_rps: Vec<f64>,
+    /// Requests in flight past which the client stops sending (and says so).
+    pub max_in_flight: u32,
+    /// Seconds of traffic at the rate before the window (not counted).
+    pub warmup_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateCell {
+    pub schema_version: u32,
+    /// Prompt size in tokens (the matrix row).
+    pub context: u32,
+    /// The offered rate, requests per second.
+    pub rate_rps: f64,
+    #[serde(default = "first", skip_serializing_if = "is_first")]
+    pub repetition: u32,
+    /// `valid` (measured) or `error` (the cell could not run: its prompt, the server).
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u32>,
+    /// The counted window on the run's clock: requests scheduled inside it are the cell's.
+    pub window: Window,
+    pub requests: Vec<ScheduledRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CellError>,
+}
+
+fn first() -> u32 {
+    1
+}
+
+fn is_first(r: &u32) -> bool {
+    *r == 1
+}
+
+/// One request of an open loop, on the run's clock (seconds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduledRequest {
+    pub scheduled_s: f64,
+    /// Absent: not sent (the in-flight bound was reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_token_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_s: Option<f64>,
+    pub tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u32>,
+    /// Why it failed (`drain timeout`: still running when the drain ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What `site check` refuses in a rate cell.
+pub fn validate_rate_cell(c: &RateCell) -> Result<()> {
+    if !(c.rate_rps.is_finite() && c.rate_rps > 0.0) {
+        bail!("rate_rps: expected requests per second above 0, found {}", c.rate_rps);
+    }
+    if c.context == 0 || c.repetition == 0 {
+        bail!("context and repetition start at 1");
+    }
+    if !(c.window.start_s.is_finite() && c.window.end_s.is_finite() && c.window.end_s > c.window.start_s) {
+        bail!("window: expected a start before its end");
+    }
+    if c.requests.len() > MAX_RATE_REQUESTS {
+        bail!("requests: {} recorded, at most {MAX_RATE_REQUESTS}", c.requests.len());
+    }
+    for (i, r) in c.requests.iter().enumerate() {
+        let times = [Some(r.scheduled_s), r.send_s, r.first_token_s, r.last_token_s, r.end_s];
+        if times.iter().flatten().any(|t| !(t.is_finite() && *t >= 0.0)) {
+            bail!("requests[{i}]: times must be seconds from 0 on the run's clock");
+        }
+        if r.error.as_ref().is_some_and(|e| e.chars().count() > super::validate::MAX_TEXT_CHARS) {
+            bail!("requests[{i}].error: longer than {} characters", super::validate::MAX_TEXT_CHARS);
+        }
+    }
+    Ok(())
+}
+
+/// What `site check` refuses in a run's traffic.
+pub fn validate_traffic(t: &Traffic) -> Result<()> {
+    if t.rates_rps.is_empty() || t.rates_rps.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+        bail!("traffic.rates_rps: expected one or more rates above 0 requests per second");
+    }
+    if !(t.warmup_s.is_finite() && t.warmup_s >= 0.0) || t.max_in_flight == 0 {
+        bail!("traffic: warmup_s must be seconds from 0 and max_in_flight at least 1");
+    }
+    if t.arrival.chars().count() > 64 || t.arrival.chars().any(char::is_control) {
+        bail!("traffic.arrival: expected poisson, constant or gamma:CV");
+    }
+    Ok(())
+}

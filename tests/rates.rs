@@ -1,0 +1,79 @@
+//! Request-rate cells (`site bench --rates`) against the simulated engine, whose queue is
+//! known: llama.cpp-shaped, 2 slots, a decode step of 10 ms + 0.5 ms a running request, 32
+//! tokens an answer. A request holds a slot about 32 x 11 ms + its prefill, some 0.37 s, so
+//! the server serves about 2 / 0.37 = 5.4 requests a second: 2 a second are kept up with, 20
+//! are not.
+#![cfg(feature = "simulator")]
+
+mod common;
+
+use common::sim::{bench, SimArgs};
+use common::*;
+use serde_json::Value;
+
+#[test]
+fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
+    let sim = SimArgs::new().flavor("llamacpp").slots(2).steps(10, 1).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let args = [
+        "--contexts",
+        "256",
+        "--rates",
+        "2,20",
+        "--arrival",
+        "constant",
+        "--seed",
+        "11",
+        "--duration",
+        "4s",
+        "--warmup-hold",
+        "1s",
+        "--max-output",
+        "32",
+        "--drain-timeout",
+        "30s",
+        "--run-id",
+        "rates",
+    ];
+    let out = bench(d, &sim.url, &args);
+    assert_ok(&out);
+    let run = d.join("data/runs/rates");
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["traffic"]["seed"], 11);
+    assert_eq!(manifest["traffic"]["arrival"], "constant");
+    let cells: Vec<Value> = std::fs::read_to_string(run.join("rates.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(cells.len(), 2);
+    // Every request keeps when it was scheduled and when it went out: a constant schedule
+    // 0.5 s apart, each sent within a few milliseconds of its instant.
+    let low = &cells[0];
+    let requests = low["requests"].as_array().unwrap();
+    let gaps: Vec<f64> = requests
+        .windows(2)
+        .map(|w| w[1]["scheduled_s"].as_f64().unwrap() - w[0]["scheduled_s"].as_f64().unwrap())
+        .collect();
+    assert!(gaps.iter().all(|g| (g - 0.5).abs() < 1e-6), "{gaps:?}");
+    for r in requests {
+        let lag = r["send_s"].as_f64().unwrap() - r["scheduled_s"].as_f64().unwrap();
+        assert!((0.0..0.05).contains(&lag), "sent {lag} s late: {r}");
+    }
+    assert_ok(&site_in(d, &["build"]));
+    let page = std::fs::read_to_string(d.join("public/runs/rates/index.html")).unwrap();
+    // The header row, then a row a cell.
+    let rows = table_rows(&page, "class=\"rates\"")[1..].to_vec();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    // Below capacity: achieved is what was offered (8 requests in the 4 s window, all served).
+    assert_eq!((rows[0][1].as_str(), rows[0][2].as_str(), rows[0][3].as_str()), ("2.00", "2.00", "8 · 0"));
+    assert!(rows[0][10].starts_with("Kept up"), "{:?}", rows[0]);
+    // Above: the two slots serve some 5 a second of the 20 offered, and the queue grows.
+    let achieved: f64 = rows[1][2].parse().unwrap();
+    assert!((3.5..7.5).contains(&achieved), "{:?}", rows[1]);
+    assert!(rows[1][10].starts_with("Saturated"), "{:?}", rows[1]);
+    // The window's 80 requests all count: served late or failed, none dropped.
+    let (done, failed) = rows[1][3].split_once(" · ").unwrap();
+    assert_eq!(done.parse::<usize>().unwrap() + failed.parse::<usize>().unwrap(), 80, "{:?}", rows[1]);
+}
