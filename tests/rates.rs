@@ -76,4 +76,9 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
     // The window's 80 requests all count: served late or failed, none dropped.
     let (done, failed) = rows[1][3].split_once(" · ").unwrap();
     assert_eq!(done.parse::<usize>().unwrap() + failed.parse::<usize>().unwrap(), 80, "{:?}", rows[1]);
+    assert!(text_of(&page).contains("× 2 request rates (2, 20 requests/s), constant arrivals"), "the run's summary");
+    // Rate runs are not compared yet: said, not shown as an empty comparison.
+    copy_dir(&run, &d.join("data/runs/rates-again"));
+    let out = site_in(d, &["diff", "rates", "rates-again", "--out", "cmp"]);
+    assert!(!out.status.success() && stderr(&out).contains("rate runs are not compared yet"), "{}", stderr(&out));
 }

@@ -59,6 +59,8 @@ pub enum Incomparable {
     NothingInCommon(String, String),
     /// Runs of two workloads (prefix reuse, turns): their figures differ for that alone.
     TwoWorkloads((String, crate::format::Workload), (String, crate::format::Workload)),
+    /// A run of request rates (`site bench --rates`): its cells are not the matrix's.
+    RateRun(String),
 }
 
 /// How a run's streams were fed, in words.
@@ -76,6 +78,10 @@ impl std::fmt::Display for Incomparable {
             Incomparable::NothingInCommon(a, b) => write!(
                 f,
                 "runs {a} and {b} have no cell in common (no context and concurrency measured in both): there is nothing to compare"
+            ),
+            Incomparable::RateRun(id) => write!(
+                f,
+                "{id} measured request rates (an open loop), not the concurrency matrix: rate runs are not compared yet; its page tables every rate cell"
             ),
             Incomparable::TwoWorkloads((a, wa), (b, wb)) => write!(
                 f,
@@ -286,6 +292,9 @@ pub fn comparable(a: &RunView, b: &RunView) -> bool {
 pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64, noise: RunNoise) -> Result<Comparison, Incomparable> {
     if a.id == b.id {
         return Err(Incomparable::SameRun(a.id.clone()));
+    }
+    if let Some(r) = [a, b].into_iter().find(|r| r.manifest.traffic.is_some()) {
+        return Err(Incomparable::RateRun(r.id.clone()));
     }
     let (ma, mb) = (&a.manifest.settings, &b.manifest.settings);
     if ma.workload() != mb.workload() {

@@ -210,7 +210,7 @@ pub fn repack_run(data_dir: &Path, id: &str) -> Result<Repacked> {
     let mut manifest = run.manifest.clone();
     manifest.schema_version = super::SCHEMA_VERSION;
     writer.manifest(&manifest)?;
-    for name in [RUN_NOTES, super::SERVER_LOG] {
+    for name in [RUN_NOTES, super::SERVER_LOG, super::RATES_FILE] {
         let path = dest.join(name);
         if path.exists() {
             writer.copy(name, &fsutil::read_regular_file(&path, fsutil::MAX_DATA_FILE_BYTES)?)?;
