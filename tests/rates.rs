@@ -1,8 +1,8 @@
 //! Request-rate cells (`site bench --rates`) against the simulated engine, whose queue is
 //! known: llama.cpp-shaped, 2 slots, a decode step of 10 ms + 0.5 ms a running request, 32
 //! tokens an answer. A request holds a slot about 32 x 11 ms + its prefill, some 0.37 s, so
-//! the server serves about 2 / 0.37 = 5.4 requests a second: 2 a second are kept up with, 20
-//! are not.
+//! the server serves about 2 / 0.37 = 5.4 requests a second: 2 and 4 a second are kept up
+//! with, 8 are not.
 #![cfg(feature = "simulator")]
 
 mod common;
@@ -20,7 +20,7 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
         "--contexts",
         "256",
         "--rates",
-        "2,20",
+        "2,4,8",
         "--arrival",
         "constant",
         "--seed",
@@ -32,7 +32,7 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
         "--max-output",
         "32",
         "--drain-timeout",
-        "30s",
+        "8s",
         "--run-id",
         "rates",
     ];
@@ -47,7 +47,7 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(cells.len(), 2);
+    assert_eq!(cells.len(), 3);
     // Every request keeps when it was scheduled and when it went out: a constant schedule
     // 0.5 s apart, each sent within a few milliseconds of its instant.
     let low = &cells[0];
@@ -65,18 +65,26 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
     let page = std::fs::read_to_string(d.join("public/runs/rates/index.html")).unwrap();
     // The header row, then a row a cell.
     let rows = table_rows(&page, "class=\"rates\"")[1..].to_vec();
-    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows.len(), 3, "{rows:?}");
     // Below capacity: achieved is what was offered (8 requests in the 4 s window, all served).
     assert_eq!((rows[0][1].as_str(), rows[0][2].as_str(), rows[0][3].as_str()), ("2.00", "2.00", "8 · 0"));
     assert!(rows[0][10].starts_with("Kept up"), "{:?}", rows[0]);
-    // Above: the two slots serve some 5 a second of the 20 offered, and the queue grows.
-    let achieved: f64 = rows[1][2].parse().unwrap();
-    assert!((3.5..7.5).contains(&achieved), "{:?}", rows[1]);
-    assert!(rows[1][10].starts_with("Saturated"), "{:?}", rows[1]);
-    // The window's 80 requests all count: served late or failed, none dropped.
-    let (done, failed) = rows[1][3].split_once(" · ").unwrap();
-    assert_eq!(done.parse::<usize>().unwrap() + failed.parse::<usize>().unwrap(), 80, "{:?}", rows[1]);
-    assert!(text_of(&page).contains("× 2 request rates (2, 20 requests/s), constant arrivals"), "the run's summary");
+    let achieved = |row: &[String]| row[2].parse::<f64>().unwrap();
+    assert!((achieved(&rows[1]) - 4.0).abs() <= 0.12, "4 a second within 3%: {:?}", rows[1]);
+    assert!(rows[1][10].starts_with("Kept up"), "{:?}", rows[1]);
+    // Above: the two slots serve some 5.4 a second of the 8 offered, and the queue grows.
+    assert!((4.5..6.5).contains(&achieved(&rows[2])), "{:?}", rows[2]);
+    assert!(rows[2][10].starts_with("Saturated"), "{:?}", rows[2]);
+    // The window's 32 requests all count: served late or failed, none dropped.
+    let (done, failed) = rows[2][3].split_once(" · ").unwrap();
+    assert_eq!(done.parse::<usize>().unwrap() + failed.parse::<usize>().unwrap(), 32, "{:?}", rows[2]);
+    assert!(text_of(&page).contains("× 3 request rates (2, 4, 8 requests/s), constant arrivals"), "the run's summary");
+    // Capacity at the chat objective (a first token within 2 s): between the rate kept up
+    // with and the one that was not.
+    let capacity = table_rows(&page, "class=\"rate-capacity\"")[1..].to_vec();
+    let chat = capacity.iter().find(|r| r[1] == "chat").unwrap_or_else(|| panic!("{capacity:?}"));
+    let rps: f64 = chat[2].parse().unwrap_or_else(|_| panic!("{chat:?}"));
+    assert!((4.0..8.0).contains(&rps), "{chat:?}");
     // Rate runs are not compared yet: said, not shown as an empty comparison.
     copy_dir(&run, &d.join("data/runs/rates-again"));
     let out = site_in(d, &["diff", "rates", "rates-again", "--out", "cmp"]);

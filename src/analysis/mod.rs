@@ -113,7 +113,8 @@ impl PreparedRun {
 
 pub fn prepare(run: &LoadedRun) -> PreparedRun {
     let mut view = normalize_run(run, RunSlugs::plain(&run.manifest));
-    view.view_hash = crate::units::InputHash::default().json(&view).finish();
+    // The rate cells' requests (which objectives read) are not in the view's JSON.
+    view.view_hash = crate::units::InputHash::default().json(&view).json(&run.rates).finish();
     // The evidence's cache key: the texts of the cells that keep detail, as read (hashing
     // their records written out again cost a cold build more than all its charts).
     let detail: Vec<u64> = run.cells.iter().filter(|c| c.cell.keeps_detail()).map(|c| c.text_hash).collect();

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use crate::format::settings::Slo;
 use crate::format::{RateCell, ScheduledRequest, Status};
 use crate::stats::{percentile, percentile_supported};
 
@@ -23,6 +24,17 @@ pub struct RateView {
     /// Absent for a cell that could not run.
     pub figures: Option<RateFigures>,
     pub error: Option<String>,
+    /// Each request scheduled in the window as an objective reads it (what goodput counts).
+    #[serde(skip)]
+    pub outcomes: Vec<Outcome>,
+}
+
+/// A window's request for the objectives: its TTFT and mean time between tokens, both
+/// absent for a request that failed or was not sent (it meets no objective).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome {
+    pub ttft_ms: Option<f64>,
+    pub tbt_ms: Option<f64>,
 }
 
 /// p50, p90 and p99 of a latency in milliseconds, each where n supports it.
@@ -75,13 +87,125 @@ pub struct RateFigures {
 
 pub fn rate_view(c: &RateCell) -> RateView {
     let figures = (c.status == Status::Valid).then(|| figures(c));
+    let (start, end) = (c.window.start_s, c.window.end_s);
+    let outcomes = c
+        .requests
+        .iter()
+        .filter(|r| r.scheduled_s >= start && r.scheduled_s < end)
+        .map(|r| {
+            let ok = ended_ok(r);
+            let ttft = r.send_s.zip(r.first_token_s).map(|(s, f)| (f - s) * 1000.0).filter(|_| ok);
+            let tbt = (r.tokens >= 2)
+                .then(|| r.first_token_s.zip(r.last_token_s).map(|(f, l)| (l - f) * 1000.0 / (r.tokens - 1) as f64))
+                .flatten()
+                .filter(|_| ok);
+            Outcome { ttft_ms: ttft, tbt_ms: tbt }
+        })
+        .collect();
     RateView {
         context: c.context,
         rate_rps: c.rate_rps,
         repetition: c.repetition,
         figures,
         error: c.error.as_ref().map(|e| e.message.clone()),
+        outcomes: if c.status == Status::Valid { outcomes } else { Vec::new() },
     }
+}
+
+/// The share of a rate's requests that must meet an objective for the rate to be served at
+/// it (goodput attainment).
+pub const ATTAINMENT: f64 = 0.99;
+
+/// Whether one request meets an objective: its TTFT within `max_ttft_ms` and
+/// `max_prefill_ttft_ms` where set (each request of a rate cell is a fresh prompt, so its
+/// TTFT is its queue and its prefill), its decode at least `min_tps_per_user` (time between
+/// tokens at most 1000 / it). A failed request meets none.
+pub fn meets(o: &Outcome, slo: &Slo) -> bool {
+    let Some(ttft) = o.ttft_ms else { return false };
+    let ttft_ok = [slo.max_ttft_ms, slo.max_prefill_ttft_ms].iter().flatten().all(|bound| ttft <= *bound);
+    let speed_ok = o.tbt_ms.is_none_or(|tbt| tbt <= 1000.0 / slo.min_tps_per_user);
+    ttft_ok && speed_ok
+}
+
+/// Goodput of one rate cell under one objective: requests per second of window meeting it,
+/// and their share of the requests scheduled in the window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Goodput {
+    pub rate_rps: f64,
+    pub rps: f64,
+    pub share: f64,
+}
+
+/// The highest rate served at an objective, from the measured rates (lowest first).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "rps", rename_all = "snake_case")]
+pub enum RateCapacity {
+    /// Between two measured rates, interpolated on the log scale of rate.
+    Interpolated(f64),
+    /// Every measured rate met it: at least the highest.
+    AtLeast(f64),
+    /// The lowest measured rate did not: below it.
+    Below(f64),
+}
+
+/// One context's rate cells under one objective.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextCapacity {
+    pub context: u32,
+    pub slo: String,
+    pub goodput: Vec<Goodput>,
+    pub capacity: Option<RateCapacity>,
+}
+
+/// Every context's capacity in requests per second under each objective (`slos` in the
+/// site's order), from the run's rate cells; repetitions of a rate pooled.
+pub fn capacities(rates: &[RateView], slos: &[(&str, &Slo)]) -> Vec<ContextCapacity> {
+    let mut contexts: Vec<u32> = rates.iter().filter(|r| r.figures.is_some()).map(|r| r.context).collect();
+    contexts.dedup();
+    let mut out = Vec::new();
+    for ctx in contexts {
+        for (name, slo) in slos {
+            let goodput = context_goodput(rates, ctx, slo);
+            let points: Vec<(f64, f64)> = goodput.iter().map(|g| (g.rate_rps, g.share)).collect();
+            out.push(ContextCapacity { context: ctx, slo: name.to_string(), capacity: capacity(&points), goodput });
+        }
+    }
+    out
+}
+
+fn context_goodput(rates: &[RateView], ctx: u32, slo: &Slo) -> Vec<Goodput> {
+    let mut by_rate: Vec<(f64, usize, usize, f64)> = Vec::new();
+    for r in rates.iter().filter(|r| r.context == ctx) {
+        let Some(f) = &r.figures else { continue };
+        let met = r.outcomes.iter().filter(|o| meets(o, slo)).count();
+        match by_rate.iter_mut().find(|x| x.0 == r.rate_rps) {
+            Some(x) => (x.1, x.2, x.3) = (x.1 + met, x.2 + r.outcomes.len(), x.3 + f.window_s),
+            None => by_rate.push((r.rate_rps, met, r.outcomes.len(), f.window_s)),
+        }
+    }
+    by_rate.sort_by(|a, b| a.0.total_cmp(&b.0));
+    by_rate
+        .into_iter()
+        .map(|(rate, met, all, window)| Goodput {
+            rate_rps: rate,
+            rps: met as f64 / window,
+            share: if all == 0 { 0.0 } else { met as f64 / all as f64 },
+        })
+        .collect()
+}
+
+/// The highest rate whose share meets [`ATTAINMENT`], from (rate, share) lowest rate first:
+/// where the shares cross it between two rates, the crossing interpolated on the log scale.
+pub fn capacity(points: &[(f64, f64)]) -> Option<RateCapacity> {
+    let (&(low, low_share), &(high, _)) = (points.first()?, points.last()?);
+    if low_share < ATTAINMENT {
+        return Some(RateCapacity::Below(low));
+    }
+    let last_met = points.iter().rposition(|p| p.1 >= ATTAINMENT)?;
+    let Some(&(r1, s1)) = points.get(last_met + 1) else { return Some(RateCapacity::AtLeast(high)) };
+    let (r0, s0) = points[last_met];
+    let t = (s0 - ATTAINMENT) / (s0 - s1);
+    Some(RateCapacity::Interpolated((r0.ln() + t * (r1.ln() - r0.ln())).exp()))
 }
 
 fn ended_ok(r: &ScheduledRequest) -> bool {
@@ -211,6 +335,32 @@ mod tests {
         assert_eq!((f.ttft_ms.p90.is_some(), f.ttft_ms.p99), (true, None), "p99 needs 100 requests");
         assert!((f.in_flight_mean - 1.0).abs() < 0.05, "{}", f.in_flight_mean);
         assert_eq!((f.saturated.as_deref(), f.client_behind.as_deref()), (None, None));
+    }
+
+    #[test]
+    fn capacity_is_the_highest_rate_meeting_the_objective_interpolated_on_log_rate() {
+        // Met at 1 and 2, 50% at 4: the crossing of 99% is 2 x 2^(0.01 / 0.5).
+        let c = capacity(&[(1.0, 1.0), (2.0, 1.0), (4.0, 0.5)]).unwrap();
+        let RateCapacity::Interpolated(r) = c else { panic!("{c:?}") };
+        assert!((r - 2.0 * 2f64.powf(0.02)).abs() < 1e-9, "{r}");
+        assert_eq!(capacity(&[(1.0, 1.0), (2.0, 0.995)]), Some(RateCapacity::AtLeast(2.0)));
+        assert_eq!(capacity(&[(1.0, 0.9), (2.0, 0.5)]), Some(RateCapacity::Below(1.0)));
+        assert_eq!(capacity(&[]), None);
+    }
+
+    #[test]
+    fn a_request_meets_an_objective_on_its_own_ttft_and_speed() {
+        let slo = Slo {
+            description: String::new(),
+            min_tps_per_user: 20.0,
+            percentile: 50,
+            max_ttft_ms: Some(2000.0),
+            max_prefill_ttft_ms: None,
+        };
+        assert!(meets(&Outcome { ttft_ms: Some(1500.0), tbt_ms: Some(40.0) }, &slo));
+        assert!(!meets(&Outcome { ttft_ms: Some(2500.0), tbt_ms: Some(40.0) }, &slo), "too late");
+        assert!(!meets(&Outcome { ttft_ms: Some(100.0), tbt_ms: Some(60.0) }, &slo), "slower than 20 tok/s");
+        assert!(!meets(&Outcome { ttft_ms: None, tbt_ms: None }, &slo), "failed");
     }
 
     #[test]
