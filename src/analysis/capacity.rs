@@ -134,6 +134,8 @@ pub struct ContextCapacity {
 pub struct RunCapacity {
     /// The run's decode contexts, ascending.
     pub contexts: Vec<ContextCapacity>,
+    /// A rate run's capacity in requests per second, by context and objective.
+    pub rates: Vec<super::rates::ContextCapacity>,
 }
 
 impl RunCapacity {
@@ -172,7 +174,7 @@ pub fn run_capacity(run: &RunView, settings: &SiteSettings) -> RunCapacity {
             }
         })
         .collect();
-    RunCapacity { contexts }
+    RunCapacity { contexts, rates: super::rates::capacities(&run.rates, &settings.slos()) }
 }
 
 /// `cells` are one context's decode cells by concurrency.

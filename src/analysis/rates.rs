@@ -86,7 +86,7 @@ pub struct RateFigures {
 }
 
 pub fn rate_view(c: &RateCell) -> RateView {
-    let figures = (c.status == Status::Valid).then(|| figures(c));
+    let figures = (c.status == Status::Valid).then(|| rate_figures(c));
     let (start, end) = (c.window.start_s, c.window.end_s);
     let outcomes = c
         .requests
@@ -120,7 +120,7 @@ pub const ATTAINMENT: f64 = 0.99;
 /// `max_prefill_ttft_ms` where set (each request of a rate cell is a fresh prompt, so its
 /// TTFT is its queue and its prefill), its decode at least `min_tps_per_user` (time between
 /// tokens at most 1000 / it). A failed request meets none.
-pub fn meets(o: &Outcome, slo: &Slo) -> bool {
+pub fn request_meets(o: &Outcome, slo: &Slo) -> bool {
     let Some(ttft) = o.ttft_ms else { return false };
     let ttft_ok = [slo.max_ttft_ms, slo.max_prefill_ttft_ms].iter().flatten().all(|bound| ttft <= *bound);
     let speed_ok = o.tbt_ms.is_none_or(|tbt| tbt <= 1000.0 / slo.min_tps_per_user);
@@ -177,7 +177,7 @@ fn context_goodput(rates: &[RateView], ctx: u32, slo: &Slo) -> Vec<Goodput> {
     let mut by_rate: Vec<(f64, usize, usize, f64)> = Vec::new();
     for r in rates.iter().filter(|r| r.context == ctx) {
         let Some(f) = &r.figures else { continue };
-        let met = r.outcomes.iter().filter(|o| meets(o, slo)).count();
+        let met = r.outcomes.iter().filter(|o| request_meets(o, slo)).count();
         match by_rate.iter_mut().find(|x| x.0 == r.rate_rps) {
             Some(x) => (x.1, x.2, x.3) = (x.1 + met, x.2 + r.outcomes.len(), x.3 + f.window_s),
             None => by_rate.push((r.rate_rps, met, r.outcomes.len(), f.window_s)),
@@ -212,7 +212,7 @@ fn ended_ok(r: &ScheduledRequest) -> bool {
     r.error.is_none() && r.send_s.is_some() && r.end_s.is_some() && r.first_token_s.is_some()
 }
 
-pub fn figures(c: &RateCell) -> RateFigures {
+pub fn rate_figures(c: &RateCell) -> RateFigures {
     let (start, end) = (c.window.start_s, c.window.end_s);
     let window_s = end - start;
     let counted: Vec<&ScheduledRequest> =
@@ -326,7 +326,7 @@ mod tests {
     fn a_server_that_keeps_up_serves_what_was_offered() {
         // Two a second for 12 s from t = 9 (a second of warm-up), each 0.5 s and 11 tokens.
         let rs: Vec<ScheduledRequest> = (0..24).map(|i| request(9.0 + i as f64 * 0.5, 0.001, 0.5, 11)).collect();
-        let f = figures(&cell(rs));
+        let f = rate_figures(&cell(rs));
         assert_eq!((f.scheduled, f.completed, f.failed, f.not_sent), (20, 20, 0, 0));
         assert!((f.offered_rps - 2.0).abs() < 1e-9 && (f.achieved_rps - 2.0).abs() < 1e-9);
         assert!((f.output_tps - 22.0).abs() < 1e-9);
@@ -357,10 +357,10 @@ mod tests {
             max_ttft_ms: Some(2000.0),
             max_prefill_ttft_ms: None,
         };
-        assert!(meets(&Outcome { ttft_ms: Some(1500.0), tbt_ms: Some(40.0) }, &slo));
-        assert!(!meets(&Outcome { ttft_ms: Some(2500.0), tbt_ms: Some(40.0) }, &slo), "too late");
-        assert!(!meets(&Outcome { ttft_ms: Some(100.0), tbt_ms: Some(60.0) }, &slo), "slower than 20 tok/s");
-        assert!(!meets(&Outcome { ttft_ms: None, tbt_ms: None }, &slo), "failed");
+        assert!(request_meets(&Outcome { ttft_ms: Some(1500.0), tbt_ms: Some(40.0) }, &slo));
+        assert!(!request_meets(&Outcome { ttft_ms: Some(2500.0), tbt_ms: Some(40.0) }, &slo), "too late");
+        assert!(!request_meets(&Outcome { ttft_ms: Some(100.0), tbt_ms: Some(60.0) }, &slo), "slower than 20 tok/s");
+        assert!(!request_meets(&Outcome { ttft_ms: None, tbt_ms: None }, &slo), "failed");
     }
 
     #[test]
@@ -368,18 +368,18 @@ mod tests {
         // Each request takes longer than the last: the queue grows; none ends in the window.
         let rs: Vec<ScheduledRequest> =
             (0..24).map(|i| request(9.0 + i as f64 * 0.5, 0.001, 2.0 + i as f64, 11)).collect();
-        let f = figures(&cell(rs));
+        let f = rate_figures(&cell(rs));
         assert!(f.saturated.is_some(), "{f:?}");
         assert!(f.in_flight_max > 5.0);
         // Sent 80 ms late: the schedule was not kept (p99 over 100 requests).
         let late: Vec<ScheduledRequest> = (0..120).map(|i| request(10.0 + i as f64 * 0.08, 0.08, 0.01, 2)).collect();
-        let f = figures(&cell(late));
+        let f = rate_figures(&cell(late));
         assert!(f.client_behind.as_deref().is_some_and(|w| w.contains("lag p99 80 ms")), "{:?}", f.client_behind);
         // A request never sent is named, and is neither completed nor failed.
         let mut rs: Vec<ScheduledRequest> = (0..4).map(|i| request(11.0 + i as f64, 0.0, 0.2, 3)).collect();
         rs[1].send_s = None;
         rs[2].error = Some("drain timeout".into());
-        let f = figures(&cell(rs));
+        let f = rate_figures(&cell(rs));
         assert_eq!((f.completed, f.failed, f.not_sent), (2, 1, 1));
         assert!(f.client_behind.as_deref().is_some_and(|w| w.starts_with("1 requests not sent")));
     }

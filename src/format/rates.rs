@@ -13,6 +13,8 @@ pub const RATES_FILE: &str = "rates.jsonl";
 
 /// Most requests one rate cell may record.
 pub const MAX_RATE_REQUESTS: usize = 1_000_000;
+/// Longest error message a request may keep.
+pub const MAX_ERROR_CHARS: usize = 16_384;
 
 /// How a rate run's traffic was drawn: enough to draw the same schedule again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,8 +101,8 @@ pub fn validate_rate_cell(c: &RateCell) -> Result<()> {
         if times.iter().flatten().any(|t| !(t.is_finite() && *t >= 0.0)) {
             bail!("requests[{i}]: times must be seconds from 0 on the run's clock");
         }
-        if r.error.as_ref().is_some_and(|e| e.chars().count() > super::validate::MAX_TEXT_CHARS) {
-            bail!("requests[{i}].error: longer than {} characters", super::validate::MAX_TEXT_CHARS);
+        if r.error.as_ref().is_some_and(|e| e.chars().count() > MAX_ERROR_CHARS) {
+            bail!("requests[{i}].error: longer than {MAX_ERROR_CHARS} characters");
         }
     }
     Ok(())

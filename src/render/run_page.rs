@@ -234,10 +234,7 @@ pub fn input_hash(cx: &PageContext, run: &RunView, index: usize, template_hash: 
     if let Some(Some(session)) = cx.reuse.get(index) {
         h.json(session);
     }
-    // The objectives its rate cells are read against.
-    if !run.rates.is_empty() {
-        h.json(&crate::analysis::rates::capacities(&run.rates, &cx.settings.slos()));
-    }
+
     h.u64(cx.nav_hash);
     h.u64(template_hash);
     h.finish()
@@ -357,7 +354,7 @@ pub fn render(
             .map(|(j, id)| (id.clone(), distinct_title(own_title, &cx.titles[*j])))
             .collect::<Vec<_>>(),
         siblings_total => index.and_then(|i| cx.siblings.get(i)).map_or(0, |s| s.1),
-        rate_capacity => ser(crate::analysis::rates::capacities(&run.rates, &settings.slos())),
+        rate_capacity => ser(&capacity.rates),
         evidence_days => index.filter(|&i| !cx.evidence[i]).and(cx.settings.publish.evidence_days),
     })?;
     let dir = format!("runs/{}", run.id);

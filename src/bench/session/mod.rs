@@ -2,6 +2,8 @@
 //! folder, then context by context size the prompt, sample prefill and measure each decode
 //! cell, keeping every finished cell on disk at once.
 
+mod rates;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -9,7 +11,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use tokio::sync::watch;
 
-use super::bench_plan::{level_run_id, BenchPlan, Mode, RatePlan, RunSpec, Versus};
+use super::bench_plan::{level_run_id, BenchPlan, Mode, RunSpec, Versus};
 use super::cell::{self, CellContext, DecodeRun};
 use super::client::http::{self, HttpClient};
 use super::client::stream::{StreamSettings, WindowClock};
@@ -37,7 +39,7 @@ pub async fn run(plan: &BenchPlan, reporter: &dyn CellReporter) -> Result<BenchS
         Mode::One => run_one(bench, plan.first_run()).await,
         Mode::ReuseLevels(levels) => run_levels(bench, levels).await,
         Mode::Versus(b) => run_versus(bench, b).await,
-        Mode::Rates(r) => run_rates(bench, r).await,
+        Mode::Rates(r) => rates::run_rates(bench, r).await,
     }
 }
 
@@ -124,47 +126,6 @@ async fn first_process(
     let rep = first_repetition_to_measure(plan, run);
     launcher.ensure(launch::instance_of(rep, plan.matrix.repeat, settings.restarts), client, interrupt).await?;
     Ok(Some(launcher))
-}
-
-/// `--rates`: each context at each offered rate, repetition by repetition, on one server
-/// (with `--launch`, on each repetition's process): a cell an open loop (`cell::rate`), its
-/// schedule drawn from the run's seed. The run records how (`traffic`) and has no matrix.
-async fn run_rates(bench: Bench<'_>, rates: &RatePlan) -> Result<BenchSummary> {
-    let plan = bench.plan;
-    let mut run = plan.first_run();
-    let client = connect(&run.target)?;
-    resolve_hardware(&mut run.facts, &client.endpoint)?;
-    let mut interrupt = ctrl_c_flag();
-    let mut launcher = first_process(plan, &run, &client, &interrupt).await?;
-    let server = Server::discover(plan, &run, &client, &mut interrupt).await?;
-    if plan.folder.dry_run {
-        if let Some(l) = launcher.as_mut() {
-            l.stop().await;
-        }
-        super::progress::print_rate_plan(plan, rates);
-        return Ok(BenchSummary::default());
-    }
-    let (recorder, mut manifest) = open_run(plan, &run, &client, &server)?;
-    manifest.settings.concurrency.clear();
-    manifest.settings.prefill_contexts.clear();
-    manifest.traffic = Some(crate::format::Traffic {
-        arrival: rates.arrival.name(),
-        seed: rates.seed,
-        rates_rps: rates.rates.clone(),
-        max_in_flight: rates.max_in_flight,
-        warmup_s: plan.timing.warmup_hold.as_secs_f64(),
-    });
-    recorder.write_manifest(&manifest)?;
-    let mut session = Session::start(bench, run, client, &server.info, server.model, recorder, &[], interrupt).await;
-    session.launcher = launcher;
-    let cells = plan.matrix.contexts.len() * rates.rates.len() * plan.matrix.repeat as usize;
-    session.progress = Progress::new(cells as u64);
-    let measured = session.measure_rates(rates).await;
-    session.stop_background().await;
-    let logged = session.stop_server().await;
-    measured?;
-    logged?;
-    session.finish(manifest)
 }
 
 /// `--versus B`: the same matrix on two live servers, every cell measured on A and on B in
@@ -375,121 +336,6 @@ impl<'a> Session<'a> {
             last_reached: None,
             launcher: None,
         }
-    }
-
-    /// Every rate cell: repetition by repetition, context by context, rate by rate (lowest
-    /// first, so a server saturated at one rate has drained before the next context).
-    async fn measure_rates(&mut self, r: &RatePlan) -> Result<()> {
-        let (repeat, timing) = (self.plan.matrix.repeat, self.plan.timing);
-        let settings = super::open_loop::OpenLoopSettings {
-            warmup: timing.warmup_hold,
-            window: timing.duration,
-            drain_timeout: timing.drain_timeout,
-            max_in_flight: r.max_in_flight as usize,
-        };
-        let span = (timing.warmup_hold + timing.duration).as_secs_f64();
-        for rep in 1..=repeat {
-            if self.server_for(rep).await? {
-                self.summary.interrupted = true;
-                return Ok(());
-            }
-            for ctx in self.plan.matrix.contexts.clone() {
-                let Some(sized) = self.rate_prompt(ctx, r, rep).await? else { return Ok(()) };
-                let Some(sized) = sized else { continue };
-                for (k, &rate) in r.rates.iter().enumerate() {
-                    let label = self.rate_label(ctx, rate, rep);
-                    self.progress.current(&format!("{label}: {:.0} s of traffic", span));
-                    let seed = r.seed ^ ((ctx as u64) << 32) ^ ((k as u64) << 16) ^ rep as u64;
-                    let schedule = super::arrivals::schedule(rate, r.arrival, seed, span)?;
-                    let run = cell::rate::RateRun {
-                        context: ctx,
-                        rate_rps: rate,
-                        prompt: &sized.text,
-                        prompt_tokens: sized.tokens,
-                        schedule: &schedule,
-                        mark: format!("r{rep}k{k}"),
-                    };
-                    let mut c = cell::rate::rate_cell(&self.cx, run, settings, self.interrupt.clone()).await;
-                    if *self.interrupt.borrow() {
-                        self.summary.interrupted = true;
-                        return Ok(());
-                    }
-                    c.repetition = rep;
-                    self.keep_rate(&c, &label)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The context's prompt for rate cells: `None` when Ctrl-C came, `Some(None)` when it
-    /// could not be sized (its cells are kept as errors).
-    async fn rate_prompt(&mut self, ctx: u32, r: &RatePlan, rep: u32) -> Result<Option<Option<SizedPrompt>>> {
-        if let Some(s) = self.prompts.get(&ctx) {
-            return Ok(Some(Some(s.clone())));
-        }
-        match self.size(ctx, 0, ctx).await {
-            None => {
-                self.summary.interrupted = true;
-                Ok(None)
-            }
-            Some(Ok(s)) => {
-                self.sized_by.get_or_insert(s.method);
-                self.prompts.insert(ctx, s.clone());
-                Ok(Some(Some(s)))
-            }
-            Some(Err(e)) => {
-                let message = self.cx.client.scrub(&format!("sizing the prompt failed: {e:#}"));
-                for &rate in &r.rates {
-                    let now = self.cx.clock.now_s();
-                    let c = crate::format::RateCell {
-                        schema_version: crate::format::SCHEMA_VERSION,
-                        context: ctx,
-                        rate_rps: rate,
-                        repetition: rep,
-                        status: Status::Error,
-                        prompt_tokens: None,
-                        window: crate::format::Window { start_s: now, end_s: now + 1e-3 },
-                        requests: Vec::new(),
-                        error: Some(CellError { message: message.clone(), http_status: None, cause: None }),
-                    };
-                    let label = self.rate_label(ctx, rate, rep);
-                    self.keep_rate(&c, &label)?;
-                }
-                Ok(Some(None))
-            }
-        }
-    }
-
-    fn rate_label(&self, ctx: u32, rate: f64, rep: u32) -> String {
-        let cell = format!("{} at {rate} requests/s", context_label(ctx));
-        match self.plan.matrix.repeat {
-            1 => cell,
-            n => format!("{cell} · rep {rep}/{n}"),
-        }
-    }
-
-    /// Writes a rate cell, shows what it did and counts it.
-    fn keep_rate(&mut self, c: &crate::format::RateCell, label: &str) -> Result<()> {
-        self.recorder.write_rate_cell(c)?;
-        let counted: Vec<&crate::format::ScheduledRequest> =
-            c.requests.iter().filter(|q| q.scheduled_s >= c.window.start_s && q.scheduled_s < c.window.end_s).collect();
-        let done = counted.iter().filter(|q| q.error.is_none() && q.end_s.is_some() && q.send_s.is_some()).count();
-        let said = match &c.error {
-            Some(e) => format!("Error: {}", e.message),
-            None => format!(
-                "{} requests scheduled in the window, {done} completed ({:.2} requests/s)",
-                counted.len(),
-                done as f64 / (c.window.end_s - c.window.start_s)
-            ),
-        };
-        self.progress.cell_done(&format!("{label}: {said}"));
-        self.summary.written += 1;
-        match c.status {
-            Status::Valid => self.summary.valid += 1,
-            _ => self.summary.errors += 1,
-        }
-        Ok(())
     }
 
     /// Every cell not yet on disk: repetition by repetition (every cell once, then every
