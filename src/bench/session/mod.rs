@@ -85,22 +85,45 @@ async fn run_levels(bench: Bench<'_>, levels: &[u32]) -> Result<BenchSummary> {
     Ok(first)
 }
 
-async fn run_one(bench: Bench<'_>, mut run: RunSpec) -> Result<BenchSummary> {
-    let plan = bench.plan;
-    let client = connect(&run.target)?;
-    resolve_hardware(&mut run.facts, &client.endpoint)?;
-    // Ctrl-C is ours from the start: nothing is written before it can be handled.
-    let mut interrupt = ctrl_c_flag();
-    let mut launcher = first_process(plan, &run, &client, &interrupt).await?;
-    let server = Server::discover(plan, &run, &client, &mut interrupt).await?;
-    if plan.folder.dry_run {
-        if let Some(l) = launcher.as_mut() {
+/// A run's server reached: the client, the hardware in its facts, Ctrl-C handled, the first
+/// process started (with `--launch`) and the server discovered.
+struct Reached {
+    client: HttpClient,
+    interrupt: watch::Receiver<bool>,
+    launcher: Option<Launcher>,
+    server: Server,
+}
+
+impl Reached {
+    async fn server(plan: &BenchPlan, run: &mut RunSpec) -> Result<Reached> {
+        let client = connect(&run.target)?;
+        resolve_hardware(&mut run.facts, &client.endpoint)?;
+        // Ctrl-C is ours from the start: nothing is written before it can be handled.
+        let mut interrupt = ctrl_c_flag();
+        let launcher = first_process(plan, run, &client, &interrupt).await?;
+        let server = Server::discover(plan, run, &client, &mut interrupt).await?;
+        Ok(Reached { client, interrupt, launcher, server })
+    }
+
+    /// `--dry-run`: the server was only asked; a launched one is stopped.
+    async fn stop_launched(&mut self) {
+        if let Some(l) = self.launcher.as_mut() {
             l.stop().await;
         }
-        let done = resumable_done(plan, &run, &client, &server)?;
+    }
+}
+
+async fn run_one(bench: Bench<'_>, mut run: RunSpec) -> Result<BenchSummary> {
+    let plan = bench.plan;
+    let mut reached = Reached::server(plan, &mut run).await?;
+    if plan.folder.dry_run {
+        reached.stop_launched().await;
+        let Reached { client, server, .. } = &reached;
+        let done = resumable_done(plan, &run, client, server)?;
         print_plan(&server.planned, plan, &done);
         return Ok(BenchSummary::default());
     }
+    let Reached { client, interrupt, launcher, server } = reached;
     let (recorder, manifest) = open_run(plan, &run, &client, &server)?;
     let planned = server.planned;
     let mut session =

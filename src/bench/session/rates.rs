@@ -4,13 +4,12 @@
 
 use anyhow::Result;
 
-use super::{ctrl_c_flag, first_process, Bench, Session};
+use super::{Bench, Reached, Session};
 use crate::bench::bench_plan::RatePlan;
 use crate::bench::cell;
 use crate::bench::progress::Progress;
 use crate::bench::prompt::SizedPrompt;
 use crate::bench::run_folder::open_run;
-use crate::bench::server::{connect, resolve_hardware, Server};
 use crate::bench::BenchSummary;
 use crate::format::{CellError, Status};
 use crate::units::context_label;
@@ -21,18 +20,13 @@ use crate::units::context_label;
 pub(super) async fn run_rates(bench: Bench<'_>, rates: &RatePlan) -> Result<BenchSummary> {
     let plan = bench.plan;
     let mut run = plan.first_run();
-    let client = connect(&run.target)?;
-    resolve_hardware(&mut run.facts, &client.endpoint)?;
-    let mut interrupt = ctrl_c_flag();
-    let mut launcher = first_process(plan, &run, &client, &interrupt).await?;
-    let server = Server::discover(plan, &run, &client, &mut interrupt).await?;
+    let mut reached = Reached::server(plan, &mut run).await?;
     if plan.folder.dry_run {
-        if let Some(l) = launcher.as_mut() {
-            l.stop().await;
-        }
+        reached.stop_launched().await;
         crate::bench::progress::print_rate_plan(plan, rates);
         return Ok(BenchSummary::default());
     }
+    let Reached { client, interrupt, launcher, server } = reached;
     let (recorder, mut manifest) = open_run(plan, &run, &client, &server)?;
     manifest.settings.concurrency.clear();
     manifest.settings.prefill_contexts.clear();
