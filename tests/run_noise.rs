@@ -67,7 +67,8 @@ fn other_runs_of_the_configuration_in_the_data_folder_give_the_noise() {
 /// noise from the other two: per cell the variance of the two logs is (ln 1.02)^2 / 2, the
 /// same in every cell, so their average too; two runs are one degree of freedom however many
 /// cells they share (a run's level moves them all), moderated by the 5% assumed at
-/// `PRIOR_DF` = 1 degree of freedom.
+/// `PRIOR_DF` = 1 degree of freedom; each cell's noise is its own evidence moderated towards
+/// that.
 #[test]
 fn the_pooled_noise_of_runs_a_known_ratio_apart_is_the_method_of_moments_answer() {
     let ws = tempfile::tempdir().unwrap();
@@ -85,7 +86,9 @@ fn the_pooled_noise_of_runs_a_known_ratio_apart_is_the_method_of_moments_answer(
     }
     let d = 1.02f64.ln();
     let (prior, prior_df) = (1.05f64.ln(), speed_matrix::analysis::run_noise::PRIOR_DF);
-    let var = (prior_df * prior * prior + d * d / 2.0) / (prior_df + 1.0);
+    // The figure kind: (ν0 p² + d²/2) / (ν0 + 1) on ν0 + 1 df; each cell's own d²/2 on 1 df
+    // moderated towards it: (ν0 p² + d²) / (ν0 + 2), the CSV's per-cell noise.
+    let var = (prior_df * prior * prior + d * d) / (prior_df + 2.0);
     let expected = (var.sqrt().exp() - 1.0) * 100.0;
     let out = site_in(ws.path(), &["diff", "a", "b", "--out", "ab"]);
     assert_ok(&out);
@@ -191,4 +194,69 @@ fn another_models_runs_do_not_set_this_configurations_noise() {
     assert!(stdout(&beside).contains("slower"), "{}", stdout(&beside));
     let csv = |dir: &str| std::fs::read_to_string(ws.path().join(dir).join("comparison.csv")).unwrap();
     assert_eq!(csv("beside"), csv("alone"));
+}
+
+/// The first line of `site diff`'s verdicts: `8 cells with figures on both sides: ...`.
+fn verdict_line(dir: &std::path::Path, a: &str, b: &str) -> String {
+    let out = site_in(dir, &["diff", a, b, "--out", &format!("cmp-{a}-{b}")]);
+    assert_ok(&out);
+    stdout(&out).lines().find(|l| l.contains("cells with figures on both sides")).unwrap_or_default().to_string()
+}
+
+/// Real runs of one llama.cpp configuration over about 45 minutes (`scripts/aa-hour.sh`: six
+/// runs of one launch command, each its own server process, `aa-03-busy` beside a busy loop
+/// on one of the machine's two cores), the shared restart pair beside them, and two real
+/// slowdowns (one thread instead of two, in each set). Every A/A pair of the quiet runs in a
+/// folder holding them all is judged with the noise the others give: at most one pair in
+/// twenty may be called, and one thread against two must still be.
+#[test]
+fn real_aa_runs_over_an_hour_are_not_called_and_one_thread_is() {
+    let ws = Workspace::from_fixture("aa-hour");
+    let runs = ws.path().join("data/runs");
+    copy_dir(&fixture("aa-restart/data/runs/restart-a"), &runs.join("restart-a"));
+    copy_dir(&fixture("aa-restart/data/runs/restart-b"), &runs.join("restart-b"));
+    copy_dir(&fixture("aa-restart/data/runs/one-thread"), &runs.join("restart-one-thread"));
+    let mut aa: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|id| id.starts_with("aa-") && !id.ends_with("-busy"))
+        .collect();
+    aa.sort();
+    assert!(aa.len() >= 5, "{aa:?}");
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (i, a) in aa.iter().enumerate() {
+        for b in &aa[i + 1..] {
+            pairs.push((a.clone(), b.clone()));
+        }
+    }
+    pairs.push(("restart-a".into(), "restart-b".into()));
+    let called: Vec<String> = pairs
+        .iter()
+        .map(|(a, b)| (a, b, verdict_line(ws.path(), a, b)))
+        .filter(|(_, _, line)| line.contains("slower") || line.contains("faster"))
+        .map(|(a, b, line)| format!("{a} vs {b}: {line}"))
+        .collect();
+    assert!(
+        called.len() * 20 <= pairs.len().max(20),
+        "{} of {} A/A pairs called: {called:#?}",
+        called.len(),
+        pairs.len()
+    );
+    // The run beside a busy loop: its server had one core of two, and the comparison says
+    // the machine's other work differed; it is left out of the others' noise, named.
+    let out = site_in(ws.path(), &["diff", &aa[0], "aa-03-busy", "--out", "busy"]);
+    assert!(stdout(&out).contains("cores of other work on the load generator's machine"), "{}", stdout(&out));
+    let out = site_in(ws.path(), &["diff", &aa[0], &aa[1], "--out", "quiet"]);
+    assert!(stdout(&out).contains("Run aa-03-busy was left out"), "{}", stdout(&out));
+    for (base, slow) in [(&aa[0], "one-thread"), (&"restart-a".to_string(), "restart-one-thread")] {
+        let line = verdict_line(ws.path(), base, slow);
+        let slower: usize = line
+            .split(": ")
+            .nth(1)
+            .and_then(|v| v.split(", ").find(|p| p.ends_with("slower")))
+            .and_then(|p| p.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(slower >= 5, "{base} vs {slow}: {line}");
+    }
 }

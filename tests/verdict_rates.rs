@@ -98,8 +98,8 @@ impl Draw {
 
 /// The run-to-run noise the site would allow for from `history` (runs x cells x repetitions),
 /// as `analysis::run_noise` makes it: each run's level, outliers left out, the rest split at
-/// change points, the segments' evidence pooled and moderated by the assumed noise; each
-/// cell's own evidence beside it.
+/// change points, the segments' evidence pooled (a run's cell far from the others' left
+/// out) and moderated by the assumed noise; each cell's own evidence beside it.
 fn noise_of(history: &[Vec<Vec<f64>>]) -> ((f64, f64), Vec<Pool>) {
     let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<f64>>();
     let cells: Vec<Vec<(usize, f64)>> =
@@ -124,9 +124,9 @@ fn noise_of(history: &[Vec<Vec<f64>>]) -> ((f64, f64), Vec<Pool>) {
             })
             .collect();
         let slices: Vec<&[(f64, f64)]> = levels.iter().map(Vec::as_slice).collect();
-        pool = pool.add(pool_levels(&slices), 1.0);
+        pool = pool.add(pool_levels(&slices, outlier_floor(ASSUMED_PCT)), 1.0);
         for (c, cell) in cell_pools.iter_mut().enumerate() {
-            *cell = cell.add(pool_levels(&[&levels[c]]), 1.0);
+            *cell = cell.add(pool_levels(&[&levels[c]], outlier_floor(ASSUMED_PCT)), 1.0);
         }
     }
     let f = moderated(Metric::TotalTps, pool, ASSUMED_PCT);

@@ -99,6 +99,9 @@ pub struct RunNoise {
     pub left_out: Vec<LeftOut>,
     /// Change points the configurations' histories were split at.
     pub splits: usize,
+    /// Runs' cells (total tok/s and prompt tok/s) left out of the evidence: each at another
+    /// level than the same cell of the other runs.
+    pub cells_left_out: u32,
     /// Configuration basis: each cell's and figure's own evidence in those runs, which its
     /// noise is moderated with ([`cell_noise`]).
     #[serde(skip)]
@@ -129,11 +132,15 @@ impl RunNoise {
 pub struct Pool {
     pub ss: f64,
     pub df: f64,
+    /// Runs' cells left out of the evidence: at another level than the same cell of the
+    /// other runs.
+    pub left_out: u32,
 }
 
 impl Pool {
     pub fn add(self, o: Pool, sign: f64) -> Pool {
-        Pool { ss: (self.ss + sign * o.ss).max(0.0), df: (self.df + sign * o.df).max(0.0) }
+        let left_out = if sign > 0.0 { self.left_out + o.left_out } else { self.left_out.saturating_sub(o.left_out) };
+        Pool { ss: (self.ss + sign * o.ss).max(0.0), df: (self.df + sign * o.df).max(0.0), left_out }
     }
 }
 
@@ -169,7 +176,7 @@ impl SiteNoise {
         let (groups, group_of) = (groups.to_vec(), group_of.to_vec());
         let floor = outlier_floor(assumed_pct);
         let histories: Vec<History> = groups.iter().map(|g| history(runs, g, floor)).collect();
-        let pools: Vec<Pools> = histories.iter().map(|h| history_pools(runs, h)).collect();
+        let pools: Vec<Pools> = histories.iter().map(|h| history_pools(runs, h, floor)).collect();
         let total = pools.iter().fold(Pools::default(), |t, p| add_pools(t, p, 1.0));
         let index: HashMap<&str, usize> = runs.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
         let partner =
@@ -190,12 +197,12 @@ impl SiteNoise {
             .filter(|members| members.len() >= 2)
             .map(|members| history(runs, &members, floor))
             .collect();
-        let config = reduced.iter().fold(Pools::default(), |t, h| add_pools(t, &history_pools(runs, h), 1.0));
+        let config = reduced.iter().fold(Pools::default(), |t, h| add_pools(t, &history_pools(runs, h, floor), 1.0));
         let has = |p: &Pools| p.iter().any(|x| x.df > 0.0);
         if has(&config) {
             let mut noise = RunNoise::estimated(NoiseBasis::Configuration, &config, runs, &reduced, assumed_pct);
             for h in &reduced {
-                for (k, p) in history_cells(runs, h) {
+                for (k, p) in history_cells(runs, h, floor) {
                     let e = noise.cells.entry(k).or_default();
                     *e = e.add(p, 1.0);
                 }
@@ -350,6 +357,7 @@ impl RunNoise {
             from,
             left_out: histories.iter().flat_map(|h| h.left_out.iter().cloned()).collect(),
             splits: histories.iter().map(History::splits).sum(),
+            cells_left_out: pools[Metric::TotalTps.index()].left_out + pools[Metric::PromptTps.index()].left_out,
             ..RunNoise::nothing_added(basis, assumed_pct, None)
         }
     }
@@ -369,6 +377,7 @@ impl RunNoise {
             from: Vec::new(),
             left_out: Vec::new(),
             splits: 0,
+            cells_left_out: 0,
             cells: HashMap::new(),
         }
     }
@@ -386,8 +395,11 @@ fn alike(x: &RunView, y: &RunView) -> bool {
 }
 
 /// The evidence of a history: its segments' between-run evidence, each of two runs or more.
-fn history_pools(runs: &[RunView], h: &History) -> Pools {
-    h.segments.iter().filter(|s| s.len() >= 2).fold(Pools::default(), |t, s| add_pools(t, &group_pools(runs, s), 1.0))
+fn history_pools(runs: &[RunView], h: &History, floor: f64) -> Pools {
+    h.segments
+        .iter()
+        .filter(|s| s.len() >= 2)
+        .fold(Pools::default(), |t, s| add_pools(t, &group_pools(runs, s, floor), 1.0))
 }
 
 /// The evidence moderated by the assumed noise (worth `PRIOR_DF` degrees of freedom beside
@@ -414,13 +426,13 @@ fn level(view: &CellView, metric: Metric) -> Option<(f64, f64)> {
 
 /// The between-run evidence of one configuration's runs (a segment of its history), per
 /// figure kind ([`pool_levels`] over its cells).
-fn group_pools(runs: &[RunView], members: &[usize]) -> Pools {
+fn group_pools(runs: &[RunView], members: &[usize], floor: f64) -> Pools {
     let levels = cell_levels(runs, members);
     let mut by_metric: [Vec<&[(f64, f64)]>; 5] = Default::default();
     for ((.., metric), v) in &levels {
         by_metric[metric.index()].push(v);
     }
-    by_metric.map(|cells| pool_levels(&cells))
+    by_metric.map(|cells| pool_levels(&cells, floor))
 }
 
 /// Each cell's and figure's levels in the runs `members` (mean log, within-run variance).
@@ -440,12 +452,12 @@ fn cell_levels(runs: &[RunView], members: &[usize]) -> HashMap<CellKey, Vec<(f64
 }
 
 /// Each cell's own between-run evidence over a history's segments.
-fn history_cells(runs: &[RunView], h: &History) -> HashMap<CellKey, Pool> {
+fn history_cells(runs: &[RunView], h: &History, floor: f64) -> HashMap<CellKey, Pool> {
     let mut out: HashMap<CellKey, Pool> = HashMap::new();
     for segment in h.segments.iter().filter(|s| s.len() >= 2) {
         for (k, v) in cell_levels(runs, segment) {
             let p = out.entry(k).or_default();
-            *p = p.add(pool_levels(&[&v]), 1.0);
+            *p = p.add(pool_levels(&[&v], floor), 1.0);
         }
     }
     out
@@ -469,10 +481,21 @@ pub fn cell_noise((var_log, df): (f64, f64), cell: Pool) -> (f64, f64) {
 /// weighted by k - 1. Its degrees of freedom are the runs' (the largest k - 1 of a cell), not
 /// the cells' sum: a run's level moves every cell of the run together, so more cells make
 /// the average steadier but do not make the runs more (summing them claimed a certainty
-/// three runs cannot give).
-pub fn pool_levels(cells: &[&[(f64, f64)]]) -> Pool {
-    let (mut weighted, mut weights, mut df) = (0.0, 0.0, 0.0f64);
-    for v in cells.iter().filter(|v| v.len() >= 2) {
+/// three runs cannot give). In a cell of three runs or more, a run's level far from the
+/// others' (the median/MAD rule of `run_history::outliers`, robust sd floored at `floor`) is
+/// left out and counted: a run disturbed in a few of its cells (a job beside part of it)
+/// sets no cell's noise.
+pub fn pool_levels(cells: &[&[(f64, f64)]], floor: f64) -> Pool {
+    let (mut weighted, mut weights, mut df, mut left_out) = (0.0, 0.0, 0.0f64, 0u32);
+    let kept: Vec<Vec<(f64, f64)>> = cells
+        .iter()
+        .map(|v| {
+            let far = super::run_history::outliers(&v.iter().map(|l| l.0).collect::<Vec<_>>(), floor);
+            left_out += far.len() as u32;
+            v.iter().enumerate().filter(|(i, _)| !far.contains(i)).map(|(_, l)| *l).collect()
+        })
+        .collect();
+    for v in kept.iter().filter(|v| v.len() >= 2) {
         let k = v.len() as f64;
         let mean = v.iter().map(|l| l.0).sum::<f64>() / k;
         let spread = v.iter().map(|l| (l.0 - mean).powi(2)).sum::<f64>() / (k - 1.0);
@@ -482,9 +505,9 @@ pub fn pool_levels(cells: &[&[(f64, f64)]]) -> Pool {
         df = df.max(k - 1.0);
     }
     if weights == 0.0 {
-        return Pool::default();
+        return Pool { left_out, ..Pool::default() };
     }
-    Pool { ss: df * weighted / weights, df }
+    Pool { ss: df * weighted / weights, df, left_out }
 }
 
 #[cfg(test)]
@@ -496,13 +519,18 @@ mod tests {
         // Three runs in three cells, each cell's levels 0, 0.02, 0.04 (variance 0.0004): the
         // average is 0.0004 on 2 degrees of freedom, however many cells agree.
         let cell = [(0.0, 0.0), (0.02, 0.0), (0.04, 0.0)];
-        let p = pool_levels(&[&cell, &cell, &cell]);
+        let p = pool_levels(&[&cell, &cell, &cell], 0.01);
         assert_eq!(p.df, 2.0);
         assert!((p.ss / p.df - 0.0004).abs() < 1e-12, "{p:?}");
         // Within-run noise of a mean is taken off; a cell of one run adds nothing.
         let noisy = [(0.0, 0.0001), (0.02, 0.0001), (0.04, 0.0001)];
-        let p = pool_levels(&[&noisy, &[(0.5, 0.0)]]);
+        let p = pool_levels(&[&noisy, &[(0.5, 0.0)]], 0.01);
         assert!((p.ss / p.df - 0.0003).abs() < 1e-12, "{p:?}");
+        // A run far off in one cell of five runs is left out of that cell, and counted.
+        let disturbed = [(0.0, 0.0), (0.01, 0.0), (-0.01, 0.0), (0.005, 0.0), (-0.45, 0.0)];
+        let p = pool_levels(&[&disturbed], 0.01);
+        assert_eq!((p.left_out, p.df), (1, 3.0));
+        assert!(p.ss / p.df < 0.0001, "{p:?}");
     }
 
     #[test]
@@ -516,7 +544,7 @@ mod tests {
     fn evidence_outweighs_the_assumed_noise_as_it_grows() {
         // Forty degrees of freedom at 1%: the estimate moves most of the way from 5% to 1%.
         let one = (1.01f64).ln();
-        let f = moderated(Metric::TotalTps, Pool { ss: 40.0 * one * one, df: 40.0 }, 5.0);
+        let f = moderated(Metric::TotalTps, Pool { ss: 40.0 * one * one, df: 40.0, left_out: 0 }, 5.0);
         let expected = ((PRIOR_DF * 1.05f64.ln().powi(2) + 40.0 * one * one) / (PRIOR_DF + 40.0)).sqrt().exp() - 1.0;
         assert!((f.pct - expected * 100.0).abs() < 1e-9);
         assert!(f.pct > 1.0 && f.pct < 2.0, "{}", f.pct);
@@ -525,9 +553,9 @@ mod tests {
 
     #[test]
     fn pools_subtract_back_to_what_they_were_and_never_below_zero() {
-        let a = Pool { ss: 0.25, df: 2.0 };
-        let b = Pool { ss: 0.125, df: 1.0 };
+        let a = Pool { ss: 0.25, df: 2.0, left_out: 0 };
+        let b = Pool { ss: 0.125, df: 1.0, left_out: 0 };
         assert_eq!(a.add(b, 1.0).add(b, -1.0), a);
-        assert_eq!(b.add(a, -1.0), Pool { ss: 0.0, df: 0.0 });
+        assert_eq!(b.add(a, -1.0), Pool { ss: 0.0, df: 0.0, left_out: 0 });
     }
 }

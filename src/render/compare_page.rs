@@ -217,6 +217,10 @@ fn history_sentences(n: &RunNoise) -> Vec<String> {
             numbers::decimal1(l.pct.abs())
         ));
     }
+    if n.cells_left_out > 0 {
+        let cells = if n.cells_left_out == 1 { "1 cell".to_string() } else { format!("{} cells", n.cells_left_out) };
+        out.push(format!("{cells} of those runs were left out of the noise: each at another level than the same cell of the other runs."));
+    }
     if n.splits > 0 {
         let points = if n.splits == 1 { "1 change point".to_string() } else { format!("{} change points", n.splits) };
         out.push(format!(
