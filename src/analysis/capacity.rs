@@ -135,6 +135,7 @@ pub struct RunCapacity {
     /// The run's decode contexts, ascending.
     pub contexts: Vec<ContextCapacity>,
     /// A rate run's capacity in requests per second, by context and objective.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rates: Vec<super::rates::ContextCapacity>,
 }
 
