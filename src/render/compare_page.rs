@@ -234,14 +234,18 @@ fn basis_sentence(n: &RunNoise) -> String {
     let pct = numbers::decimal1(n.headline_pct());
     let runs = |k: usize| if k == 1 { "1 run".to_string() } else { format!("{k} runs") };
     let servers = if n.paired { " between the two servers' processes" } else { "" };
+    // Its degrees of freedom: the evidence's and the assumed noise's weight.
+    let df = n
+        .of(Metric::TotalTps)
+        .map_or(String::new(), |f| format!("; {} degrees of freedom", numbers::decimal1(f.df).trim_end_matches(".0")));
     match n.basis {
         NoiseBasis::Configuration => format!(
-            "Run-to-run noise{servers} {pct}% (total tok/s, one run's level against the next) from {} of {}; each judged figure allows for it beside its repetitions.",
+            "Run-to-run noise{servers} {pct}% (total tok/s, one run's level against the next{df}) from {} of {}; each judged figure allows for it beside its repetitions.",
             runs(n.runs).replacen("run", "other run", 1),
             if n.configurations == 1 { "this configuration" } else { "these configurations" }
         ),
         NoiseBasis::Site => format!(
-            "Run-to-run noise{servers} {pct}% (total tok/s, one run's level against the next) from {} of {} other configurations measured more than once; each judged figure allows for it beside its repetitions.",
+            "Run-to-run noise{servers} {pct}% (total tok/s, one run's level against the next{df}) from {} of {} other configurations measured more than once; each judged figure allows for it beside its repetitions.",
             runs(n.runs),
             n.configurations
         ),
