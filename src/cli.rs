@@ -205,10 +205,36 @@ pub struct BenchArgs {
     /// same schedule). Default: a new one, recorded in the run.
     #[arg(long, requires = "rates")]
     pub seed: Option<u64>,
-    /// With --rates: the most requests in flight; past it the client does not send and the
+    /// With --rates or --trace: the most requests in flight; past it the client does not send and the
     /// cell says it fell behind its schedule.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_in_flight: u32,
+    /// Replay a production trace open-loop instead of the matrix: each request at its
+    /// timestamp, with its input and output lengths, equal block ids sent as equal text (so
+    /// the trace's prefix sharing reaches the server's cache). Mooncake, Bailian (JSON lines),
+    /// BurstGPT or Azure (CSV), told from the content or by --trace-format.
+    #[arg(long, value_name = "FILE", conflicts_with = "rates")]
+    pub trace: Option<PathBuf>,
+    /// The trace's format: mooncake, bailian, burstgpt or azure (default: told from its first line).
+    #[arg(long, value_name = "FORMAT", requires = "trace")]
+    pub trace_format: Option<String>,
+    /// Seconds into the trace where the replay starts (default 0).
+    #[arg(long, value_name = "SECONDS", requires = "trace")]
+    pub trace_start: Option<f64>,
+    /// Seconds of the trace replayed (default: to its end).
+    #[arg(long, value_name = "SECONDS", requires = "trace")]
+    pub trace_duration: Option<f64>,
+    /// Trace seconds per replayed second (2: twice as fast; 0.5: half as fast).
+    #[arg(long, value_name = "X", requires = "trace")]
+    pub speedup: Option<f64>,
+    /// Factor on every input and output length of the trace (and its block size), for a
+    /// smaller server; the run says how many requests it changed.
+    #[arg(long, value_name = "F", requires = "trace")]
+    pub scale_lengths: Option<f64>,
+    /// Longest input sent, in tokens: longer ones are cut (and counted). Inputs past the
+    /// server's length are left out, outputs past it cut (and counted).
+    #[arg(long, value_name = "TOKENS", requires = "trace")]
+    pub max_input: Option<u64>,
     /// KV cache budget in tokens (overrides what the server reports).
     #[arg(long)]
     pub kv_budget: Option<u64>,

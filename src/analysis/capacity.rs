@@ -175,7 +175,10 @@ pub fn run_capacity(run: &RunView, settings: &SiteSettings) -> RunCapacity {
             }
         })
         .collect();
-    RunCapacity { contexts, rates: super::rates::capacities(&run.rates, &settings.slos()) }
+    // A replayed trace offers one rate, its own: no capacity between rates to read.
+    let replay = run.manifest.traffic.as_ref().is_some_and(|t| t.trace.is_some());
+    let rates = if replay { Vec::new() } else { super::rates::capacities(&run.rates, &settings.slos()) };
+    RunCapacity { contexts, rates }
 }
 
 /// `cells` are one context's decode cells by concurrency.

@@ -83,6 +83,53 @@ pub struct RateFigures {
     /// Why the client did not keep its schedule, where it did not: the figures are then
     /// not the server's alone.
     pub client_behind: Option<String>,
+    /// A replayed trace's cell: what the trace asked beside what was served.
+    pub replay: Option<ReplayFigures>,
+}
+
+/// A replayed trace's fidelity, over its window's completed requests: the input served
+/// against the trace's (after scaling), answers that ended before their length, and the
+/// prefix share the server reports cached.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ReplayFigures {
+    /// Input tokens the trace asked for, and the server counted, of the requests that
+    /// report both.
+    pub planned_input_tokens: u64,
+    pub served_input_tokens: u64,
+    /// Served over planned input, in percent (100: exact).
+    pub input_served_pct: Option<f64>,
+    /// Output tokens asked for and served.
+    pub planned_output_tokens: u64,
+    pub served_output_tokens: u64,
+    /// Completed requests whose answer ended before the length asked (an engine that stops
+    /// at its end-of-text token despite `ignore_eos`).
+    pub ended_early: usize,
+    /// Percent of served input the server reports found in its prefix cache (absent where
+    /// it reports none).
+    pub cached_pct: Option<f64>,
+}
+
+fn replay_figures(done: &[&ScheduledRequest]) -> Option<ReplayFigures> {
+    let planned: Vec<(&ScheduledRequest, crate::format::PlannedRequest)> =
+        done.iter().filter_map(|r| r.planned.map(|p| (*r, p))).collect();
+    if planned.is_empty() {
+        return None;
+    }
+    let counted: Vec<(u64, u64)> =
+        planned.iter().filter_map(|(r, p)| r.prompt_tokens.map(|t| (p.input_tokens, u64::from(t)))).collect();
+    let (planned_in, served_in) = counted.iter().fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1));
+    let cached: Vec<(u64, u64)> =
+        planned.iter().filter_map(|(r, _)| Some((r.cached_tokens?, u64::from(r.prompt_tokens?)))).collect();
+    let (hit, of) = cached.iter().fold((0, 0), |a, c| (a.0 + c.0.min(c.1), a.1 + c.1));
+    Some(ReplayFigures {
+        planned_input_tokens: planned_in,
+        served_input_tokens: served_in,
+        input_served_pct: (planned_in > 0).then(|| served_in as f64 / planned_in as f64 * 100.0),
+        planned_output_tokens: planned.iter().map(|(_, p)| p.output_tokens).sum(),
+        served_output_tokens: planned.iter().map(|(r, _)| r.tokens).sum(),
+        ended_early: planned.iter().filter(|(r, p)| r.tokens < p.output_tokens).count(),
+        cached_pct: (of > 0).then(|| hit as f64 / of as f64 * 100.0),
+    })
 }
 
 pub fn rate_view(c: &RateCell) -> RateView {
@@ -253,6 +300,7 @@ pub fn rate_figures(c: &RateCell) -> RateFigures {
         in_flight_max: max,
         saturated: saturated(offered_rps, achieved_rps, first, last),
         client_behind: client_behind(not_sent, lag_p99_ms),
+        replay: replay_figures(&done),
     }
 }
 
@@ -305,6 +353,8 @@ mod tests {
             tokens,
             prompt_tokens: Some(256),
             error: None,
+            cached_tokens: None,
+            planned: None,
         }
     }
 

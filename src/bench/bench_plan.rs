@@ -16,7 +16,9 @@ use super::launch::LaunchSettings;
 use super::loopdetect::LoopSettings;
 use super::plan::{parse_count_list, parse_token_list};
 use super::prompt::Api;
+use super::replay::ReplaySettings;
 use super::telemetry::TelemetrySource;
+use super::trace::Trace;
 use super::ManifestFacts;
 
 /// `site bench`'s flags as the command line gave them: nothing checked yet, nothing read
@@ -64,6 +66,13 @@ pub struct BenchFlags {
     pub arrival: Option<String>,
     pub seed: Option<u64>,
     pub max_in_flight: u32,
+    /// `--trace`: the trace, read by the caller, and its file's name.
+    pub trace: Option<(String, Trace)>,
+    pub trace_start: Option<f64>,
+    pub trace_duration: Option<f64>,
+    pub speedup: Option<f64>,
+    pub scale_lengths: Option<f64>,
+    pub max_input: Option<u64>,
 }
 
 /// A bench run, checked: what is measured, where, how, and into which folder.
@@ -153,6 +162,19 @@ pub enum Mode {
     /// `--rates`: each context at each offered rate, requests sent on a schedule whether or
     /// not earlier ones have ended (open loop), instead of the concurrency matrix.
     Rates(RatePlan),
+    /// `--trace`: a production trace replayed open-loop, each request at its timestamp with
+    /// its lengths and its prompt's shared blocks.
+    Trace(TracePlan),
+}
+
+/// The trace a replay sends, and how (the slice is cut once the server's length is known).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TracePlan {
+    /// The trace file's name (recorded; its folder is not).
+    pub file: String,
+    pub trace: Trace,
+    pub settings: ReplaySettings,
+    pub max_in_flight: u32,
 }
 
 /// The open loop of a rate run.
@@ -213,9 +235,11 @@ impl BenchPlan {
             model: f.model.clone(),
             launch,
         };
+        let trace = trace_plan(&f, &levels)?;
         let mode = match (&f.versus, rate_plan(&f, &levels)?) {
             (Some(b), _) => Mode::Versus(versus(&f, &target, b)?),
             (None, Some(rates)) => Mode::Rates(rates),
+            (None, None) if trace.is_some() => Mode::Trace(trace.expect("checked")),
             (None, None) if levels.len() > 1 => Mode::ReuseLevels(levels.clone()),
             (None, None) => Mode::One,
         };
@@ -394,6 +418,48 @@ fn rate_plan(f: &BenchFlags, levels: &[u32]) -> Result<Option<RatePlan>> {
     Ok(Some(RatePlan { rates, arrival, seed, max_in_flight: f.max_in_flight }))
 }
 
+/// `--trace` with its slice and scaling: not beside `--rates` (a trace is its own
+/// schedule), `--versus`, several reuse levels, `--turns` or `--resume`.
+fn trace_plan(f: &BenchFlags, levels: &[u32]) -> Result<Option<TracePlan>> {
+    let Some((file, trace)) = &f.trace else {
+        let given = [
+            f.trace_start.is_some(),
+            f.trace_duration.is_some(),
+            f.speedup.is_some(),
+            f.scale_lengths.is_some(),
+            f.max_input.is_some(),
+        ];
+        if given.contains(&true) {
+            bail!("--trace-start, --trace-duration, --speedup, --scale-lengths and --max-input shape a replay: give --trace");
+        }
+        return Ok(None);
+    };
+    let refused = [
+        (f.rates.is_some(), "--rates (the trace's timestamps are the schedule)"),
+        (f.arrival.is_some() || f.seed.is_some(), "--arrival and --seed (the trace's timestamps are the schedule)"),
+        (f.versus.is_some(), "--versus"),
+        (levels.len() > 1 || !f.prefix_reuse.is_empty(), "--prefix-reuse (the trace's block ids set the reuse)"),
+        (f.turns.is_some(), "--turns"),
+        (f.resume, "--resume (a replay is measured whole)"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(on, _)| *on) {
+        bail!("--trace replays the trace's own requests: leave out {flag}");
+    }
+    if f.max_in_flight == 0 {
+        bail!("--max-in-flight: at least 1 request");
+    }
+    let settings = ReplaySettings {
+        start_s: f.trace_start.unwrap_or(0.0),
+        duration_s: f.trace_duration,
+        speedup: f.speedup.unwrap_or(1.0),
+        scale_lengths: f.scale_lengths.unwrap_or(1.0),
+        max_input: f.max_input,
+    };
+    // Checked now, against no server limit: a slice with no request fails before any run.
+    crate::bench::replay::plan_replay(trace, settings, None)?;
+    Ok(Some(TracePlan { file: file.clone(), trace: trace.clone(), settings, max_in_flight: f.max_in_flight }))
+}
+
 fn timing(f: &BenchFlags) -> Timing {
     Timing {
         duration: f.duration,
@@ -449,6 +515,22 @@ mod tests {
 
     fn refused(f: BenchFlags) -> String {
         format!("{:#}", BenchPlan::new(f).expect_err("the plan is refused"))
+    }
+
+    #[test]
+    fn a_trace_is_a_mode_of_its_own_and_its_flags_need_it() {
+        let rows = "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 8, \"hash_ids\": [1, 2]}\n{\"timestamp\": 3000, \"input_length\": 600, \"output_length\": 8, \"hash_ids\": [1, 3]}";
+        let lines: Vec<(usize, String)> = rows.lines().enumerate().map(|(i, l)| (i + 1, l.to_string())).collect();
+        let trace = crate::bench::trace::parse("t.jsonl", &lines, None).unwrap();
+        let traced = |more: BenchFlags| BenchFlags { trace: Some(("t.jsonl".into(), trace.clone())), ..more };
+        let plan = BenchPlan::new(traced(BenchFlags { speedup: Some(2.0), ..flags() })).unwrap();
+        let Mode::Trace(t) = &plan.mode else { panic!("trace") };
+        assert_eq!((t.file.as_str(), t.settings.speedup, t.settings.start_s), ("t.jsonl", 2.0, 0.0));
+        assert!(refused(traced(BenchFlags { rates: Some("1".into()), ..flags() })).contains("leave out --rates"));
+        assert!(refused(traced(BenchFlags { prefix_reuse: vec![50], ..flags() })).contains("--prefix-reuse"));
+        assert!(refused(traced(BenchFlags { trace_start: Some(10.0), ..flags() })).contains("holds no request"));
+        assert!(refused(traced(BenchFlags { scale_lengths: Some(-1.0), ..flags() })).contains("--scale-lengths"));
+        assert!(refused(BenchFlags { speedup: Some(2.0), ..flags() }).contains("give --trace"));
     }
 
     #[test]

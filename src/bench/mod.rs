@@ -26,6 +26,7 @@ pub mod plan;
 pub mod progress;
 pub mod prompt;
 pub mod recorder;
+pub mod replay;
 mod run_folder;
 mod server;
 pub mod session;

@@ -199,3 +199,31 @@ pub(super) fn print_rate_plan(plan: &BenchPlan, r: &super::bench_plan::RatePlan)
     let secs = (cells * m.repeat as usize) as f64 * span;
     println!("{} open loops: about {:.0} minutes and their drains.", cells * m.repeat as usize, secs / 60.0);
 }
+
+/// `--trace --dry-run`: the slice, what the replay changes, and how long it takes.
+pub(super) fn print_trace_plan(plan: &BenchPlan, t: &super::bench_plan::TracePlan, r: &super::replay::Replay) {
+    let c = r.counts;
+    println!(
+        "Plan: replay {} ({}) from {} s, {} requests over {:.0} s at {}x ({:.2} requests/s), {} time{}",
+        t.file,
+        r.format.name(),
+        t.settings.start_s,
+        r.requests.len(),
+        r.span_s,
+        t.settings.speedup,
+        r.offered_rps(),
+        plan.matrix.repeat,
+        if plan.matrix.repeat == 1 { "" } else { "s" }
+    );
+    let input: u64 = r.requests.iter().map(|q| q.input_tokens).sum();
+    let output: u64 = r.requests.iter().map(|q| q.output_tokens).sum();
+    println!(
+        "  {input} input and {output} output tokens; blocks of {} tokens, {:.1}% of the input a prefix cache could serve",
+        r.block_tokens,
+        r.planned_reuse_pct()
+    );
+    println!(
+        "  of {} requests in the slice: {} scaled, {} capped, {} dropped (past the server's length)",
+        c.in_slice, c.scaled, c.capped, c.dropped
+    );
+}

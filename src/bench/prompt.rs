@@ -30,7 +30,7 @@ impl Api {
     }
 }
 
-const WORDS: &[&str] = &[
+pub(crate) const WORDS: &[&str] = &[
     "river", "stone", "harbor", "lantern", "meadow", "copper", "signal", "orchard", "glacier", "violet", "engine",
     "marble", "thunder", "saddle", "pepper", "canyon", "window", "falcon", "ember", "ledger", "compass", "willow",
     "anchor", "quartz", "velvet", "summit", "cobalt", "harvest", "pillar", "lagoon", "timber", "beacon",
@@ -175,7 +175,7 @@ pub async fn tokenize(
 }
 
 /// Counts prompt tokens through a real one-token request's `usage.prompt_tokens`.
-async fn count_by_request(client: &HttpClient, api: Api, model: &str, prompt: &str) -> Result<u64> {
+pub async fn count_by_request(client: &HttpClient, api: Api, model: &str, prompt: &str) -> Result<u64> {
     let (status, bytes) = client.post(api.path(), &request_body(api, model, prompt, 1, false)).await?;
     if !status.is_success() {
         bail!("sizing request answered {status}: {}", super::client::protocol::error_body_message(&bytes));

@@ -68,7 +68,22 @@ fn flags(a: &BenchArgs) -> Result<BenchFlags> {
         arrival: a.arrival.clone(),
         seed: a.seed,
         max_in_flight: a.max_in_flight,
+        trace: trace(a)?,
+        trace_start: a.trace_start,
+        trace_duration: a.trace_duration,
+        speedup: a.speedup,
+        scale_lengths: a.scale_lengths,
+        max_input: a.max_input,
     })
+}
+
+/// `--trace`: the trace read whole (every line checked) and its file's name.
+fn trace(a: &BenchArgs) -> Result<Option<(String, speed_matrix::bench::trace::Trace)>> {
+    let Some(path) = &a.trace else { return Ok(None) };
+    let format = a.trace_format.as_deref().map(str::parse).transpose().context("--trace-format")?;
+    let trace = speed_matrix::bench::trace::read(path, format)?;
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    Ok(Some((name, trace)))
 }
 
 /// `--versus`: the two runs listed in `compare.json` (the site shows their comparison) and

@@ -29,6 +29,39 @@ pub struct Traffic {
     pub max_in_flight: u32,
     /// Seconds of traffic at the rate before the window (not counted).
     pub warmup_s: f64,
+    /// A trace replay (`--trace`): what was replayed and what the replay changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceReplay>,
+}
+
+/// A replayed trace: its slice, speed-up and scaling, what they changed, and the prefix
+/// share the trace's block ids imply (an unbounded cache's, beside what the server reports).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceReplay {
+    /// The trace file's name (its folder is the user's own business).
+    pub file: String,
+    /// `mooncake`, `bailian`, `burstgpt` or `azure`.
+    pub format: String,
+    pub start_s: f64,
+    /// Seconds of the trace replayed.
+    pub duration_s: f64,
+    pub speedup: f64,
+    pub scale_lengths: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input: Option<u64>,
+    /// Tokens a block id stands for, as sent.
+    pub block_tokens: u32,
+    /// Requests of the trace inside the slice.
+    pub in_slice: u64,
+    /// Requests whose lengths the scaling changed.
+    pub scaled: u64,
+    /// Requests whose input `--max-input` cut or whose output the server's length cut.
+    pub capped: u64,
+    /// Requests left out: their input alone past what the server holds.
+    pub dropped: u64,
+    /// Percent of input tokens an unbounded prefix cache could serve, by the block ids.
+    pub planned_reuse_pct: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +113,24 @@ pub struct ScheduledRequest {
     /// Why it failed (`drain timeout`: still running when the drain ended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Prompt tokens the server reports it found cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    /// A replayed trace's request: its timestamp and lengths in the trace (as planned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<PlannedRequest>,
+}
+
+/// What a replayed trace asked of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlannedRequest {
+    /// Its timestamp in the trace, seconds from the trace's first request.
+    pub trace_s: f64,
+    /// Input tokens sent for (after scaling and capping).
+    pub input_tokens: u64,
+    /// Output tokens asked for (`max_tokens` with `ignore_eos`).
+    pub output_tokens: u64,
 }
 
 /// What `site check` refuses in a rate cell.
@@ -117,7 +168,16 @@ pub fn validate_traffic(t: &Traffic) -> Result<()> {
         bail!("traffic: warmup_s must be seconds from 0 and max_in_flight at least 1");
     }
     if t.arrival.chars().count() > 64 || t.arrival.chars().any(char::is_control) {
-        bail!("traffic.arrival: expected poisson, constant or gamma:CV");
+        bail!("traffic.arrival: expected poisson, constant, gamma:CV or trace");
+    }
+    if let Some(r) = &t.trace {
+        let factors = [r.start_s, r.duration_s, r.speedup, r.scale_lengths, r.planned_reuse_pct];
+        if factors.iter().any(|x| !(x.is_finite() && *x >= 0.0)) || r.speedup == 0.0 || r.planned_reuse_pct > 100.0 {
+            bail!("traffic.trace: expected start, duration, speed-up, scale and reuse as numbers from 0");
+        }
+        if r.file.chars().count() > 255 || r.format.chars().count() > 32 || r.block_tokens == 0 {
+            bail!("traffic.trace: expected a file name, a format and a block size");
+        }
     }
     Ok(())
 }

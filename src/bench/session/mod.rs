@@ -3,6 +3,7 @@
 //! cell, keeping every finished cell on disk at once.
 
 mod rates;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -40,6 +41,7 @@ pub async fn run(plan: &BenchPlan, reporter: &dyn CellReporter) -> Result<BenchS
         Mode::ReuseLevels(levels) => run_levels(bench, levels).await,
         Mode::Versus(b) => run_versus(bench, b).await,
         Mode::Rates(r) => rates::run_rates(bench, r).await,
+        Mode::Trace(t) => trace::run_trace(bench, t).await,
     }
 }
 

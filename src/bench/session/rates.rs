@@ -36,6 +36,7 @@ pub(super) async fn run_rates(bench: Bench<'_>, rates: &RatePlan) -> Result<Benc
         rates_rps: rates.rates.clone(),
         max_in_flight: rates.max_in_flight,
         warmup_s: plan.timing.warmup_hold.as_secs_f64(),
+        trace: None,
     });
     recorder.write_manifest(&manifest)?;
     let mut session = Session::start(bench, run, client, &server.info, server.model, recorder, &[], interrupt).await;
@@ -78,10 +79,12 @@ impl Session<'_> {
                     let run = cell::rate::RateRun {
                         context: ctx,
                         rate_rps: rate,
-                        prompt: &sized.text,
+                        prompts: cell::rate::Prompts::Sized {
+                            text: sized.text.as_str().into(),
+                            mark: format!("r{rep}k{k}"),
+                        },
                         prompt_tokens: sized.tokens,
                         schedule: &schedule,
-                        mark: format!("r{rep}k{k}"),
                     };
                     let mut c = cell::rate::rate_cell(&self.cx, run, settings, self.interrupt.clone()).await;
                     if *self.interrupt.borrow() {
@@ -144,7 +147,7 @@ impl Session<'_> {
     }
 
     /// Writes a rate cell, shows what it did and counts it.
-    fn keep_rate(&mut self, c: &crate::format::RateCell, label: &str) -> Result<()> {
+    pub(super) fn keep_rate(&mut self, c: &crate::format::RateCell, label: &str) -> Result<()> {
         self.recorder.write_rate_cell(c)?;
         let counted: Vec<&crate::format::ScheduledRequest> =
             c.requests.iter().filter(|q| q.scheduled_s >= c.window.start_s && q.scheduled_s < c.window.end_s).collect();
