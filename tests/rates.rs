@@ -85,6 +85,24 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
     let chat = capacity.iter().find(|r| r[1] == "chat").unwrap_or_else(|| panic!("{capacity:?}"));
     let rps: f64 = chat[2].parse().unwrap_or_else(|_| panic!("{chat:?}"));
     assert!((4.0..8.0).contains(&rps), "{chat:?}");
+    // index.json and the front page carry the capacity of the site's first objective in
+    // requests per second.
+    let index: Value = serde_json::from_str(&std::fs::read_to_string(d.join("public/index.json")).unwrap()).unwrap();
+    let slo = index["capacity_slo"].as_str().unwrap();
+    let first = capacity.iter().find(|r| r[1] == slo).unwrap();
+    let columns: Vec<&str> = index["columns"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    let at = columns.iter().position(|c| *c == "capacity_rps").expect("a capacity_rps column");
+    let listed = index["runs"][0][at].as_f64().unwrap();
+    let (shown, rate) = match first[2].split_once(' ') {
+        Some(("below", r)) => (format!("< {r} req/s"), r.to_string()),
+        Some(("at", r)) => {
+            (format!("≥ {} req/s", r.trim_start_matches("least ")), r.trim_start_matches("least ").to_string())
+        }
+        _ => (format!("{} req/s", first[2]), first[2].clone()),
+    };
+    assert!((listed - rate.parse::<f64>().unwrap()).abs() < 0.006, "{listed} against {first:?}");
+    let front = text_of(&std::fs::read_to_string(d.join("public/index.html")).unwrap());
+    assert!(front.contains(&format!("{shown} at 256")), "{shown}: {front}");
     // Rate runs are not compared yet: said, not shown as an empty comparison.
     copy_dir(&run, &d.join("data/runs/rates-again"));
     let out = site_in(d, &["diff", "rates", "rates-again", "--out", "cmp"]);

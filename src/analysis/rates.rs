@@ -195,6 +195,15 @@ pub enum RateCapacity {
     Below(f64),
 }
 
+impl RateCapacity {
+    /// The rate itself (interpolated, or the measured rate it is at least or below).
+    pub fn rps(self) -> f64 {
+        match self {
+            RateCapacity::Interpolated(r) | RateCapacity::AtLeast(r) | RateCapacity::Below(r) => r,
+        }
+    }
+}
+
 /// One context's rate cells under one objective.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextCapacity {

@@ -46,7 +46,7 @@ pub struct Scheduled<R> {
 }
 
 /// Runs the open loop over `schedule` (seconds from the start, ascending, warm-up first):
-/// `send(i)` is spawned at instant i, until `cancel` turns true (Ctrl-C: nothing more is
+/// `send(i)` is made ready before instant i and spawned at it, until `cancel` turns true (Ctrl-C: nothing more is
 /// sent, what is in flight is stopped). Returns every request in schedule order.
 pub async fn run<R, F, Fut>(
     schedule: &[f64],
@@ -73,6 +73,8 @@ where
     let mut tasks: JoinSet<(usize, R)> = JoinSet::new();
     let mut cancelled = false;
     for (i, &t) in schedule.iter().enumerate() {
+        // Made before its instant (a prompt of many thousand tokens takes a while), sent at it.
+        let request = send(i);
         tokio::select! {
             _ = tokio::time::sleep_until(start + Duration::from_secs_f64(t.max(0.0))) => {}
             Ok(_) = cancel.wait_for(|c| *c) => cancelled = true,
@@ -88,7 +90,6 @@ where
             continue;
         }
         out[i].sent_s = Some(start.elapsed().as_secs_f64());
-        let request = send(i);
         tasks.spawn(async move { (i, request.await) });
     }
     let deadline =

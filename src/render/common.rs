@@ -161,7 +161,7 @@ impl PageContext<'_> {
 
     /// Run `i`'s capacity as listings show it.
     pub fn capacity_of(&self, i: usize) -> CapacitySummary {
-        self.capacity.get(i).copied().flatten()
+        self.capacity.get(i).copied().unwrap_or_default()
     }
 
     /// The navigation's Markdown pages, for a page's `nav_pages`.
@@ -241,16 +241,37 @@ pub struct RunSummary<'a> {
     pub capacity_text: String,
     /// `8K ×16`: the context and concurrency of that capacity.
     pub capacity_at: Option<String>,
+    /// A rate run's capacity in requests per second (the site's first SLO, its shortest
+    /// context): interpolated, or the measured rate it is at least or below.
+    pub capacity_rps: Option<f64>,
 }
 
-/// What a listing shows of a run's capacity: (tok/s per device, context, concurrency) of the
-/// site's first SLO at the run's shortest context (`None` where no cell meets it there).
-pub type CapacitySummary = Option<(f64, u32, u32)>;
+/// What a listing shows of a run's capacity under the site's first SLO, at the run's
+/// shortest context: (tok/s per device, context, concurrency) of a matrix, or (requests per
+/// second, context) of a rate run. `None` where nothing meets it there.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CapacitySummary {
+    pub tokens: Option<(f64, u32, u32)>,
+    pub rate: Option<(crate::analysis::rates::RateCapacity, u32)>,
+}
 
 pub fn capacity_summary(c: &crate::analysis::capacity::RunCapacity) -> CapacitySummary {
-    let first = c.contexts.first()?;
-    let p = first.slos.first()?.point.as_ref()?;
-    Some((p.tps_per_device, first.context, p.concurrency))
+    let tokens = c.contexts.first().and_then(|first| {
+        let p = first.slos.first()?.point.as_ref()?;
+        Some((p.tps_per_device, first.context, p.concurrency))
+    });
+    let rate = c.rates.first().and_then(|r| Some((r.capacity?, r.context)));
+    CapacitySummary { tokens, rate }
+}
+
+/// `2.31 req/s`, `≥ 8 req/s`, `< 0.5 req/s`.
+pub fn rate_capacity_text(c: crate::analysis::rates::RateCapacity) -> String {
+    use crate::analysis::rates::RateCapacity;
+    match c {
+        RateCapacity::Interpolated(r) => format!("{} req/s", format!("{r:.2}")),
+        RateCapacity::AtLeast(r) => format!("≥ {} req/s", numbers::rate(r)),
+        RateCapacity::Below(r) => format!("< {} req/s", numbers::rate(r)),
+    }
 }
 
 impl RunSummary<'_> {
@@ -285,6 +306,7 @@ impl RunSummary<'_> {
             capacity,
             capacity_text,
             capacity_at,
+            capacity_rps,
         } = self;
         let mut h = crate::units::InputHash::default();
         let texts =
@@ -298,7 +320,7 @@ impl RunSummary<'_> {
         for text in [peak_text, single_text, prefill_text, capacity_text] {
             h.piece(text.as_bytes());
         }
-        for v in [peak, single, prefill, capacity] {
+        for v in [peak, single, prefill, capacity, capacity_rps] {
             h.u64(v.map_or(u64::MAX, f64::to_bits));
         }
         h.u64(*count as u64).u64(*origin as u64);
@@ -306,7 +328,8 @@ impl RunSummary<'_> {
     }
 }
 
-pub fn summary<'a>(run: &'a RunView, title: &'a str, capacity: CapacitySummary) -> RunSummary<'a> {
+pub fn summary<'a>(run: &'a RunView, title: &'a str, capacities: CapacitySummary) -> RunSummary<'a> {
+    let capacity = capacities.tokens;
     let m = &run.manifest;
     let h = &run.headline;
     let ctx = |c: Option<u32>| c.map(numbers::context_label);
@@ -342,8 +365,15 @@ pub fn summary<'a>(run: &'a RunView, title: &'a str, capacity: CapacitySummary) 
         prefill: h.prefill_8k_tps,
         prefill_text: numbers::or_dash(h.prefill_8k_tps, numbers::compact),
         capacity: capacity.map(|c| c.0),
-        capacity_text: numbers::or_dash(capacity.map(|c| c.0), numbers::decimal1),
-        capacity_at: capacity.map(|(_, ctx, n)| format!("{} ×{n}", numbers::context_label(ctx))),
+        capacity_text: match (capacity, capacities.rate) {
+            (None, Some((r, _))) => rate_capacity_text(r),
+            _ => numbers::or_dash(capacity.map(|c| c.0), numbers::decimal1),
+        },
+        capacity_at: match (capacity, capacities.rate) {
+            (None, Some((_, ctx))) => Some(numbers::context_label(ctx)),
+            _ => capacity.map(|(_, ctx, n)| format!("{} ×{n}", numbers::context_label(ctx))),
+        },
+        capacity_rps: capacities.rate.map(|(r, _)| r.rps()),
     }
 }
 

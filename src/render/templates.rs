@@ -148,13 +148,7 @@ fn register_filters(env: &mut Environment<'static>) {
     env.add_filter("dec1", figure(numbers::decimal1));
     env.add_filter("dec2", figure(|v| format!("{v:.2}")));
     // A request rate as given: 0.5, 2, 12.25 (no trailing zeros).
-    env.add_filter(
-        "rps",
-        figure(|v| {
-            let t = format!("{v:.3}");
-            t.trim_end_matches('0').trim_end_matches('.').to_string()
-        }),
-    );
+    env.add_filter("rps", figure(numbers::rate));
     env.add_filter("compact", figure(numbers::compact));
     env.add_filter("ms", figure(numbers::millis));
     env.add_filter("ms1", figure(numbers::millis1));

@@ -41,6 +41,12 @@ pub fn setting(v: f64) -> String {
     }
 }
 
+/// A request rate as given: 0.5, 2, 12.25 (three decimals at most, no trailing zeros).
+pub fn rate(v: f64) -> String {
+    let t = format!("{v:.3}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// A figure of unknown scale (another tool's own): one decimal from 100, two from 1,
 /// four below; thousands grouped.
 pub fn general(v: f64) -> String {

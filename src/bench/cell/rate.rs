@@ -66,13 +66,14 @@ pub async fn rate_cell(
     let t0 = cx.clock.now_s();
     let sender = cx.clone();
     let (prompts, stop) = (run.prompts.clone(), cancel.clone());
+    // The open loop asks for request i before its instant: its prompt and body are made
+    // then, so at the instant it only goes out.
     let send = move |i: usize| {
-        let (cx, prompts, stop) = (sender.clone(), prompts.clone(), stop.clone());
+        let (cx, stop) = (sender.clone(), stop.clone());
+        let (prompt, max_tokens) = prompts.request(i, cx.max_output);
+        let body = cx.body(&prompt, max_tokens);
         async move {
-            // Made here, on the request's own task, so a long prompt never delays the schedule.
-            let (prompt, max_tokens) = prompts.request(i, cx.max_output);
             let settings = StreamSettings { detect_loops: false, keep_answer: false, ..cx.stream };
-            let body = cx.body(&prompt, max_tokens);
             run_stream(&cx.client, cx.api.path(), body, &cx.clock, settings, stop, || {}).await
         }
     };
