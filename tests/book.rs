@@ -238,6 +238,10 @@ fn the_guides_commands_run() {
                         let at = words.iter().position(|w| w == "--endpoint").unwrap() + 1;
                         words[at] = sim.url.clone();
                         words.push("--dry-run".into());
+                        if let Some(at) = words.iter().position(|w| w == "--trace") {
+                            let trace = root().join("tests/fixtures/traces/mooncake-conversation-head.jsonl");
+                            words[at + 1] = trace.to_string_lossy().into_owned();
+                        }
                     }
                     if sub == "import" {
                         let (_, path) = fixtures

@@ -103,10 +103,12 @@ fn a_trace_slice_keeps_its_timestamps_lengths_and_prefix_sharing() {
     // The served input is the trace's within 2%, all requests together.
     let ratio = served_in as f64 / planned_in as f64;
     assert!((ratio - 1.0).abs() < 0.02, "served {served_in} of {planned_in} tokens");
-    // The schedule was kept: actual minus scheduled send, p99 under 5 ms at some 50 a second.
+    // The schedule was kept, within the bound past which a cell says its client fell behind
+    // (the lag a release build keeps at 50 a second, some 2 ms at p99, is a benchmark's:
+    // benches/client_throughput.rs, its table in the README).
     lags.sort_by(f64::total_cmp);
     let p99 = lags[(lags.len() * 99).div_ceil(100) - 1];
-    assert!(p99 < 5.0, "lag p99 {p99:.2} ms: {lags:?}");
+    assert!(p99 < 50.0, "lag p99 {p99:.2} ms: {lags:?}");
     // The prefix share the server found cached follows the one the block ids imply.
     let planned_reuse = t["planned_reuse_pct"].as_f64().unwrap();
     let (hit, of) = requests.iter().fold((0, 0), |a, r| {
