@@ -236,21 +236,66 @@ pub fn block_text(id: u64, tokens: u64, costs: &WordCosts, out: &mut String) {
     }
 }
 
+/// The tokens each block of a request is sent with: its share of the input, less the
+/// prompt's common start (`prefix_tokens`: the run's tag and the server's chat template),
+/// taken from the first blocks on, each keeping one token. Every request loses the same from
+/// the same positions, so equal ids still give equal text.
+fn sent_budgets(r: &ReplayRequest, block_tokens: u32, prefix_tokens: u64) -> Vec<u64> {
+    let mut carry = prefix_tokens;
+    (0..r.blocks.len())
+        .map(|i| {
+            let len = block_len(r.input_tokens, block_tokens, i);
+            let take = carry.min(len.saturating_sub(1));
+            carry -= take;
+            len - take
+        })
+        .collect()
+}
+
 /// The prompt of a request: the run's tag (so no earlier run's text is found cached: a
-/// prefix cache matches from the first token) and then its blocks' text, `tag_tokens` taken
-/// from the first block so the whole is the request's input.
-pub fn request_prompt(r: &ReplayRequest, block_tokens: u32, tag: &str, tag_tokens: u64, costs: &WordCosts) -> String {
+/// prefix cache matches from the first token) and then its blocks' text, the tag and the
+/// template (`prefix_tokens` together) taken from the first blocks so the whole is the
+/// request's input.
+pub fn request_prompt(
+    r: &ReplayRequest,
+    block_tokens: u32,
+    tag: &str,
+    prefix_tokens: u64,
+    costs: &WordCosts,
+) -> String {
     let mut s = String::with_capacity(r.input_tokens as usize * 8);
     s.push_str(tag);
     s.push(' ');
-    for (i, id) in r.blocks.iter().enumerate() {
-        let mut tokens = block_len(r.input_tokens, block_tokens, i);
-        if i == 0 {
-            tokens = tokens.saturating_sub(tag_tokens).max(1);
-        }
+    for (id, tokens) in r.blocks.iter().zip(sent_budgets(r, block_tokens, prefix_tokens)) {
         block_text(*id, tokens, costs, &mut s);
     }
     s
+}
+
+impl Replay {
+    /// The share of input tokens (percent) an unbounded prefix cache could serve of the
+    /// prompts as sent: every request after the first finds the common start
+    /// (`prefix_tokens`: tag and template), then its leading blocks already sent.
+    pub fn sent_reuse_pct(&self, prefix_tokens: u64) -> f64 {
+        let mut seen = std::collections::HashSet::new();
+        let (mut reusable, mut total) = (0u64, 0u64);
+        for (n, r) in self.requests.iter().enumerate() {
+            let budgets = sent_budgets(r, self.block_tokens, prefix_tokens);
+            let sent = prefix_tokens + budgets.iter().sum::<u64>();
+            total += sent;
+            if n > 0 {
+                reusable += prefix_tokens;
+                let leading = r.blocks.iter().zip(&budgets).take_while(|(b, _)| seen.contains(*b));
+                reusable += leading.map(|(_, t)| t).sum::<u64>();
+            }
+            seen.extend(r.blocks.iter().copied());
+        }
+        if total == 0 {
+            0.0
+        } else {
+            reusable as f64 / total as f64 * 100.0
+        }
+    }
 }
 
 #[cfg(test)]

@@ -62,6 +62,13 @@ pub struct TraceReplay {
     pub dropped: u64,
     /// Percent of input tokens an unbounded prefix cache could serve, by the block ids.
     pub planned_reuse_pct: f64,
+    /// Tokens every prompt starts with (the run's tag and the server's chat template), and
+    /// the percent an unbounded cache could serve of the prompts as sent (that start
+    /// included): what the server's own count is set beside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_reuse_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,8 +178,10 @@ pub fn validate_traffic(t: &Traffic) -> Result<()> {
         bail!("traffic.arrival: expected poisson, constant, gamma:CV or trace");
     }
     if let Some(r) = &t.trace {
-        let factors = [r.start_s, r.duration_s, r.speedup, r.scale_lengths, r.planned_reuse_pct];
-        if factors.iter().any(|x| !(x.is_finite() && *x >= 0.0)) || r.speedup == 0.0 || r.planned_reuse_pct > 100.0 {
+        let factors =
+            [r.start_s, r.duration_s, r.speedup, r.scale_lengths, r.planned_reuse_pct, r.sent_reuse_pct.unwrap_or(0.0)];
+        let pct = [r.planned_reuse_pct, r.sent_reuse_pct.unwrap_or(0.0)];
+        if factors.iter().any(|x| !(x.is_finite() && *x >= 0.0)) || r.speedup == 0.0 || pct.iter().any(|p| *p > 100.0) {
             bail!("traffic.trace: expected start, duration, speed-up, scale and reuse as numbers from 0");
         }
         if r.file.chars().count() > 255 || r.format.chars().count() > 32 || r.block_tokens == 0 {

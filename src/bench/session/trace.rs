@@ -39,11 +39,15 @@ pub(super) async fn run_trace(bench: Bench<'_>, t: &TracePlan) -> Result<BenchSu
     let mut session = Session::start(bench, run, client, &server.info, server.model, recorder, &[], interrupt).await;
     session.launcher = launcher;
     session.progress = Progress::new(u64::from(plan.matrix.repeat));
-    let measured = session.replay(t, replay).await;
+    let measured = session.replay(t, replay.clone()).await;
     session.stop_background().await;
     let logged = session.stop_server().await;
-    measured?;
+    let prefix_tokens = measured?;
     logged?;
+    if let Some(trace) = manifest.traffic.as_mut().and_then(|t| t.trace.as_mut()) {
+        trace.prefix_tokens = prefix_tokens;
+        trace.sent_reuse_pct = prefix_tokens.map(|p| replay.sent_reuse_pct(p));
+    }
     session.finish(manifest)
 }
 
@@ -77,16 +81,19 @@ fn traffic(t: &TracePlan, r: &Replay) -> crate::format::Traffic {
             capped: r.counts.capped,
             dropped: r.counts.dropped,
             planned_reuse_pct: r.planned_reuse_pct(),
+            prefix_tokens: None,
+            sent_reuse_pct: None,
         }),
     }
 }
 
 impl Session<'_> {
     /// The slice, once per repetition (with `--launch --restarts`, on each one's process),
-    /// each with a tag of its own so no repetition finds the one before it cached.
-    async fn replay(&mut self, t: &TracePlan, replay: Replay) -> Result<()> {
+    /// each with a tag of its own so no repetition finds the one before it cached. Returns
+    /// the tokens the first repetition's prompts started with (tag and template).
+    async fn replay(&mut self, t: &TracePlan, replay: Replay) -> Result<Option<u64>> {
         self.progress.current("pricing the filler's words in the server's tokens");
-        let Some(costs) = self.interruptible(word_costs(&self.cx)).await else { return Ok(()) };
+        let Some(costs) = self.interruptible(word_costs(&self.cx)).await else { return Ok(None) };
         let costs = costs.context("pricing the filler's words")?;
         let timing = self.plan.timing;
         let settings = OpenLoopSettings {
@@ -99,14 +106,16 @@ impl Session<'_> {
         let context = replay_context(&replay);
         let rate = replay.offered_rps();
         let (replay, costs) = (Arc::new(replay), Arc::new(costs));
+        let mut first_prefix = None;
         for rep in 1..=self.plan.matrix.repeat {
             if self.server_for(rep).await? {
                 self.summary.interrupted = true;
-                return Ok(());
+                return Ok(first_prefix);
             }
             let tag = format!("[{} r{rep} speed-matrix trace]", self.tag);
-            let Some(tag_tokens) = self.interruptible(tag_cost(&self.cx, &tag)).await else { return Ok(()) };
+            let Some(tag_tokens) = self.interruptible(tag_cost(&self.cx, &tag)).await else { return Ok(first_prefix) };
             let tag_tokens = tag_tokens.context("counting the tag's tokens")?;
+            first_prefix.get_or_insert(tag_tokens);
             let prompts = ReplayPrompts { replay: replay.clone(), tag, tag_tokens, costs: costs.clone() };
             let label = format!("{} replayed at {}x", t.file, t.settings.speedup);
             self.progress.current(&format!(
@@ -120,12 +129,12 @@ impl Session<'_> {
             let mut c = cell::rate::rate_cell(&self.cx, run, settings, self.interrupt.clone()).await;
             if *self.interrupt.borrow() {
                 self.summary.interrupted = true;
-                return Ok(());
+                return Ok(first_prefix);
             }
             c.repetition = rep;
             self.keep_rate(&c, &label)?;
         }
-        Ok(())
+        Ok(first_prefix)
     }
 
     /// `fut`, or `None` when Ctrl-C came first.
