@@ -496,6 +496,7 @@ mod tests {
             capacity: None,
             capacity_text: "—".into(),
             capacity_at: None,
+            capacity_rps: None,
         }
     }
 
@@ -517,6 +518,7 @@ mod tests {
             RunSummary { capacity: Some(1.0), ..row() },
             RunSummary { name: "0.10.0 · 2× · 2026-11-30".into(), ..row() },
             RunSummary { capacity_at: Some("8K ×4".into()), ..row() },
+            RunSummary { capacity_rps: Some(2.5), ..row() },
         ];
         for (n, r) in changed.iter().enumerate() {
             assert_ne!(r.hash(), base, "change {n} kept the hash");
