@@ -121,6 +121,56 @@ if (cd "$WORK/reuse" && "$SITE" diff s-reuse0 s-reuse90 --out d) 2>"$WORK/reuse/
 fi
 grep -q "two workloads" "$WORK/reuse/diff.err" || { cat "$WORK/reuse/diff.err" >&2; exit 1; }
 
+step "request rates on llama.cpp (0.2, 0.5 and 3 requests/s at 256 tokens: the last Saturated), and 60 s of the Mooncake conversation trace"
+mkdir -p "$WORK/rates"
+(cd "$WORK/rates" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id rates \
+  --contexts 256 --rates 0.2,0.5,3 --arrival constant --seed 3 --duration 15s --warmup-hold 2s \
+  --max-output 64 --drain-timeout 30s \
+  --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
+# SmolLM2 on two CPU threads serves some 1.5 short requests a second: the trace's lengths at
+# 1.5% (a 512-token block becomes 8 tokens) and its time at half speed.
+(cd "$WORK/rates" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id trace \
+  --trace "$ROOT/tests/fixtures/traces/mooncake-conversation-head.jsonl" --trace-start 20 --trace-duration 60 \
+  --speedup 0.5 --scale-lengths 0.015 --drain-timeout 30s \
+  --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
+(cd "$WORK/rates" && "$SITE" build >/dev/null)
+python3 - "$WORK/rates" <<'PY'
+import gzip, json, sys
+root = sys.argv[1]
+failed = []
+cells = [json.loads(l) for l in open(f"{root}/data/runs/rates/rates.jsonl")]
+page = open(f"{root}/public/runs/rates/index.html").read()
+rows = page.split('<table class="rates">')[1].split("</table>")[0].split("<tr>")[2:]
+status = ["Saturated" if "Saturated" in r else "Kept up" if "Kept up" in r else "other" for r in rows]
+print(f"e2e: llama.cpp at 0.2, 0.5, 3 requests/s: {status}")
+if status != ["Kept up", "Kept up", "Saturated"]:
+    failed.append(f"rates: expected the lowest two kept up and the highest Saturated, got {status}")
+for c in cells:
+    lags = sorted((r["send_s"] - r["scheduled_s"]) * 1000 for r in c["requests"] if "send_s" in r)
+    if lags and lags[-1] > 50:
+        failed.append(f"rates: the client fell {lags[-1]:.1f} ms behind its schedule at {c['rate_rps']}")
+t = json.load(open(f"{root}/data/runs/trace/run.json"))["traffic"]["trace"]
+cell = json.loads(open(f"{root}/data/runs/trace/rates.jsonl").readline())
+done = [r for r in cell["requests"] if "error" not in r and "end_s" in r]
+served = sum(r["prompt_tokens"] for r in done if "prompt_tokens" in r)
+asked = sum(r["planned"]["input_tokens"] for r in done if "prompt_tokens" in r)
+cached = [r for r in done if "cached_tokens" in r]
+measured = 100 * sum(min(r["cached_tokens"], r["prompt_tokens"]) for r in cached) / max(1, sum(r["prompt_tokens"] for r in cached))
+print(f"e2e: trace slice: {t['in_slice']} requests, {len(done)} completed; input served {served} of {asked} asked; reuse by the trace {t['planned_reuse_pct']:.1f}%, as sent {t['sent_reuse_pct']:.1f}%, llama.cpp cached {measured:.1f}%")
+if len(done) < 0.9 * t["in_slice"]:
+    failed.append(f"trace: only {len(done)} of {t['in_slice']} requests completed")
+if not asked or abs(served / asked - 1) > 0.05:
+    failed.append(f"trace: input served {served} against {asked} asked")
+# llama.cpp keeps one prompt a slot (two slots): it finds at most the reuse as sent, and at
+# least the common start every request shares.
+if not (0.5 * t["sent_reuse_pct"] <= measured <= t["sent_reuse_pct"] + 2):
+    failed.append(f"trace: llama.cpp cached {measured:.1f}% against {t['sent_reuse_pct']:.1f}% as sent")
+if "<h2>Trace replay</h2>" not in open(f"{root}/public/runs/trace/index.html").read():
+    failed.append("trace: the run page has no Trace replay section")
+if failed:
+    sys.exit(f"e2e: rates and trace replay not as expected: {failed}")
+PY
+
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
 
 step "A/A across server restarts (--launch --restarts 3), and one thread against two"
@@ -209,6 +259,11 @@ node tests/browser/cells.mjs "$BASE" "$WORK/aa/public" aa-a decode-256-x2 3
 SERIES=$(cd "$WORK/aa/public" && ls -d series/*/ 2>/dev/null | head -1)
 [ -n "$SERIES" ] || { echo "e2e: the A/A pair made no trend page" >&2; exit 1; }
 node tests/browser/check.mjs "$BASE" "$ROOT/target/screenshots" "[{\"name\": \"series\", \"path\": \"/$SERIES\"}]"
+kill "$SERVE"; wait "$SERVE" 2>/dev/null || true; SERVE=
+
+step "the rate run's and the trace replay's pages in Chromium"
+serve_site "$WORK/rates" "$WORK/rates-serve.log"
+node tests/browser/check.mjs "$BASE" "$ROOT/target/screenshots" '[{"name": "run-rates", "path": "/runs/rates/"}, {"name": "run-trace", "path": "/runs/trace/"}]'
 kill "$SERVE"; wait "$SERVE" 2>/dev/null || true; SERVE=
 
 step "runs listing script: 230 runs, over HTTP and from file://"

@@ -103,8 +103,64 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
     assert!((listed - rate.parse::<f64>().unwrap()).abs() < 0.006, "{listed} against {first:?}");
     let front = text_of(&std::fs::read_to_string(d.join("public/index.html")).unwrap());
     assert!(front.contains(&format!("{shown} at 256")), "{shown}: {front}");
-    // Rate runs are not compared yet: said, not shown as an empty comparison.
-    copy_dir(&run, &d.join("data/runs/rates-again"));
-    let out = site_in(d, &["diff", "rates", "rates-again", "--out", "cmp"]);
-    assert!(!out.status.success() && stderr(&out).contains("rate runs are not compared yet"), "{}", stderr(&out));
+    // A run of another traffic shape is not compared with it.
+    let other = d.join("data/runs/rates-poisson");
+    copy_dir(&run, &other);
+    let text = std::fs::read_to_string(other.join("run.json")).unwrap().replace("\"constant\"", "\"poisson\"");
+    std::fs::write(other.join("run.json"), text).unwrap();
+    let out = site_in(d, &["diff", "rates", "rates-poisson", "--out", "cmp"]);
+    assert!(!out.status.success() && stderr(&out).contains("two traffic shapes"), "{}", stderr(&out));
+}
+
+/// Two rate runs of one server and one of a server twice as slow a step, each at --repeat 3:
+/// the pair of the same server is called neither faster nor slower, the slower server is
+/// judged slower in its latencies and its capacity, and the gate fails on it.
+#[test]
+fn rate_runs_are_compared_cell_by_cell_with_their_repetitions() {
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let measure = |sim: &common::sim::SimEngine, id: &str| {
+        let args = [
+            "--contexts",
+            "256",
+            "--rates",
+            "2,8",
+            "--arrival",
+            "constant",
+            "--seed",
+            "5",
+            "--repeat",
+            "3",
+            "--duration",
+            "3s",
+            "--warmup-hold",
+            "1s",
+            "--max-output",
+            "32",
+            "--drain-timeout",
+            "8s",
+            "--run-id",
+            id,
+        ];
+        assert_ok(&bench(d, &sim.url, &args));
+    };
+    let fast = SimArgs::new().flavor("llamacpp").slots(2).steps(10, 1).start();
+    measure(&fast, "a");
+    measure(&fast, "a2");
+    let slow = SimArgs::new().flavor("llamacpp").slots(2).steps(20, 2).start();
+    measure(&slow, "b");
+    let same = site_in(d, &["diff", "a", "a2", "--out", "same", "--fail-on-regression"]);
+    assert_ok(&same);
+    assert!(!stdout(&same).contains("slower figures"), "{}", stdout(&same));
+    let slower = site_in(d, &["diff", "a", "b", "--out", "ab", "--fail-on-regression"]);
+    let said = stdout(&slower);
+    assert!(!slower.status.success(), "{said}");
+    assert!(said.contains("slower figures in: 256 at 2 req/s"), "{said}");
+    let page = std::fs::read_to_string(d.join("ab/index.html")).unwrap();
+    let rows = table_rows(&page, "class=\"rates-compare\"");
+    // 256 at 2 a second: kept up on both, its end-to-end latency judged slower (each request
+    // holds its slot twice as long).
+    let low = rows.iter().find(|r| r[0] == "256" && r[1] == "2").unwrap_or_else(|| panic!("{rows:?}"));
+    assert_eq!(low[2], "Kept up · Kept up");
+    assert!(low[5].contains("slower"), "{low:?}");
 }

@@ -59,8 +59,8 @@ pub enum Incomparable {
     NothingInCommon(String, String),
     /// Runs of two workloads (prefix reuse, turns): their figures differ for that alone.
     TwoWorkloads((String, crate::format::Workload), (String, crate::format::Workload)),
-    /// A run of request rates (`site bench --rates`): its cells are not the matrix's.
-    RateRun(String),
+    /// Runs of two traffic shapes (a closed loop, an arrival process, a trace slice).
+    TrafficShapes((String, String), (String, String)),
 }
 
 /// How a run's streams were fed, in words.
@@ -79,9 +79,9 @@ impl std::fmt::Display for Incomparable {
                 f,
                 "runs {a} and {b} have no cell in common (no context and concurrency measured in both): there is nothing to compare"
             ),
-            Incomparable::RateRun(id) => write!(
+            Incomparable::TrafficShapes((a, sa), (b, sb)) => write!(
                 f,
-                "{id} measured request rates (an open loop), not the concurrency matrix: rate runs are not compared yet; its page tables every rate cell"
+                "{a} was measured with {sa} and {b} with {sb}: two traffic shapes, whose figures differ for that alone; compare runs of one shape"
             ),
             Incomparable::TwoWorkloads((a, wa), (b, wb)) => write!(
                 f,
@@ -151,6 +151,12 @@ pub struct Comparison {
     pub stopped: Vec<StoppedCell>,
     /// Both runs' capacity under the site's SLOs (`with_capacity`; empty until then).
     pub capacity: Vec<super::capacity::CapacityPair>,
+    /// Rate runs: each (context, rate) cell of either run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rates: Vec<super::compare_rates::RatePair>,
+    /// Rate runs: the capacity in requests/s at each objective, both runs (`with_capacity`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rate_capacity: Vec<super::compare_rates::RateCapacityPair>,
     /// The run-to-run noise every judged figure allows for, and where it comes from.
     pub noise: RunNoise,
     /// The other work beside each run on the load generator's machine, in cores, where
@@ -182,6 +188,9 @@ impl Comparison {
         slos: &[&str],
     ) -> Comparison {
         self.capacity = super::capacity::pairs(a, b, slos);
+        // Capacities in requests/s: a family of their own, as the per-device view is.
+        self.rate_capacity = super::compare_rates::capacity_pairs(&a.rates, &b.rates, self.threshold_pct, &self.noise);
+        judge_all(&mut self.rate_capacity.iter_mut().filter_map(|c| c.change.as_mut()).collect::<Vec<_>>());
         self
     }
 }
@@ -293,8 +302,9 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64, noise: RunNoise) ->
     if a.id == b.id {
         return Err(Incomparable::SameRun(a.id.clone()));
     }
-    if let Some(r) = [a, b].into_iter().find(|r| r.manifest.traffic.is_some()) {
-        return Err(Incomparable::RateRun(r.id.clone()));
+    let (ta, tb) = (a.manifest.traffic.as_ref(), b.manifest.traffic.as_ref());
+    if let Some((sa, sb)) = super::compare_rates::shapes_differ(ta, tb) {
+        return Err(Incomparable::TrafficShapes((a.id.clone(), sa), (b.id.clone(), sb)));
     }
     let (ma, mb) = (&a.manifest.settings, &b.manifest.settings);
     if ma.workload() != mb.workload() {
@@ -309,17 +319,19 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64, noise: RunNoise) ->
             cells: columns.iter().map(|&c| cell_pair(a, b, (ctx, c), threshold_pct, &noise)).collect(),
         })
         .collect();
+    let mut rates = super::compare_rates::rate_pairs(a, b, threshold_pct, &noise);
     let prefill_contexts: Vec<u32> = a.prefill.iter().chain(&b.prefill).map(|p| p.context).collect();
     let prefill: Vec<PrefillPair> =
         union(&prefill_contexts, &[]).iter().map(|&ctx| prefill_pair(a, b, ctx, threshold_pct, &noise)).collect();
     let present = |x: CellState, y: CellState| x != CellState::Missing && y != CellState::Missing;
     let common = rows.iter().flat_map(|r| &r.cells).filter(|c| present(c.a_status, c.b_status)).count()
-        + prefill.iter().filter(|p| present(p.a_status, p.b_status)).count();
+        + prefill.iter().filter(|p| present(p.a_status, p.b_status)).count()
+        + rates.iter().filter(|r| ![r.a_state, r.b_state].contains(&super::compare_rates::RateState::Missing)).count();
     if common == 0 {
         return Err(Incomparable::NothingInCommon(a.id.clone(), b.id.clone()));
     }
     let (mut rows, mut prefill) = (rows, prefill);
-    let tally = judge(&mut rows, &mut prefill);
+    let tally = judge(&mut rows, &mut prefill, &mut rates);
     let stopped = stopped_cells(&rows, &prefill);
     Ok(Comparison {
         slug: comparison_slug(&a.id, &b.id),
@@ -340,6 +352,8 @@ pub fn compare(a: &RunView, b: &RunView, threshold_pct: f64, noise: RunNoise) ->
         tally,
         stopped,
         capacity: Vec::new(),
+        rates,
+        rate_capacity: Vec::new(),
         noise,
         background: background(a, b),
         settings: crate::format::settings_changes(&a.manifest.server_settings, &b.manifest.server_settings),
@@ -389,13 +403,34 @@ impl Comparison {
         });
         prefill.chain(decode).collect()
     }
+
+    /// Every rate cell with a verdict: (context, rate, verdict), in page order.
+    pub fn rate_verdicts(&self) -> Vec<(u32, f64, CellVerdict)> {
+        self.rates.iter().filter_map(|r| Some((r.context, r.rate_rps, CellVerdict::of(r.changes())?))).collect()
+    }
+
+    /// Rate cells A kept up with that B did not (saturated, or failed): (context, rate, B's
+    /// state), the regressions no figure shows.
+    pub fn rates_lost(&self) -> Vec<(u32, f64, super::compare_rates::RateState)> {
+        use super::compare_rates::RateState;
+        self.rates
+            .iter()
+            .filter(|r| r.a_state == RateState::KeptUp && matches!(r.b_state, RateState::Saturated | RateState::Error))
+            .map(|r| (r.context, r.rate_rps, r.b_state))
+            .collect()
+    }
 }
 
 /// Every figure of the comparison judged at once (one Benjamini-Hochberg family). The
 /// per-device view asks another question of the same totals (which device count serves
 /// more per device), so it is a family of its own and not in the tally.
-fn judge(rows: &mut [PairRow], prefill: &mut [PrefillPair]) -> VerdictTally {
+fn judge(
+    rows: &mut [PairRow],
+    prefill: &mut [PrefillPair],
+    rates: &mut [super::compare_rates::RatePair],
+) -> VerdictTally {
     let mut family: Vec<&mut Change> = Vec::new();
+    family.extend(rates.iter_mut().flat_map(|r| r.changes_mut()));
     let mut per_device: Vec<&mut Change> = Vec::new();
     for c in rows.iter_mut().flat_map(|r| &mut r.cells) {
         family.extend([&mut c.total, &mut c.per_request, &mut c.ttft, &mut c.tbt].into_iter().flatten());

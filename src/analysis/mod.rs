@@ -5,6 +5,7 @@
 pub mod capacity;
 pub mod command;
 pub mod compare;
+pub mod compare_rates;
 pub mod evidence;
 pub mod figures;
 pub mod group;

@@ -213,6 +213,10 @@ pub struct ContextCapacity {
     pub slo: String,
     pub goodput: Vec<Goodput>,
     pub capacity: Option<RateCapacity>,
+    /// Each repetition's own capacity, where it falls between two measured rates (what a
+    /// comparison judges).
+    #[serde(skip)]
+    pub per_repetition: Vec<f64>,
 }
 
 /// Every context's capacity in requests per second under each objective (`slos` in the
@@ -225,7 +229,31 @@ pub fn capacities(rates: &[RateView], slos: &[(&str, &Slo)]) -> Vec<ContextCapac
         for (name, slo) in slos {
             let goodput = context_goodput(rates, ctx, slo);
             let points: Vec<(f64, f64)> = goodput.iter().map(|g| (g.rate_rps, g.share)).collect();
-            out.push(ContextCapacity { context: ctx, slo: name.to_string(), capacity: capacity(&points), goodput });
+            let mut reps: Vec<u32> = rates.iter().filter(|r| r.context == ctx).map(|r| r.repetition).collect();
+            reps.sort_unstable();
+            reps.dedup();
+            let per_repetition = if reps.len() < 2 {
+                Vec::new()
+            } else {
+                reps.iter()
+                    .filter_map(|&rep| {
+                        let own: Vec<RateView> = rates.iter().filter(|r| r.repetition == rep).cloned().collect();
+                        let points: Vec<(f64, f64)> =
+                            context_goodput(&own, ctx, slo).iter().map(|g| (g.rate_rps, g.share)).collect();
+                        match capacity(&points)? {
+                            RateCapacity::Interpolated(r) => Some(r),
+                            _ => None,
+                        }
+                    })
+                    .collect()
+            };
+            out.push(ContextCapacity {
+                context: ctx,
+                slo: name.to_string(),
+                capacity: capacity(&points),
+                goodput,
+                per_repetition,
+            });
         }
     }
     out

@@ -21,7 +21,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let (slower, stopped) = print_verdicts(cmp)?;
     if args.fail_on_regression && !(slower.is_empty() && stopped.is_empty()) {
         bail!(
-            "--fail-on-regression: {} cell(s) judged slower, {} cell(s) stopped working",
+            "--fail-on-regression: {} cell(s) judged slower, {} cell(s) stopped working or saturated",
             slower.len(),
             stopped.len()
         );
@@ -31,7 +31,9 @@ pub fn run(args: &DiffArgs) -> Result<()> {
 
 /// The verdicts in the terminal; the cells judged slower and those that stopped working.
 pub fn print_verdicts(cmp: &Comparison) -> Result<(Vec<String>, Vec<String>)> {
-    let cells = cmp.cell_verdicts();
+    let mut cells: Vec<(String, CellVerdict)> =
+        cmp.cell_verdicts().into_iter().map(|(phase, ctx, c, v)| (cell_name(phase, ctx, c), v)).collect();
+    cells.extend(cmp.rate_verdicts().into_iter().map(|(ctx, rate, v)| (rate_name(ctx, rate), v)));
     say!("{}", verdict_summary(&cells, cmp.threshold_pct));
     say!("{}", noise_sentence(&cmp.noise));
     if let Some(b) = cmp.background {
@@ -40,11 +42,8 @@ pub fn print_verdicts(cmp: &Comparison) -> Result<(Vec<String>, Vec<String>)> {
     if let Some(s) = settings_sentence(&cmp.settings) {
         say!("{}", speed_matrix::units::terminal_safe(&s));
     }
-    let slower: Vec<String> = cells
-        .iter()
-        .filter(|c| matches!(c.3, CellVerdict::Slower | CellVerdict::Mixed))
-        .map(|&(phase, ctx, c, _)| cell_name(phase, ctx, c))
-        .collect();
+    let slower: Vec<String> =
+        cells.iter().filter(|c| matches!(c.1, CellVerdict::Slower | CellVerdict::Mixed)).map(|c| c.0.clone()).collect();
     if !slower.is_empty() {
         say!("slower figures in: {}", terminal_safe(&slower.join(", ")));
     }
@@ -52,11 +51,23 @@ pub fn print_verdicts(cmp: &Comparison) -> Result<(Vec<String>, Vec<String>)> {
         .stopped
         .iter()
         .map(|s| format!("{} ({})", cell_name(s.phase, s.context, s.concurrency), s.b_status.as_str()))
+        .chain(cmp.rates_lost().into_iter().map(|(ctx, rate, state)| {
+            let said = if state == speed_matrix::analysis::compare_rates::RateState::Saturated {
+                "saturated"
+            } else {
+                "error"
+            };
+            format!("{} ({said})", rate_name(ctx, rate))
+        }))
         .collect();
     if !stopped.is_empty() {
         say!("stopped working in B (valid in A): {}", terminal_safe(&stopped.join(", ")));
     }
     Ok((slower, stopped))
+}
+
+fn rate_name(ctx: u32, rate: f64) -> String {
+    format!("{} at {} req/s", context_label(ctx), speed_matrix::units::numbers::rate(rate))
 }
 
 fn cell_name(phase: Phase, ctx: u32, c: u32) -> String {
@@ -68,8 +79,8 @@ fn cell_name(phase: Phase, ctx: u32, c: u32) -> String {
 
 /// `12 cells with figures on both sides: 2 slower, 9 no change > 5%, 1 inconclusive`
 /// (kinds with no cell left out).
-fn verdict_summary(cells: &[(Phase, u32, u32, CellVerdict)], threshold: f64) -> String {
-    let count = |v: CellVerdict| cells.iter().filter(|c| c.3 == v).count();
+fn verdict_summary(cells: &[(String, CellVerdict)], threshold: f64) -> String {
+    let count = |v: CellVerdict| cells.iter().filter(|c| c.1 == v).count();
     let parts: Vec<String> = [
         (CellVerdict::Faster, "faster".to_string()),
         (CellVerdict::Slower, "slower".to_string()),

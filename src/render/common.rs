@@ -243,6 +243,7 @@ pub struct RunSummary<'a> {
     pub capacity_at: Option<String>,
     /// A rate run's capacity in requests per second (the site's first SLO, its shortest
     /// context): interpolated, or the measured rate it is at least or below.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity_rps: Option<f64>,
 }
 

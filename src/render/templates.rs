@@ -180,6 +180,16 @@ fn register_filters(env: &mut Environment<'static>) {
         }
         .to_string()
     });
+    env.add_filter("rate_state_label", |s: String| {
+        match s.as_str() {
+            "kept_up" => "Kept up",
+            "saturated" => "Saturated",
+            "client_behind" => "Client behind",
+            "error" => "Error",
+            _ => "Not measured",
+        }
+        .to_string()
+    });
     env.add_filter("phase_label", |s: String| match s.as_str() {
         "prefill" => "Prefill".to_string(),
         _ => "Sustained decode".to_string(),
