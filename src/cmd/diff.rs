@@ -52,11 +52,7 @@ pub fn print_verdicts(cmp: &Comparison) -> Result<(Vec<String>, Vec<String>)> {
         .iter()
         .map(|s| format!("{} ({})", cell_name(s.phase, s.context, s.concurrency), s.b_status.as_str()))
         .chain(cmp.rates_lost().into_iter().map(|(ctx, rate, state)| {
-            let said = if state == speed_matrix::analysis::compare_rates::RateState::Saturated {
-                "saturated"
-            } else {
-                "error"
-            };
+            let said = if state == speed_matrix::site::RateState::Saturated { "saturated" } else { "error" };
             format!("{} ({said})", rate_name(ctx, rate))
         }))
         .collect();

@@ -24,6 +24,7 @@ use cache::{program_identity, to_hex, BuildCache};
 /// What the site's commands read of a comparison's verdicts, and the staging clean-up an
 /// up-to-date build still does: the commands reach the pipeline only through `site`.
 pub use crate::analysis::compare::CellVerdict;
+pub use crate::analysis::compare_rates::RateState;
 pub use crate::render::compare_page::{background_sentence, noise_sentence, settings_sentence};
 pub use crate::write::clean_stale_staging;
 
