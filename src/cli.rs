@@ -209,6 +209,15 @@ pub struct BenchArgs {
     /// cell says it fell behind its schedule.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_in_flight: u32,
+    /// With --rates: each request's prompt length drawn from a normal distribution of this
+    /// mean and standard deviation in tokens (`1024:256`; `1024` for all alike), in place of
+    /// the contexts' prompts. The run has one row, the mean.
+    #[arg(long, value_name = "MEAN:SD", requires = "rates")]
+    pub input_tokens: Option<String>,
+    /// With --rates: each request's answer length drawn the same way (`256:64`), asked for
+    /// as max_tokens with ignore_eos, in place of --max-output.
+    #[arg(long, value_name = "MEAN:SD", requires = "rates")]
+    pub output_tokens: Option<String>,
     /// Replay a production trace open-loop instead of the matrix: each request at its
     /// timestamp, with its input and output lengths, equal block ids sent as equal text (so
     /// the trace's prefix sharing reaches the server's cache). Mooncake, Bailian (JSON lines),

@@ -164,3 +164,63 @@ fn rate_runs_are_compared_cell_by_cell_with_their_repetitions() {
     assert_eq!(low[2], "Kept up · Kept up");
     assert!(low[5].contains("slower"), "{low:?}");
 }
+
+/// `--input-tokens` / `--output-tokens`: each request's lengths drawn from the seed, sent as
+/// drawn (the simulator counts a word a token, and six for its chat template).
+#[test]
+fn drawn_lengths_are_sent_request_by_request() {
+    let sim = SimArgs::new().steps(2, 0).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let args = [
+        "--rates",
+        "20",
+        "--arrival",
+        "poisson",
+        "--seed",
+        "9",
+        "--input-tokens",
+        "200:50",
+        "--output-tokens",
+        "20:5",
+        "--duration",
+        "3s",
+        "--warmup-hold",
+        "1s",
+        "--run-id",
+        "drawn",
+    ];
+    assert_ok(&bench(d, &sim.url, &args));
+    let run = d.join("data/runs/drawn");
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        (manifest["traffic"]["input_tokens"].as_str(), manifest["settings"]["contexts"][0].as_u64()),
+        (Some("200:50"), Some(200))
+    );
+    let cell: Value =
+        serde_json::from_str(std::fs::read_to_string(run.join("rates.jsonl")).unwrap().lines().next().unwrap())
+            .unwrap();
+    let requests = cell["requests"].as_array().unwrap();
+    assert!(requests.len() > 30, "{}", requests.len());
+    let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
+    for r in requests {
+        let planned = &r["planned"];
+        let (asked, served) = (planned["input_tokens"].as_f64().unwrap(), r["prompt_tokens"].as_f64().unwrap());
+        assert!((served - asked).abs() <= 2.0, "asked {asked}, served {served}: {r}");
+        assert_eq!(r["tokens"], planned["output_tokens"], "{r}");
+        inputs.push(asked);
+        outputs.push(planned["output_tokens"].as_f64().unwrap());
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let sd = |v: &[f64]| (v.iter().map(|x| (x - mean(v)).powi(2)).sum::<f64>() / v.len() as f64).sqrt();
+    assert!(
+        (mean(&inputs) - 200.0).abs() < 25.0 && (25.0..75.0).contains(&sd(&inputs)),
+        "{} {}",
+        mean(&inputs),
+        sd(&inputs)
+    );
+    assert!((mean(&outputs) - 20.0).abs() < 3.0 && sd(&outputs) > 2.0, "{:?}", outputs);
+    assert_ok(&site_in(d, &["build"]));
+    let page = text_of(&std::fs::read_to_string(d.join("public/runs/drawn/index.html")).unwrap());
+    assert!(page.contains("prompts of 200:50 tokens (mean:sd), answers of 20:5 tokens (mean:sd)"), "{page}");
+}

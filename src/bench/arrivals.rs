@@ -134,7 +134,7 @@ fn gamma(draw: &mut fastrand::Rng, k: f64) -> f64 {
 }
 
 /// A standard normal variate (Box-Muller).
-fn normal(draw: &mut fastrand::Rng) -> f64 {
+pub(crate) fn normal(draw: &mut fastrand::Rng) -> f64 {
     let (u, v) = (1.0 - draw.f64(), draw.f64());
     (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
 }

@@ -13,6 +13,7 @@ use super::arrivals::{parse_rates, Arrival};
 use super::client::http::{Credentials, Endpoint};
 use super::client::tls::TlsOptions;
 use super::launch::LaunchSettings;
+use super::lengths::Lengths;
 use super::loopdetect::LoopSettings;
 use super::plan::{parse_count_list, parse_token_list};
 use super::prompt::Api;
@@ -66,6 +67,9 @@ pub struct BenchFlags {
     pub arrival: Option<String>,
     pub seed: Option<u64>,
     pub max_in_flight: u32,
+    /// `--input-tokens` / `--output-tokens`: lengths drawn per request of a rate run.
+    pub input_tokens: Option<String>,
+    pub output_tokens: Option<String>,
     /// `--trace`: the trace, read by the caller, and its file's name.
     pub trace: Option<(String, Trace)>,
     pub trace_start: Option<f64>,
@@ -185,6 +189,10 @@ pub struct RatePlan {
     /// Draws every schedule of the run (recorded, so `--seed` draws it again).
     pub seed: u64,
     pub max_in_flight: u32,
+    /// Each request's input length drawn from this (in place of the contexts' sized prompts).
+    pub input: Option<Lengths>,
+    /// Each request's answer length drawn from this (in place of `--max-output`).
+    pub output: Option<Lengths>,
 }
 
 /// `--versus`: the second server, and its run's id.
@@ -395,6 +403,9 @@ fn rate_plan(f: &BenchFlags, levels: &[u32]) -> Result<Option<RatePlan>> {
         if f.arrival.is_some() || f.seed.is_some() {
             bail!("--arrival and --seed draw the schedule of --rates: give --rates");
         }
+        if f.input_tokens.is_some() || f.output_tokens.is_some() {
+            bail!("--input-tokens and --output-tokens draw the lengths of --rates' requests: give --rates");
+        }
         return Ok(None);
     };
     let rates = parse_rates(rates).context("--rates")?;
@@ -415,7 +426,17 @@ fn rate_plan(f: &BenchFlags, levels: &[u32]) -> Result<Option<RatePlan>> {
         bail!("--max-in-flight: at least 1 request");
     }
     let seed = f.seed.unwrap_or_else(|| fastrand::u64(..));
-    Ok(Some(RatePlan { rates, arrival, seed, max_in_flight: f.max_in_flight }))
+    let lengths = |flag: &str, v: &Option<String>| -> Result<Option<Lengths>> {
+        v.as_deref().map(|s| s.parse::<Lengths>().context(flag.to_string())).transpose()
+    };
+    Ok(Some(RatePlan {
+        rates,
+        arrival,
+        seed,
+        max_in_flight: f.max_in_flight,
+        input: lengths("--input-tokens", &f.input_tokens)?,
+        output: lengths("--output-tokens", &f.output_tokens)?,
+    }))
 }
 
 /// `--trace` with its slice and scaling: not beside `--rates` (a trace is its own
@@ -437,6 +458,10 @@ fn trace_plan(f: &BenchFlags, levels: &[u32]) -> Result<Option<TracePlan>> {
     let refused = [
         (f.rates.is_some(), "--rates (the trace's timestamps are the schedule)"),
         (f.arrival.is_some() || f.seed.is_some(), "--arrival and --seed (the trace's timestamps are the schedule)"),
+        (
+            f.input_tokens.is_some() || f.output_tokens.is_some(),
+            "--input-tokens and --output-tokens (the trace's lengths are sent)",
+        ),
         (f.versus.is_some(), "--versus"),
         (levels.len() > 1 || !f.prefix_reuse.is_empty(), "--prefix-reuse (the trace's block ids set the reuse)"),
         (f.turns.is_some(), "--turns"),
@@ -511,6 +536,15 @@ mod tests {
         assert!(refused(BenchFlags { rates: Some("0".into()), ..flags() }).starts_with("--rates"));
         assert!(refused(BenchFlags { seed: Some(1), ..flags() }).contains("give --rates"));
         assert!(refused(rates(BenchFlags { arrival: Some("bursty".into()), ..flags() })).starts_with("--arrival"));
+        let drawn = BenchPlan::new(rates(BenchFlags { input_tokens: Some("512:128".into()), ..flags() })).unwrap();
+        assert!(matches!(
+            drawn.mode,
+            Mode::Rates(RatePlan { input: Some(Lengths { mean: 512.0, sd: 128.0 }), output: None, .. })
+        ));
+        assert!(
+            refused(rates(BenchFlags { output_tokens: Some("0".into()), ..flags() })).starts_with("--output-tokens")
+        );
+        assert!(refused(BenchFlags { input_tokens: Some("512".into()), ..flags() }).contains("give --rates"));
     }
 
     fn refused(f: BenchFlags) -> String {

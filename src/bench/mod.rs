@@ -18,6 +18,7 @@ pub mod discover;
 pub mod engine;
 pub mod hardware;
 pub mod launch;
+pub mod lengths;
 pub mod loopdetect;
 pub mod machine;
 pub mod metrics;

@@ -68,6 +68,8 @@ fn flags(a: &BenchArgs) -> Result<BenchFlags> {
         arrival: a.arrival.clone(),
         seed: a.seed,
         max_in_flight: a.max_in_flight,
+        input_tokens: a.input_tokens.clone(),
+        output_tokens: a.output_tokens.clone(),
         trace: trace(a)?,
         trace_start: a.trace_start,
         trace_duration: a.trace_duration,

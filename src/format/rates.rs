@@ -29,6 +29,12 @@ pub struct Traffic {
     pub max_in_flight: u32,
     /// Seconds of traffic at the rate before the window (not counted).
     pub warmup_s: f64,
+    /// `--input-tokens` / `--output-tokens`: the distributions each request's lengths were
+    /// drawn from (`mean:sd` in tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<String>,
     /// A trace replay (`--trace`): what was replayed and what the replay changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceReplay>,
@@ -69,6 +75,10 @@ pub struct TraceReplay {
     pub prefix_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_reuse_pct: Option<f64>,
+    /// Requests whose input was shorter than that common start: they were sent at its length
+    /// and a token a block (a prompt cannot be shorter than the template the server adds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shorter_than_prefix: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -40,6 +40,9 @@ pub struct ReplayPrompts {
     pub tag: String,
     pub tag_tokens: u64,
     pub costs: Arc<crate::bench::replay::WordCosts>,
+    /// Each request's tag its own (`[q<i> tag]`): drawn lengths share nothing, not even the
+    /// tag; a trace's requests share the run's tag, as they share the trace's blocks.
+    pub tag_each: bool,
 }
 
 impl Prompts {

@@ -2,17 +2,23 @@
 //! context at each offered rate, an open loop a cell (`cell::rate`), written to the run's
 //! `rates.jsonl` as it ends.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::{Bench, Reached, Session};
 use crate::bench::bench_plan::RatePlan;
 use crate::bench::cell;
 use crate::bench::progress::Progress;
 use crate::bench::prompt::SizedPrompt;
+use crate::bench::replay::{Replay, ReplayRequest, WordCosts};
 use crate::bench::run_folder::open_run;
 use crate::bench::BenchSummary;
 use crate::format::{CellError, Status};
 use crate::units::context_label;
+
+/// The row a run of drawn input lengths stands in: their mean, in tokens.
+fn drawn_context(input: crate::bench::lengths::Lengths) -> u32 {
+    (input.mean.round() as u32).max(1)
+}
 
 /// `--rates`: each context at each offered rate, repetition by repetition, on one server
 /// (with `--launch`, on each repetition's process): a cell an open loop (`cell::rate`), its
@@ -36,12 +42,18 @@ pub(super) async fn run_rates(bench: Bench<'_>, rates: &RatePlan) -> Result<Benc
         rates_rps: rates.rates.clone(),
         max_in_flight: rates.max_in_flight,
         warmup_s: plan.timing.warmup_hold.as_secs_f64(),
+        input_tokens: rates.input.map(|l| l.name()),
+        output_tokens: rates.output.map(|l| l.name()),
         trace: None,
     });
+    if let Some(input) = rates.input {
+        manifest.settings.contexts = vec![drawn_context(input)];
+    }
     recorder.write_manifest(&manifest)?;
     let mut session = Session::start(bench, run, client, &server.info, server.model, recorder, &[], interrupt).await;
     session.launcher = launcher;
-    let cells = plan.matrix.contexts.len() * rates.rates.len() * plan.matrix.repeat as usize;
+    let contexts = if rates.input.is_some() { 1 } else { plan.matrix.contexts.len() };
+    let cells = contexts * rates.rates.len() * plan.matrix.repeat as usize;
     session.progress = Progress::new(cells as u64);
     let measured = session.measure_rates(rates).await;
     session.stop_background().await;
@@ -63,27 +75,49 @@ impl Session<'_> {
             max_in_flight: r.max_in_flight as usize,
         };
         let span = (timing.warmup_hold + timing.duration).as_secs_f64();
+        let drawn = self.drawn_lengths_setup(r).await?;
+        if (r.input.is_some() || r.output.is_some()) && drawn.is_none() {
+            return Ok(());
+        }
+        let contexts = match r.input {
+            Some(l) => vec![drawn_context(l)],
+            None => self.plan.matrix.contexts.clone(),
+        };
         for rep in 1..=repeat {
             if self.server_for(rep).await? {
                 self.summary.interrupted = true;
                 return Ok(());
             }
-            for ctx in self.plan.matrix.contexts.clone() {
-                let Some(sized) = self.rate_prompt(ctx, r, rep).await? else { return Ok(()) };
-                let Some(sized) = sized else { continue };
+            for &ctx in &contexts {
+                let sized = match (&drawn, r.input) {
+                    (Some(_), Some(_)) => None,
+                    _ => match self.rate_prompt(ctx, r, rep).await? {
+                        None => return Ok(()),
+                        Some(None) => continue,
+                        Some(s) => s,
+                    },
+                };
                 for (k, &rate) in r.rates.iter().enumerate() {
                     let label = self.rate_label(ctx, rate, rep);
                     self.progress.current(&format!("{label}: {:.0} s of traffic", span));
                     let seed = r.seed ^ ((ctx as u64) << 32) ^ ((k as u64) << 16) ^ rep as u64;
                     let schedule = crate::bench::arrivals::schedule(rate, r.arrival, seed, span)?;
+                    let mark = format!("r{rep}k{k}");
+                    let prompts = match &drawn {
+                        Some(costs) => self.drawn_prompts(r, ctx, &schedule, seed, costs, &mark).await?,
+                        None => {
+                            let s = sized.as_ref().expect("sized without drawn lengths");
+                            Some(cell::rate::Prompts::Sized { text: s.text.as_str().into(), mark })
+                        }
+                    };
+                    // None: Ctrl-C came while the prompts were made.
+                    let Some(prompts) = prompts else { return Ok(()) };
+                    let prompt_tokens = sized.as_ref().map_or(u64::from(ctx), |s| s.tokens);
                     let run = cell::rate::RateRun {
                         context: ctx,
                         rate_rps: rate,
-                        prompts: cell::rate::Prompts::Sized {
-                            text: sized.text.as_str().into(),
-                            mark: format!("r{rep}k{k}"),
-                        },
-                        prompt_tokens: sized.tokens,
+                        prompts,
+                        prompt_tokens,
                         schedule: &schedule,
                     };
                     let mut c = cell::rate::rate_cell(&self.cx, run, settings, self.interrupt.clone()).await;
@@ -136,6 +170,81 @@ impl Session<'_> {
                 Ok(Some(None))
             }
         }
+    }
+
+    /// With drawn lengths, the filler's words priced in the server's tokens, once. `None`
+    /// without drawn lengths, or when Ctrl-C came (the plan tells which).
+    async fn drawn_lengths_setup(&mut self, r: &RatePlan) -> Result<Option<std::sync::Arc<WordCosts>>> {
+        if r.input.is_none() && r.output.is_none() {
+            return Ok(None);
+        }
+        self.progress.current("pricing the filler's words in the server's tokens");
+        let Some(costs) = self.interruptible(super::trace::word_costs(&self.cx)).await else {
+            self.summary.interrupted = true;
+            return Ok(None);
+        };
+        Ok(Some(std::sync::Arc::new(costs.context("pricing the filler's words")?)))
+    }
+
+    /// A rate cell's prompts with drawn lengths: request i's input (the context's where the
+    /// input is not drawn) and answer from the cell's seed, its blocks its own, its tag its
+    /// own: nothing is shared between requests but the chat template.
+    async fn drawn_prompts(
+        &mut self,
+        r: &RatePlan,
+        ctx: u32,
+        schedule: &[f64],
+        seed: u64,
+        costs: &std::sync::Arc<WordCosts>,
+        mark: &str,
+    ) -> Result<Option<cell::rate::Prompts>> {
+        let limit = self.cx.request_limit.unwrap_or(u64::MAX);
+        let n = schedule.len();
+        let inputs = match r.input {
+            Some(l) => l.draw(n, seed ^ 0x1_0000_0001, limit.saturating_sub(2)),
+            None => vec![u64::from(ctx); n],
+        };
+        let outputs = match r.output {
+            Some(l) => l.draw(n, seed ^ 0x2_0000_0002, u64::from(u32::MAX)),
+            None => vec![u64::from(self.cx.max_output); n],
+        };
+        let requests = (0..n)
+            .map(|i| {
+                let input = inputs[i];
+                let output = outputs[i].min(limit.saturating_sub(input).max(1));
+                let blocks = (0..input.div_ceil(512))
+                    .map(|b| (1 << 61) | (seed & 0xffff_ffff) << 24 | (i as u64) << 12 | b)
+                    .collect();
+                ReplayRequest {
+                    at_s: schedule[i],
+                    trace_s: schedule[i],
+                    input_tokens: input,
+                    output_tokens: output,
+                    blocks,
+                }
+            })
+            .collect();
+        let replay = Replay {
+            format: crate::bench::trace::TraceFormat::Mooncake,
+            requests,
+            block_tokens: 512,
+            counts: Default::default(),
+            span_s: schedule.last().copied().unwrap_or(0.0).max(1e-3),
+        };
+        let tag = format!("{} {mark}", self.tag);
+        let Some(tag_tokens) = self.interruptible(super::trace::tag_cost(&self.cx, &format!("[q{n} {tag}]"))).await
+        else {
+            self.summary.interrupted = true;
+            return Ok(None);
+        };
+        let prompts = cell::rate::ReplayPrompts {
+            replay: std::sync::Arc::new(replay),
+            tag,
+            tag_tokens: tag_tokens.context("counting the tag's tokens")?,
+            costs: costs.clone(),
+            tag_each: true,
+        };
+        Ok(Some(cell::rate::Prompts::Replay(std::sync::Arc::new(prompts))))
     }
 
     fn rate_label(&self, ctx: u32, rate: f64, rep: u32) -> String {

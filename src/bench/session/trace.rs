@@ -47,6 +47,8 @@ pub(super) async fn run_trace(bench: Bench<'_>, t: &TracePlan) -> Result<BenchSu
     if let Some(trace) = manifest.traffic.as_mut().and_then(|t| t.trace.as_mut()) {
         trace.prefix_tokens = prefix_tokens;
         trace.sent_reuse_pct = prefix_tokens.map(|p| replay.sent_reuse_pct(p));
+        trace.shorter_than_prefix = prefix_tokens
+            .map(|p| replay.requests.iter().filter(|q| q.input_tokens < p + q.blocks.len() as u64).count() as u64);
     }
     session.finish(manifest)
 }
@@ -67,6 +69,8 @@ fn traffic(t: &TracePlan, r: &Replay) -> crate::format::Traffic {
         rates_rps: vec![r.offered_rps()],
         max_in_flight: t.max_in_flight,
         warmup_s: 0.0,
+        input_tokens: None,
+        output_tokens: None,
         trace: Some(crate::format::TraceReplay {
             file: t.file.clone(),
             format: r.format.name().into(),
@@ -83,6 +87,7 @@ fn traffic(t: &TracePlan, r: &Replay) -> crate::format::Traffic {
             planned_reuse_pct: r.planned_reuse_pct(),
             prefix_tokens: None,
             sent_reuse_pct: None,
+            shorter_than_prefix: None,
         }),
     }
 }
@@ -116,7 +121,8 @@ impl Session<'_> {
             let Some(tag_tokens) = self.interruptible(tag_cost(&self.cx, &tag)).await else { return Ok(first_prefix) };
             let tag_tokens = tag_tokens.context("counting the tag's tokens")?;
             first_prefix.get_or_insert(tag_tokens);
-            let prompts = ReplayPrompts { replay: replay.clone(), tag, tag_tokens, costs: costs.clone() };
+            let prompts =
+                ReplayPrompts { replay: replay.clone(), tag, tag_tokens, costs: costs.clone(), tag_each: false };
             let label = format!("{} replayed at {}x", t.file, t.settings.speedup);
             self.progress.current(&format!(
                 "{label}: {} requests over {:.0} s",
@@ -138,7 +144,7 @@ impl Session<'_> {
     }
 
     /// `fut`, or `None` when Ctrl-C came first.
-    async fn interruptible<T>(&self, fut: impl std::future::Future<Output = T>) -> Option<T> {
+    pub(super) async fn interruptible<T>(&self, fut: impl std::future::Future<Output = T>) -> Option<T> {
         let mut interrupt = self.interrupt.clone();
         tokio::select! {
             r = fut => Some(r),
@@ -149,7 +155,7 @@ impl Session<'_> {
 
 /// Each filler word's cost in the server's tokens, after a space: the count of 64 of it
 /// after a first word, less the first word's alone.
-async fn word_costs(cx: &CellContext) -> Result<WordCosts> {
+pub(super) async fn word_costs(cx: &CellContext) -> Result<WordCosts> {
     let base = count(cx, "notes").await?;
     let mut words = Vec::new();
     for w in crate::bench::prompt::WORDS {
@@ -163,7 +169,7 @@ async fn word_costs(cx: &CellContext) -> Result<WordCosts> {
 
 /// The tag's cost as a request sends it: template and special tokens included (the usage of
 /// a one-token request), so the whole prompt lands on the trace's input.
-async fn tag_cost(cx: &CellContext, tag: &str) -> Result<u64> {
+pub(super) async fn tag_cost(cx: &CellContext, tag: &str) -> Result<u64> {
     crate::bench::prompt::count_by_request(&cx.client, cx.api, &cx.model, tag).await
 }
 
