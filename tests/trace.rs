@@ -124,6 +124,11 @@ fn a_trace_slice_keeps_its_timestamps_lengths_and_prefix_sharing() {
     assert_ok(&site_in(d, &["build"]));
     let page = std::fs::read_to_string(d.join("public/runs/replay/index.html")).unwrap();
     assert!(page.contains("<h2>Trace replay</h2>"), "{page}");
+    // The run's facts are a replay's: no matrix settings it did not use, no empty table.
+    assert!(page.contains("Trace replay, an open loop"));
+    for absent in ["Time per measurement", "Decode test", "Max output", "All measurements"] {
+        assert!(!page.contains(absent), "{absent}");
+    }
     assert!(page.contains(&format!("{:.1}% of input tokens", planned_reuse)));
     assert!(page.contains(&format!("{}: {} scaled, 0 capped", expected.len(), expected.len())));
 }
