@@ -128,10 +128,10 @@ mkdir -p "$WORK/rates"
   --max-output 64 --drain-timeout 30s \
   --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
 # SmolLM2 on two CPU threads serves some 1.5 short requests a second: the trace's lengths at
-# 1.5% (a 512-token block becomes 8 tokens) and its time at half speed.
+# 1.5% (a 512-token block becomes 8 tokens) and its time at 0.3 of its speed.
 (cd "$WORK/rates" && "$SITE" bench --endpoint "http://127.0.0.1:$PORT" --run-id trace \
   --trace "$ROOT/tests/fixtures/traces/mooncake-conversation-head.jsonl" --trace-start 20 --trace-duration 60 \
-  --speedup 0.5 --scale-lengths 0.015 --drain-timeout 30s \
+  --speedup 0.3 --scale-lengths 0.015 --drain-timeout 30s \
   --cpu "CI CPU" --engine-version "xllamacpp" --model-id HuggingFaceTB/SmolLM2-135M-Instruct)
 (cd "$WORK/rates" && "$SITE" build >/dev/null)
 python3 - "$WORK/rates" <<'PY'

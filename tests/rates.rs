@@ -79,6 +79,9 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
     let (done, failed) = rows[2][3].split_once(" · ").unwrap();
     assert_eq!(done.parse::<usize>().unwrap() + failed.parse::<usize>().unwrap(), 32, "{:?}", rows[2]);
     assert!(text_of(&page).contains("× 3 request rates (2, 4, 8 requests/s), constant arrivals"), "the run's summary");
+    for title in ["Latency against offered rate", "Achieved against offered rate", "Goodput against offered rate"] {
+        assert!(page.contains(&format!("<title>{title}")), "{title}");
+    }
     // Capacity at the chat objective (a first token within 2 s): between the rate kept up
     // with and the one that was not.
     let capacity = table_rows(&page, "class=\"rate-capacity\"")[1..].to_vec();

@@ -124,6 +124,15 @@ fn a_trace_slice_keeps_its_timestamps_lengths_and_prefix_sharing() {
     assert_ok(&site_in(d, &["build"]));
     let page = std::fs::read_to_string(d.join("public/runs/replay/index.html")).unwrap();
     assert!(page.contains("<h2>Trace replay</h2>"), "{page}");
+    // Its traffic through time, TTFT by input length and the client's lag, drawn.
+    for title in [
+        "Requests sent and completed through the replay",
+        "Requests in flight through the replay",
+        "TTFT by input length",
+        "Client lag behind the schedule",
+    ] {
+        assert!(page.contains(&format!("<title>{title}")), "{title}");
+    }
     // The run's facts are a replay's: no matrix settings it did not use, no empty table.
     assert!(page.contains("Trace replay, an open loop"));
     for absent in ["Time per measurement", "Decode test", "Max output", "All measurements"] {

@@ -27,6 +27,91 @@ pub struct RateView {
     /// Each request scheduled in the window as an objective reads it (what goodput counts).
     #[serde(skip)]
     pub outcomes: Vec<Outcome>,
+    /// A cell of requests with their own lengths (a trace replay, drawn lengths): its
+    /// traffic through time, for the replay's charts.
+    #[serde(skip)]
+    pub series: Option<TimeSeries>,
+}
+
+/// A cell's traffic through its window in [`TIME_BINS`] bins (x: seconds from the window's
+/// start, the bin's middle), and its TTFT by input length in [`INPUT_BINS`] bins of equal
+/// counts (x: the bin's median input).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TimeSeries {
+    /// Requests sent, per second.
+    pub arrivals_rps: Vec<(f64, f64)>,
+    /// Requests ended (completed), per second.
+    pub completions_rps: Vec<(f64, f64)>,
+    /// Requests in flight at the bin's middle.
+    pub in_flight: Vec<(f64, f64)>,
+    /// TTFT p50 of the requests sent in the bin, ms (bins with none left out).
+    pub ttft_p50_ms: Vec<(f64, f64)>,
+    /// TTFT p50 by input length, ms.
+    pub ttft_by_input: Vec<(f64, f64)>,
+    /// Client lag (actual minus scheduled send) at p50, p90, p99 and the most, ms.
+    pub lag_ms: Vec<(f64, f64)>,
+}
+
+pub const TIME_BINS: usize = 60;
+pub const INPUT_BINS: usize = 10;
+
+fn time_series(c: &RateCell) -> TimeSeries {
+    let (start, end) = (c.window.start_s, c.window.end_s);
+    let width = (end - start) / TIME_BINS as f64;
+    let mid = |k: usize| (k as f64 + 0.5) * width;
+    let bin = |t: f64| ((t - start) / width).floor();
+    let count_in = |times: &mut dyn Iterator<Item = f64>| {
+        let mut n = vec![0usize; TIME_BINS];
+        for t in times {
+            let k = bin(t);
+            if k >= 0.0 && (k as usize) < TIME_BINS {
+                n[k as usize] += 1;
+            }
+        }
+        n.iter().enumerate().map(|(k, v)| (mid(k), *v as f64 / width)).collect::<Vec<_>>()
+    };
+    let arrivals_rps = count_in(&mut c.requests.iter().filter_map(|r| r.send_s));
+    let completions_rps = count_in(&mut c.requests.iter().filter(|r| ended_ok(r)).filter_map(|r| r.end_s));
+    let in_flight = (0..TIME_BINS)
+        .map(|k| {
+            let t = start + mid(k);
+            let n = c.requests.iter().filter(|r| r.send_s.is_some_and(|s| s <= t) && r.end_s.is_none_or(|e| e > t));
+            (mid(k), n.count() as f64)
+        })
+        .collect();
+    let ttft = |r: &ScheduledRequest| Some((r.first_token_s? - r.send_s?) * 1000.0).filter(|_| ended_ok(r));
+    let mut by_bin: Vec<Vec<f64>> = vec![Vec::new(); TIME_BINS];
+    for r in &c.requests {
+        if let (Some(s), Some(t)) = (r.send_s, ttft(r)) {
+            let k = bin(s);
+            if k >= 0.0 && (k as usize) < TIME_BINS {
+                by_bin[k as usize].push(t);
+            }
+        }
+    }
+    let ttft_p50_ms = by_bin.iter().enumerate().filter_map(|(k, v)| Some((mid(k), percentile(v, 50.0)?))).collect();
+    let mut by_input: Vec<(f64, f64)> = c
+        .requests
+        .iter()
+        .filter_map(|r| Some((r.planned.map(|p| p.input_tokens as f64).or(r.prompt_tokens.map(f64::from))?, ttft(r)?)))
+        .collect();
+    by_input.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let per = by_input.len().div_ceil(INPUT_BINS).max(1);
+    let ttft_by_input = by_input
+        .chunks(per)
+        .filter_map(|chunk| {
+            let inputs: Vec<f64> = chunk.iter().map(|x| x.0).collect();
+            let ttfts: Vec<f64> = chunk.iter().map(|x| x.1).collect();
+            Some((percentile(&inputs, 50.0)?, percentile(&ttfts, 50.0)?))
+        })
+        .collect();
+    let lags: Vec<f64> = c.requests.iter().filter_map(|r| Some((r.send_s? - r.scheduled_s) * 1000.0)).collect();
+    let lag_ms = [50.0, 90.0, 99.0, 100.0]
+        .iter()
+        .filter(|p| **p == 100.0 || percentile_supported(lags.len(), **p))
+        .filter_map(|p| Some((*p, percentile(&lags, *p)?)))
+        .collect();
+    TimeSeries { arrivals_rps, completions_rps, in_flight, ttft_p50_ms, ttft_by_input, lag_ms }
 }
 
 /// A window's request for the objectives: its TTFT and mean time between tokens, both
@@ -158,6 +243,7 @@ pub fn rate_view(c: &RateCell) -> RateView {
         figures,
         error: c.error.as_ref().map(|e| e.message.clone()),
         outcomes: if c.status == Status::Valid { outcomes } else { Vec::new() },
+        series: (c.status == Status::Valid && c.requests.iter().any(|r| r.planned.is_some())).then(|| time_series(c)),
     }
 }
 

@@ -34,6 +34,9 @@ pub enum XAxis {
     Context,
     /// A plain linear axis (e.g. per-request tok/s).
     Linear,
+    /// Request rates (or any positive quantity over a wide range) on a log2 scale, labelled
+    /// as numbers (`0.5`, `2`, `8`).
+    Log,
 }
 
 pub struct Series {
@@ -469,6 +472,7 @@ fn drawable(x: f64, y: f64) -> bool {
 fn project_x(axis: XAxis, x: f64) -> f64 {
     match axis {
         XAxis::Context => x.max(1.0).log2(),
+        XAxis::Log => x.max(1e-9).log2(),
         XAxis::Linear => x,
     }
 }
@@ -489,6 +493,7 @@ fn draw<DB: DrawingBackend>(
     let names = spec.x_names;
     let x_fmt = move |x: &f64| match (axis, names) {
         (XAxis::Context, _) => numbers::context_label(x.exp2().round() as u32),
+        (XAxis::Log, _) => numbers::rate(significant(x.exp2(), 2)),
         (XAxis::Linear, Some(names)) => name_at(names, *x),
         (XAxis::Linear, None) => axis_number(*x),
     };
@@ -504,7 +509,7 @@ fn draw<DB: DrawingBackend>(
     if let Some(names) = names {
         mesh.x_labels(names.len().clamp(2, 8));
     }
-    if matches!(axis, XAxis::Context) {
+    if matches!(axis, XAxis::Context | XAxis::Log) {
         // One label per power of two between the ends.
         let n = ((x1.floor() - x0.ceil()) as usize + 1).clamp(2, 10);
         mesh.x_labels(n);

@@ -16,6 +16,7 @@ pub mod listing;
 pub mod llmd_report;
 pub mod markdown;
 pub mod pareto_page;
+pub mod rate_charts;
 pub mod run_page;
 pub mod series_page;
 pub mod site_pages;

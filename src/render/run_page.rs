@@ -282,6 +282,8 @@ pub fn render(
     let reuse = index.and_then(|i| cx.reuse.get(i)).and_then(Option::as_ref);
     let reuse_chart = reuse.map(reuse_chart).unwrap_or_default();
     stats.charts += [&prefill_chart, &tvi_chart, &reuse_chart].iter().filter(|c| !c.is_empty()).count();
+    let rate_charts = super::rate_charts::rate_charts(run, capacity);
+    stats.charts += rate_charts.len();
     let notes_html = run.notes_markdown.as_deref().map(|md| markdown::to_html_from_level(md, 3));
     let details: Vec<String> = run.decode.iter().map(downloads::cell_detail).collect();
     let comparisons: Vec<_> = cx.comparisons.iter().filter(|c| c.a_id == run.id || c.b_id == run.id).collect();
@@ -355,6 +357,7 @@ pub fn render(
             .collect::<Vec<_>>(),
         siblings_total => index.and_then(|i| cx.siblings.get(i)).map_or(0, |s| s.1),
         rate_capacity => ser(&capacity.rates),
+        rate_charts => ser(&rate_charts),
         evidence_days => index.filter(|&i| !cx.evidence[i]).and(cx.settings.publish.evidence_days),
     })?;
     let dir = format!("runs/{}", run.id);
