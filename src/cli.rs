@@ -194,7 +194,9 @@ pub struct BenchArgs {
     /// Request rates (requests per second) to measure open-loop instead of the concurrency
     /// matrix: at each context and rate, requests are sent on a schedule whether or not
     /// earlier ones have ended; the window counts those scheduled inside it and follows each
-    /// to its end (or --drain-timeout: a failed request). `0.5,1,2,4`.
+    /// to its end (or --drain-timeout: a failed request). `0.5,1,2,4`, or `auto`: a
+    /// closed-loop probe of the peak at the first context, then rates from 10% to 110% of
+    /// it, then two more near the knee.
     #[arg(long, value_name = "RPS,...")]
     pub rates: Option<String>,
     /// How the requests of --rates arrive: poisson (independent), constant (evenly spaced) or

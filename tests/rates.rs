@@ -227,3 +227,55 @@ fn drawn_lengths_are_sent_request_by_request() {
     let page = text_of(&std::fs::read_to_string(d.join("public/runs/drawn/index.html")).unwrap());
     assert!(page.contains("prompts of 200:50 tokens (mean:sd), answers of 20:5 tokens (mean:sd)"), "{page}");
 }
+
+/// `--rates auto` on the simulator's known queue: 2 slots, a step of 10 ms + 1 ms a running
+/// request, 32 tokens an answer, 256 prompt tokens (and 6 of its chat template) prefilled at
+/// 20,000 a second. Two requests in flight take 32 x 12 ms + 262 / 20,000 s each, some
+/// 0.397 s: the peak is 2 / 0.397, about 5.04 a second.
+#[test]
+fn auto_rates_probe_the_peak_and_measure_around_it() {
+    let sim = SimArgs::new().flavor("llamacpp").slots(2).steps(10, 1).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let args = [
+        "--contexts",
+        "256",
+        "--rates",
+        "auto",
+        "--arrival",
+        "constant",
+        "--seed",
+        "2",
+        "--duration",
+        "3s",
+        "--warmup-hold",
+        "1s",
+        "--max-output",
+        "32",
+        "--drain-timeout",
+        "8s",
+        "--run-id",
+        "auto",
+    ];
+    let out = bench(d, &sim.url, &args);
+    assert_ok(&out);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("data/runs/auto/run.json")).unwrap()).unwrap();
+    let auto = &manifest["traffic"]["auto"];
+    let analytic = 2.0 / (32.0 * 0.012 + 262.0 / 20_000.0);
+    let peak = auto["peak_rps"].as_f64().unwrap();
+    assert!((peak / analytic - 1.0).abs() < 0.1, "probe {peak} against {analytic}");
+    assert_eq!(auto["concurrency"], 2, "the server's slots");
+    let rates: Vec<f64> =
+        manifest["traffic"]["rates_rps"].as_array().unwrap().iter().map(|r| r.as_f64().unwrap()).collect();
+    assert_eq!(rates.len(), 8, "six shares of the peak and two near the knee: {rates:?}");
+    assert!((rates[0] / peak - 0.1).abs() < 0.01 && (rates[7] / peak - 1.1).abs() < 0.01, "{rates:?}");
+    // The knee brackets the server's capacity.
+    let knee = auto["knee"].as_array().unwrap();
+    let (lo, hi) = (knee[0].as_f64().unwrap(), knee[1].as_f64().unwrap());
+    assert!(lo <= analytic * 1.03 && hi >= analytic * 0.97, "knee {lo}..{hi} against {analytic}");
+    assert_eq!(std::fs::read_to_string(d.join("data/runs/auto/rates.jsonl")).unwrap().lines().count(), 8);
+    assert_ok(&site_in(d, &["build"]));
+    let page = text_of(&std::fs::read_to_string(d.join("public/runs/auto/index.html")).unwrap());
+    assert!(page.contains("Rates chosen by a probe: 2 requests in flight at 256 completed"), "{page}");
+}

@@ -381,7 +381,7 @@ pub fn capacity(points: &[(f64, f64)]) -> Option<RateCapacity> {
 }
 
 fn ended_ok(r: &ScheduledRequest) -> bool {
-    r.error.is_none() && r.send_s.is_some() && r.end_s.is_some() && r.first_token_s.is_some()
+    r.completed()
 }
 
 pub fn rate_figures(c: &RateCell) -> RateFigures {
@@ -404,7 +404,7 @@ pub fn rate_figures(c: &RateCell) -> RateFigures {
     let served: Vec<&ScheduledRequest> =
         c.requests.iter().filter(|r| ended_ok(r) && r.end_s.is_some_and(|e| e >= start && e < end)).collect();
     let offered_rps = counted.len() as f64 / window_s;
-    let achieved_rps = completion_rate(&done).unwrap_or(done.len() as f64 / window_s);
+    let achieved_rps = c.completion_rate().unwrap_or(done.len() as f64 / window_s);
     let lag_p99_ms = percentile_supported(lags.len(), 99.0).then(|| percentile(&lags, 99.0)).flatten();
     RateFigures {
         window_s,
@@ -427,16 +427,6 @@ pub fn rate_figures(c: &RateCell) -> RateFigures {
         client_behind: client_behind(not_sent, lag_p99_ms),
         replay: replay_figures(&done),
     }
-}
-
-/// Completed requests per second between the first end and the last: `None` below two (or
-/// when they all ended at once). Counting ends inside the window instead would miss the
-/// window's last requests, still running at its edge: a bias of a whole latency's worth.
-fn completion_rate(done: &[&ScheduledRequest]) -> Option<f64> {
-    let ends: Vec<f64> = done.iter().filter_map(|r| r.end_s).collect();
-    let first = ends.iter().copied().reduce(f64::min)?;
-    let last = ends.iter().copied().reduce(f64::max)?;
-    (ends.len() >= 2 && last > first).then(|| (ends.len() - 1) as f64 / (last - first))
 }
 
 /// Requests in flight through the window, sampled at 200 instants: (mean, most, mean of the

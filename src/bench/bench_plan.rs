@@ -184,7 +184,11 @@ pub struct TracePlan {
 /// The open loop of a rate run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RatePlan {
+    /// The offered rates; empty with `auto` until the probe has measured the peak.
     pub rates: Vec<f64>,
+    /// `--rates auto`: a closed-loop probe of the peak first, then rates from 10% to 110% of
+    /// it, then two more near the knee.
+    pub auto: bool,
     pub arrival: Arrival,
     /// Draws every schedule of the run (recorded, so `--seed` draws it again).
     pub seed: u64,
@@ -408,7 +412,11 @@ fn rate_plan(f: &BenchFlags, levels: &[u32]) -> Result<Option<RatePlan>> {
         }
         return Ok(None);
     };
-    let rates = parse_rates(rates).context("--rates")?;
+    let auto = rates.trim() == "auto";
+    let rates = if auto { Vec::new() } else { parse_rates(rates).context("--rates")? };
+    if auto && f.input_tokens.is_some() {
+        bail!("--rates auto probes each context's own prompt: leave out --input-tokens");
+    }
     let refused = [
         (f.versus.is_some(), "--versus"),
         (levels.len() > 1, "several --prefix-reuse levels"),
@@ -431,6 +439,7 @@ fn rate_plan(f: &BenchFlags, levels: &[u32]) -> Result<Option<RatePlan>> {
     };
     Ok(Some(RatePlan {
         rates,
+        auto,
         arrival,
         seed,
         max_in_flight: f.max_in_flight,
@@ -545,6 +554,8 @@ mod tests {
             refused(rates(BenchFlags { output_tokens: Some("0".into()), ..flags() })).starts_with("--output-tokens")
         );
         assert!(refused(BenchFlags { input_tokens: Some("512".into()), ..flags() }).contains("give --rates"));
+        let auto = BenchPlan::new(BenchFlags { rates: Some("auto".into()), ..flags() }).unwrap();
+        assert!(matches!(&auto.mode, Mode::Rates(RatePlan { auto: true, rates, .. }) if rates.is_empty()));
     }
 
     fn refused(f: BenchFlags) -> String {

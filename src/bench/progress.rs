@@ -183,6 +183,16 @@ pub(super) fn describe(p: &PlannedCell) -> String {
 /// `--dry-run --rates`: every rate cell the run would measure and about how long.
 pub(super) fn print_rate_plan(plan: &BenchPlan, r: &super::bench_plan::RatePlan) {
     let m = &plan.matrix;
+    if r.auto {
+        println!(
+            "Plan: a closed-loop probe of the peak at {} ({:.0} s), then each context at 10%, 30%, 50%, 70%, 90% and 110% of it and twice near the knee ({} arrivals, seed {})",
+            context_label(m.contexts[0]),
+            (plan.timing.warmup_hold + plan.timing.duration).as_secs_f64(),
+            r.arrival.name(),
+            r.seed
+        );
+        return;
+    }
     let cells = m.contexts.len() * r.rates.len();
     let per = if m.repeat > 1 { format!(", each measured {} times", m.repeat) } else { String::new() };
     println!("Plan: {cells} rate cells ({} arrivals, seed {}){per}", r.arrival.name(), r.seed);

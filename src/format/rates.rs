@@ -29,6 +29,9 @@ pub struct Traffic {
     pub max_in_flight: u32,
     /// Seconds of traffic at the rate before the window (not counted).
     pub warmup_s: f64,
+    /// `--rates auto`: what the probe measured and how the rates were chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoRates>,
     /// `--input-tokens` / `--output-tokens`: the distributions each request's lengths were
     /// drawn from (`mean:sd` in tokens).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -38,6 +41,22 @@ pub struct Traffic {
     /// A trace replay (`--trace`): what was replayed and what the replay changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceReplay>,
+}
+
+/// How `--rates auto` chose its rates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoRates {
+    /// The probe: this many requests kept in flight (a closed loop) at `context` tokens for
+    /// `probe_s` seconds completed `peak_rps` requests a second.
+    pub context: u32,
+    pub concurrency: u32,
+    pub probe_s: f64,
+    pub peak_rps: f64,
+    /// The last rate kept up with and the first not, between which two more were measured
+    /// (absent where every rate was kept up with, or none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<(f64, f64)>,
 }
 
 /// A replayed trace: its slice, speed-up and scaling, what they changed, and the prefix
@@ -100,6 +119,31 @@ pub struct RateCell {
     pub requests: Vec<ScheduledRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<CellError>,
+}
+
+impl ScheduledRequest {
+    /// Sent, answered and ended without an error.
+    pub fn completed(&self) -> bool {
+        self.error.is_none() && self.send_s.is_some() && self.end_s.is_some() && self.first_token_s.is_some()
+    }
+}
+
+impl RateCell {
+    /// The requests scheduled inside the window.
+    pub fn counted(&self) -> impl Iterator<Item = &ScheduledRequest> {
+        self.requests.iter().filter(|r| r.scheduled_s >= self.window.start_s && r.scheduled_s < self.window.end_s)
+    }
+
+    /// The rate at which the window's requests were completed: completed less one over the
+    /// time from the first's end to the last's (`None` below two, or all ending at once).
+    /// Counting the ends inside the window instead would miss its last requests, still
+    /// running at its edge: a bias of a whole latency's worth.
+    pub fn completion_rate(&self) -> Option<f64> {
+        let ends: Vec<f64> = self.counted().filter(|r| r.completed()).filter_map(|r| r.end_s).collect();
+        let first = ends.iter().copied().reduce(f64::min)?;
+        let last = ends.iter().copied().reduce(f64::max)?;
+        (ends.len() >= 2 && last > first).then(|| (ends.len() - 1) as f64 / (last - first))
+    }
 }
 
 fn first() -> u32 {
@@ -178,8 +222,15 @@ pub fn validate_rate_cell(c: &RateCell) -> Result<()> {
 
 /// What `site check` refuses in a run's traffic.
 pub fn validate_traffic(t: &Traffic) -> Result<()> {
-    if t.rates_rps.is_empty() || t.rates_rps.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
-        bail!("traffic.rates_rps: expected one or more rates above 0 requests per second");
+    // Empty: `--rates auto` stopped before its probe chose any.
+    if t.rates_rps.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+        bail!("traffic.rates_rps: expected rates above 0 requests per second");
+    }
+    if let Some(a) = &t.auto {
+        let figures = [a.probe_s, a.peak_rps, a.knee.map_or(1.0, |k| k.0), a.knee.map_or(1.0, |k| k.1)];
+        if figures.iter().any(|x| !(x.is_finite() && *x > 0.0)) || a.concurrency == 0 {
+            bail!("traffic.auto: expected a probe's concurrency, seconds and peak above 0");
+        }
     }
     if !(t.warmup_s.is_finite() && t.warmup_s >= 0.0) || t.max_in_flight == 0 {
         bail!("traffic: warmup_s must be seconds from 0 and max_in_flight at least 1");

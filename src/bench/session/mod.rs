@@ -272,6 +272,9 @@ struct Session<'a> {
     sized_by: Option<&'static str>,
     /// Each context's prompt, once sized: later repetitions send the same prompt.
     prompts: BTreeMap<u32, SizedPrompt>,
+    /// Rate cells kept so far: (context, rate, repetition, completion rate), what `--rates
+    /// auto` reads its knee from.
+    rate_readings: Vec<(u32, f64, u32, Option<f64>)>,
     /// The last measured cell that found the server up: when the server then stays
     /// unreachable and the run stops, this was the cell in flight as it went away.
     last_reached: Option<Cell>,
@@ -358,6 +361,7 @@ impl<'a> Session<'a> {
             info: info.clone(),
             sized_by: None,
             prompts: BTreeMap::new(),
+            rate_readings: Vec::new(),
             last_reached: None,
             launcher: None,
         }

@@ -44,6 +44,7 @@ pub(super) async fn run_rates(bench: Bench<'_>, rates: &RatePlan) -> Result<Benc
         warmup_s: plan.timing.warmup_hold.as_secs_f64(),
         input_tokens: rates.input.map(|l| l.name()),
         output_tokens: rates.output.map(|l| l.name()),
+        auto: None,
         trace: None,
     });
     if let Some(input) = rates.input {
@@ -53,9 +54,12 @@ pub(super) async fn run_rates(bench: Bench<'_>, rates: &RatePlan) -> Result<Benc
     let mut session = Session::start(bench, run, client, &server.info, server.model, recorder, &[], interrupt).await;
     session.launcher = launcher;
     let contexts = if rates.input.is_some() { 1 } else { plan.matrix.contexts.len() };
-    let cells = contexts * rates.rates.len() * plan.matrix.repeat as usize;
-    session.progress = Progress::new(cells as u64);
-    let measured = session.measure_rates(rates).await;
+    let planned = if rates.auto { AUTO_SHARES.len() + 2 } else { rates.rates.len() };
+    session.progress = Progress::new((contexts * planned * plan.matrix.repeat as usize) as u64);
+    let measured = match rates.auto {
+        true => session.measure_auto(rates, &mut manifest).await,
+        false => session.measure_rates(rates).await,
+    };
     session.stop_background().await;
     let logged = session.stop_server().await;
     measured?;
@@ -63,7 +67,105 @@ pub(super) async fn run_rates(bench: Bench<'_>, rates: &RatePlan) -> Result<Benc
     session.finish(manifest)
 }
 
+/// `--rates auto`: the rates measured first, as shares of the probe's peak.
+const AUTO_SHARES: [f64; 6] = [0.1, 0.3, 0.5, 0.7, 0.9, 1.1];
+
+/// A rate to three significant digits (a rate a reader can type again).
+fn round3(r: f64) -> f64 {
+    let scale = 10f64.powi(2 - r.abs().log10().floor() as i32);
+    (r * scale).round() / scale
+}
+
+/// The last rate kept up with (completed at 90% of the offered rate or more) and the first
+/// not, among `readings` (rate, completion rate) lowest rate first.
+fn knee(readings: &[(f64, Option<f64>)]) -> Option<(f64, f64)> {
+    let kept = |(rate, done): &(f64, Option<f64>)| done.is_some_and(|d| d >= 0.9 * rate);
+    let first_not = readings.iter().position(|r| !kept(r))?;
+    let below = readings[..first_not].last()?;
+    Some((below.0, readings[first_not].0))
+}
+
 impl Session<'_> {
+    /// `--rates auto`: the probe, the rates from 10% to 110% of its peak, then two between
+    /// the last kept up with and the first not; the run records what the probe measured.
+    async fn measure_auto(&mut self, r: &RatePlan, manifest: &mut crate::format::RunManifest) -> Result<()> {
+        let Some(probe) = self.probe_peak(r).await? else { return Ok(()) };
+        let coarse: Vec<f64> = AUTO_SHARES.iter().map(|s| round3(s * probe.peak_rps)).filter(|x| *x > 0.0).collect();
+        self.measure_rates(&RatePlan { rates: coarse.clone(), auto: false, ..r.clone() }).await?;
+        let readings: Vec<(f64, Option<f64>)> =
+            self.rate_readings.iter().filter(|x| x.0 == probe.context && x.2 == 1).map(|x| (x.1, x.3)).collect();
+        let mut all = coarse;
+        let knee = knee(&readings);
+        if let (Some((lo, hi)), false) = (knee, self.summary.interrupted) {
+            let between: Vec<f64> = [1.0 / 3.0, 2.0 / 3.0].iter().map(|t| round3(lo * (hi / lo).powf(*t))).collect();
+            self.measure_rates(&RatePlan { rates: between.clone(), auto: false, ..r.clone() }).await?;
+            all.extend(between);
+        }
+        all.sort_by(f64::total_cmp);
+        all.dedup();
+        if let Some(t) = manifest.traffic.as_mut() {
+            t.rates_rps = all;
+            t.auto = Some(crate::format::AutoRates { knee, ..probe });
+        }
+        Ok(())
+    }
+
+    /// A closed loop at the first context: as many requests kept in flight as the server
+    /// runs at once (its slots, or what its KV budget holds, at most 64), for the warm-up and
+    /// the window; the rate they were completed at is the peak. `None` when Ctrl-C came or
+    /// the prompt could not be sized.
+    async fn probe_peak(&mut self, r: &RatePlan) -> Result<Option<crate::format::AutoRates>> {
+        let ctx = self.plan.matrix.contexts[0];
+        let sized = match self.rate_prompt(ctx, r, 1).await? {
+            Some(Some(s)) => s,
+            _ => return Ok(None),
+        };
+        let cap = &self.info.capacity;
+        let per_request = u64::from(ctx) + u64::from(self.cx.max_output);
+        let concurrency = cap
+            .slots
+            .or_else(|| cap.kv_budget_tokens.map(|kv| (kv / per_request.max(1)).clamp(1, 64) as u32))
+            .unwrap_or(16);
+        let timing = self.plan.timing;
+        let settings = crate::bench::open_loop::OpenLoopSettings {
+            warmup: timing.warmup_hold,
+            window: timing.duration,
+            drain_timeout: timing.drain_timeout,
+            max_in_flight: concurrency as usize,
+        };
+        let span = (timing.warmup_hold + timing.duration).as_secs_f64();
+        // Far more often than the server can answer: each request goes out as soon as one of
+        // the `concurrency` in flight ends (within a millisecond), a closed loop.
+        let schedule = crate::bench::arrivals::schedule(1000.0, crate::bench::arrivals::Arrival::Constant, 0, span)?;
+        self.progress.current(&format!("probing the peak: {concurrency} requests in flight at {}", context_label(ctx)));
+        let run = cell::rate::RateRun {
+            context: ctx,
+            rate_rps: 1000.0,
+            prompts: cell::rate::Prompts::Sized { text: sized.text.as_str().into(), mark: "probe".into() },
+            prompt_tokens: sized.tokens,
+            schedule: &schedule,
+        };
+        let c = cell::rate::rate_cell(&self.cx, run, settings, self.interrupt.clone()).await;
+        if *self.interrupt.borrow() {
+            self.summary.interrupted = true;
+            return Ok(None);
+        }
+        let peak = c.completion_rate().filter(|p| *p > 0.0).ok_or_else(|| {
+            anyhow::anyhow!("--rates auto: the probe completed too few requests to read a peak from (fewer than two)")
+        })?;
+        self.progress.cell_done(&format!(
+            "probe: {concurrency} in flight at {} completed {peak:.2} requests/s: measuring 10% to 110% of it",
+            context_label(ctx)
+        ));
+        Ok(Some(crate::format::AutoRates {
+            context: ctx,
+            concurrency,
+            probe_s: timing.duration.as_secs_f64(),
+            peak_rps: peak,
+            knee: None,
+        }))
+    }
+
     /// Every rate cell: repetition by repetition, context by context, rate by rate (lowest
     /// first, so a server saturated at one rate has drained before the next context).
     async fn measure_rates(&mut self, r: &RatePlan) -> Result<()> {
@@ -258,6 +360,7 @@ impl Session<'_> {
     /// Writes a rate cell, shows what it did and counts it.
     pub(super) fn keep_rate(&mut self, c: &crate::format::RateCell, label: &str) -> Result<()> {
         self.recorder.write_rate_cell(c)?;
+        self.rate_readings.push((c.context, c.rate_rps, c.repetition, c.completion_rate()));
         let counted: Vec<&crate::format::ScheduledRequest> =
             c.requests.iter().filter(|q| q.scheduled_s >= c.window.start_s && q.scheduled_s < c.window.end_s).collect();
         let done = counted.iter().filter(|q| q.error.is_none() && q.end_s.is_some() && q.send_s.is_some()).count();
@@ -276,5 +379,20 @@ impl Session<'_> {
             _ => self.summary.errors += 1,
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_rates_round_to_three_digits_and_find_the_knee() {
+        assert_eq!((round3(5.04321), round3(0.0123456), round3(123.456)), (5.04, 0.0123, 123.0));
+        let readings = [(1.0, Some(1.0)), (2.0, Some(1.95)), (3.0, Some(2.5)), (4.0, Some(2.6))];
+        assert_eq!(knee(&readings), Some((2.0, 3.0)));
+        assert_eq!(knee(&[(1.0, Some(1.0)), (2.0, Some(2.0))]), None, "every rate kept up with");
+        assert_eq!(knee(&[(1.0, Some(0.5)), (2.0, Some(0.6))]), None, "none kept up with: no knee to refine");
+        assert_eq!(knee(&[(1.0, Some(1.0)), (2.0, None)]), Some((1.0, 2.0)), "no completion rate: not kept up");
     }
 }

@@ -71,6 +71,7 @@ fn traffic(t: &TracePlan, r: &Replay) -> crate::format::Traffic {
         warmup_s: 0.0,
         input_tokens: None,
         output_tokens: None,
+        auto: None,
         trace: Some(crate::format::TraceReplay {
             file: t.file.clone(),
             format: r.format.name().into(),
