@@ -338,6 +338,43 @@ fn a_guidellm_file_becomes_one_run_with_a_cell_per_stream_count() {
     assert!(ws.read("data/runs/g/notes.md").starts_with("## How guidellm measured"));
 }
 
+/// A real guidellm 0.8.1 run of the poisson profile at 0.5 and 1 requests/s against
+/// llama.cpp (SmolLM2, two slots; 20 s a benchmark): a rate run whose requests keep
+/// guidellm's own instants, so its page shows what guidellm sent, not what it was asked.
+#[test]
+fn a_guidellm_rate_run_becomes_a_rate_run_with_its_requests() {
+    let ws = empty_ws();
+    let out = import_paths(&ws, &["guidellm-0.8.1-poisson/benchmarks.json"], &["--run-id", "gp"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("Imported guidellm 0.8.1: 2 request-rate cells (0.5, 1 requests/s)"),
+        "{}",
+        stdout(&out)
+    );
+    let run: Value = serde_json::from_str(&ws.read("data/runs/gp/run.json")).unwrap();
+    assert_eq!((run["traffic"]["arrival"].as_str(), run["traffic"]["seed"].as_u64()), (Some("poisson"), Some(42)));
+    let cells: Vec<Value> =
+        ws.read("data/runs/gp/rates.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // Every request of each benchmark, the 14 and 32 guidellm stopped at its end as failed.
+    let count = |c: &Value, failed: bool| {
+        c["requests"].as_array().unwrap().iter().filter(|r| r.get("error").is_some() == failed).count()
+    };
+    assert_eq!(
+        [count(&cells[0], false), count(&cells[0], true), count(&cells[1], false), count(&cells[1], true)],
+        [7, 14, 11, 32]
+    );
+    let first = &cells[0]["requests"][0];
+    assert!(first["send_s"].as_f64().unwrap() - first["scheduled_s"].as_f64().unwrap() > 0.0, "{first}");
+    assert!(first["first_token_s"].as_f64() > first["send_s"].as_f64());
+    assert_ok(&ws.site(&["build"]));
+    let page = ws.read("public/runs/gp/index.html");
+    let rows = table_rows(&page, "class=\"rates\"")[1..].to_vec();
+    // guidellm 0.8.1 asked for 0.5 a second sent 20 requests due in its 20 s window: evenly
+    // every 2 s, then ten within half a second.
+    assert!(rows[0][0].starts_with("256 at 0.5/s") && rows[0][1] == "1.00", "{rows:?}");
+    assert!(rows[0][10].starts_with("Saturated"), "{:?}", rows[0]);
+}
+
 #[test]
 fn aiperf_profiles_and_sweeps_become_runs_with_their_request_records() {
     let ws = empty_ws();

@@ -142,6 +142,15 @@ impl RunWriter {
         write_atomic(&self.staged().join(name), bytes)
     }
 
+    /// The run's rate cells, a line each (`rates.jsonl`; none: no file).
+    pub fn rate_cells(&self, cells: &[super::RateCell]) -> Result<()> {
+        if cells.is_empty() {
+            return Ok(());
+        }
+        let lines: Vec<String> = cells.iter().map(serde_json::to_string).collect::<serde_json::Result<_>>()?;
+        write_atomic(&self.staged().join(super::RATES_FILE), (lines.join("\n") + "\n").as_bytes())
+    }
+
     pub fn notes(&self, markdown: &str) -> Result<()> {
         write_atomic(&self.staged().join(RUN_NOTES), markdown.as_bytes())
     }

@@ -396,7 +396,18 @@ pub fn convert(group: Vec<Profile>) -> Result<(Converted, String)> {
         ));
     }
     Ok((
-        Converted { settings, cells, model, started_at, engine: None, engine_version: None, device: None, notes },
+        Converted {
+            settings,
+            cells,
+            model,
+            started_at,
+            engine: None,
+            engine_version: None,
+            device: None,
+            notes,
+            rates: Vec::new(),
+            traffic: None,
+        },
         first.version,
     ))
 }

@@ -18,4 +18,8 @@ pub struct Converted {
     pub device: Option<(String, u32)>,
     /// How the tool measured this run, for its notes (Markdown paragraphs; empty: nothing).
     pub notes: Vec<String>,
+    /// A tool's request-rate benchmarks, as rate cells (its run is then a rate run), and how
+    /// its traffic was drawn.
+    pub rates: Vec<crate::format::RateCell>,
+    pub traffic: Option<crate::format::Traffic>,
 }

@@ -4,13 +4,13 @@
 //! (0.7 on: a `config` spec). Output tok/s changed its definition in 0.7.4 without a change of
 //! layout, so the release decides which figure is read (`OutputRate`).
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::converted::Converted;
 use super::fixed_count;
 use super::release::{refused, Release};
-use crate::format::{Cell, ReportedFigures, ReportedSample, ToolFigure};
+use crate::format::{Cell, RateCell, ReportedFigures, ReportedSample, ScheduledRequest, ToolFigure, Traffic};
 
 pub const TOOL: &str = "guidellm";
 
@@ -224,6 +224,33 @@ pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
     let Some(benchmarks) = v.get("benchmarks").and_then(Value::as_array).filter(|b| !b.is_empty()) else {
         bail!("{at}benchmarks: expected at least one benchmark")
     };
+    let started =
+        benchmarks.iter().filter_map(|b| b.get("start_time").and_then(Value::as_f64)).fold(f64::INFINITY, f64::min);
+    let started_at = jiff::Timestamp::from_second(started.floor() as i64)
+        .ok()
+        .filter(|_| started.is_finite())
+        .map(|t| t.to_string());
+    if benchmarks.iter().any(|b| rate_of(b).is_some()) {
+        let (rates, traffic, left_out) = rate_run(benchmarks, context, at)?;
+        let settings = fixed_count::settings(context, &[], 0.0, max_output);
+        let mut notes = vec![RATE_NOTES.to_string()];
+        if !left_out.is_empty() {
+            notes.push(format!("Left out: the file's {} benchmarks, not at an offered rate.", left_out.join(", ")));
+        }
+        let converted = Converted {
+            settings,
+            cells: Vec::new(),
+            model,
+            started_at,
+            engine: None,
+            engine_version: None,
+            device: None,
+            notes,
+            rates,
+            traffic: Some(traffic),
+        };
+        return Ok((converted, version));
+    }
     let mut cells: Vec<Cell> = Vec::new();
     for (i, b) in benchmarks.iter().enumerate() {
         let streams = b.pointer("/config/strategy/streams").or_else(|| b.pointer("/config/strategy/max_concurrency"));
@@ -236,16 +263,148 @@ pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
         cells.push(cell(b, context, c, rate));
     }
     let duration = benchmarks.iter().filter_map(|b| b.get("duration").and_then(Value::as_f64)).fold(0.0, f64::max);
-    let started =
-        benchmarks.iter().filter_map(|b| b.get("start_time").and_then(Value::as_f64)).fold(f64::INFINITY, f64::min);
-    let started_at = jiff::Timestamp::from_second(started.floor() as i64)
-        .ok()
-        .filter(|_| started.is_finite())
-        .map(|t| t.to_string());
     let settings = fixed_count::settings(context, &cells, duration, max_output);
     let notes = vec![notes(&version, rate)];
     Ok((
-        Converted { settings, cells, model, started_at, engine: None, engine_version: None, device: None, notes },
+        Converted {
+            settings,
+            cells,
+            model,
+            started_at,
+            engine: None,
+            engine_version: None,
+            device: None,
+            notes,
+            rates: Vec::new(),
+            traffic: None,
+        },
         version,
     ))
+}
+
+/// How guidellm's rate benchmarks were measured, for the run's notes.
+const RATE_NOTES: &str = "Each rate cell is one guidellm benchmark of the `poisson` or `constant` profile: requests \
+sent at the offered rate for the benchmark's duration. Each request keeps guidellm's own instants: when it was \
+sent (`request_start_time`), when it was due (that less its `request_dispatch_delay`), its first token (after \
+`time_to_first_token_ms`), its last (its tokens `inter_token_latency_ms` apart) and its end. guidellm stops the requests \
+still running when a benchmark's duration ends and calls them incomplete: here they are failed requests (not \
+followed to their end), so a saturated rate is not read from its fast survivors.";
+
+/// A benchmark's profile and offered rate, where it is a rate benchmark (`poisson`,
+/// `constant`).
+fn rate_of(b: &Value) -> Option<(&str, f64)> {
+    let kind = b.pointer("/config/strategy/type_").and_then(Value::as_str)?;
+    let rate = b.pointer("/config/strategy/rate").and_then(Value::as_f64)?;
+    matches!(kind, "poisson" | "constant").then_some((kind, rate))
+}
+
+/// The file's rate benchmarks as rate cells on one clock (seconds from the earliest instant
+/// of any), how their traffic was drawn, and the kinds of benchmark left out.
+fn rate_run(benchmarks: &[Value], context: u32, at: &str) -> Result<(Vec<RateCell>, Traffic, Vec<String>)> {
+    let instants = benchmarks.iter().flat_map(|b| {
+        let all = ["successful", "errored", "incomplete"]
+            .into_iter()
+            .flat_map(move |k| b.pointer(&format!("/requests/{k}")).and_then(Value::as_array).into_iter().flatten());
+        let due = |r: &Value| {
+            let sent = r.get("request_start_time").and_then(Value::as_f64)?;
+            Some(sent - r.get("request_dispatch_delay").and_then(Value::as_f64).unwrap_or(0.0))
+        };
+        all.filter_map(due).chain(b.get("start_time").and_then(Value::as_f64))
+    });
+    let t0 = instants.fold(f64::INFINITY, f64::min);
+    if !t0.is_finite() {
+        bail!("{at}benchmarks: no start time in any benchmark");
+    }
+    let (mut cells, mut left_out, mut kinds) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut seed, mut max_in_flight, mut warmup) = (0u64, 1u32, 0.0f64);
+    for (i, b) in benchmarks.iter().enumerate() {
+        let Some((kind, rate)) = rate_of(b) else {
+            let kind = b.pointer("/config/strategy/type_").and_then(Value::as_str).unwrap_or("unnamed");
+            left_out.push(kind.to_string());
+            continue;
+        };
+        let at = format!("{at}benchmarks[{i}]");
+        if !(rate.is_finite() && rate > 0.0) {
+            bail!("{at}.config.strategy.rate: expected requests per second above 0, found {rate}");
+        }
+        kinds.push(kind.to_string());
+        seed = b.pointer("/config/strategy/random_seed").and_then(Value::as_u64).unwrap_or(seed);
+        let most = b.pointer("/config/strategy/max_concurrency").and_then(Value::as_u64).unwrap_or(1_000_000);
+        max_in_flight = max_in_flight.max(u32::try_from(most).unwrap_or(u32::MAX));
+        warmup = warmup.max(b.get("warmup_duration").and_then(Value::as_f64).unwrap_or(0.0));
+        let time = |k: &str| b.get(k).and_then(Value::as_f64).map(|t| t - t0);
+        let (Some(start), Some(end)) = (time("start_time"), time("end_time")) else {
+            bail!("{at}: expected start_time and end_time (epoch seconds)")
+        };
+        let mut requests = Vec::new();
+        for (list, fate) in [("successful", None), ("errored", Some("")), ("incomplete", Some(INCOMPLETE))] {
+            for r in b.pointer(&format!("/requests/{list}")).and_then(Value::as_array).into_iter().flatten() {
+                requests.push(rate_request(r, t0, fate));
+            }
+        }
+        requests.sort_by(|x, y| x.scheduled_s.total_cmp(&y.scheduled_s));
+        let cell = RateCell {
+            schema_version: crate::format::SCHEMA_VERSION,
+            context,
+            rate_rps: rate,
+            repetition: 1 + cells.iter().filter(|c: &&RateCell| c.rate_rps == rate).count() as u32,
+            status: crate::format::Status::Valid,
+            prompt_tokens: None,
+            window: crate::format::Window { start_s: start, end_s: end },
+            requests,
+            error: None,
+        };
+        crate::format::rates::validate_rate_cell(&cell).with_context(|| at.clone())?;
+        cells.push(cell);
+    }
+    kinds.dedup();
+    let mut rates: Vec<f64> = cells.iter().map(|c| c.rate_rps).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    let traffic = Traffic {
+        arrival: kinds.join("+"),
+        seed,
+        rates_rps: rates,
+        max_in_flight,
+        warmup_s: warmup,
+        auto: None,
+        input_tokens: None,
+        output_tokens: None,
+        trace: None,
+    };
+    left_out.dedup();
+    Ok((cells, traffic, left_out))
+}
+
+const INCOMPLETE: &str = "incomplete: guidellm stopped it when its benchmark's duration ended";
+
+/// One guidellm request on the run's clock; `fate`: `None` completed, `Some("")` errored (its
+/// own message), `Some(text)` that text.
+fn rate_request(r: &Value, t0: f64, fate: Option<&str>) -> ScheduledRequest {
+    // Its top-level figures (the per-request `info`, its instants among them, is not read):
+    // sent at `request_start_time`, due `request_dispatch_delay` before, its first token
+    // `time_to_first_token_ms` after, its tokens `inter_token_latency_ms` apart, ended at
+    // `request_end_time`.
+    let number = |k: &str| r.get(k).and_then(Value::as_f64).filter(|x| x.is_finite());
+    let count = |k: &str| r.get(k).and_then(Value::as_u64);
+    let on_clock = |t: Option<f64>| t.map(|t| t - t0).filter(|t| *t >= 0.0);
+    let sent = number("request_start_time");
+    let first = sent.zip(number("time_to_first_token_ms")).map(|(s, ms)| s + ms / 1000.0);
+    let tokens = count("output_tokens").unwrap_or(0);
+    let last =
+        first.map(|f| f + tokens.saturating_sub(1) as f64 * number("inter_token_latency_ms").unwrap_or(0.0) / 1000.0);
+    let error =
+        fate.map(|f| if f.is_empty() { "errored (guidellm's request error)".to_string() } else { f.to_string() });
+    ScheduledRequest {
+        scheduled_s: on_clock(sent.map(|s| s - number("request_dispatch_delay").unwrap_or(0.0))).unwrap_or(0.0),
+        send_s: on_clock(sent),
+        first_token_s: on_clock(first).filter(|_| fate.is_none()),
+        last_token_s: on_clock(last).filter(|_| fate.is_none()),
+        end_s: on_clock(number("request_end_time")),
+        tokens,
+        prompt_tokens: count("prompt_tokens").and_then(|p| u32::try_from(p).ok()),
+        error,
+        cached_tokens: count("cached_tokens"),
+        planned: None,
+    }
 }

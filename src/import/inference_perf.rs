@@ -223,5 +223,7 @@ pub fn convert(stages: &[(String, Value)], records: &[ReportedSample], config: O
         engine_version: None,
         device: None,
         notes: vec![NOTES.to_string()],
+        rates: Vec::new(),
+        traffic: None,
     })
 }

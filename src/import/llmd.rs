@@ -256,6 +256,8 @@ pub fn convert(mut reports: Vec<Report>) -> Result<(Converted, (String, String))
         engine_version: first.engine.as_ref().map(|e| e.1.clone()),
         device: first.device.clone(),
         notes: vec![NOTES.to_string()],
+        rates: Vec::new(),
+        traffic: None,
     };
     Ok((converted, first.tool()))
 }

@@ -237,8 +237,18 @@ fn write_imported(
 ) -> Result<ImportSummary> {
     format::ids::check_id("run id", id)?;
     let Imported { converted, tool, source } = run;
-    let Converted { settings, cells, model, started_at, engine, engine_version, device, notes: mut method_notes } =
-        converted;
+    let Converted {
+        settings,
+        cells,
+        model,
+        started_at,
+        engine,
+        engine_version,
+        device,
+        notes: mut method_notes,
+        rates,
+        traffic,
+    } = converted;
     // The accelerator the sources name, where no flag names one.
     let mut facts = facts.clone();
     if let (None, None, Some((name, count))) = (&facts.device, &facts.cpu, device) {
@@ -273,6 +283,7 @@ fn write_imported(
     let mut manifest = facts
         .manifest(found, settings, bench_tool, Origin::Imported)
         .with_context(|| format!("{}", source.display()))?;
+    manifest.traffic = traffic;
     match started_at {
         Some(d) => manifest.started_at = Some(checked_start(&d).with_context(|| format!("{}", source.display()))?),
         None => not_told.push("date"),
@@ -282,6 +293,7 @@ fn write_imported(
     for c in &cells {
         writer.cell(c);
     }
+    writer.rate_cells(&rates)?;
     if model_unknown {
         not_told.push("model (the files do not name it; --model-id gives it)");
     }
@@ -293,7 +305,17 @@ fn write_imported(
         writer.notes(&notes.join("\n\n"))?;
     }
     let dest = writer.commit()?;
-    Ok(summary(dest, &manifest, &cells, &tool_name, not_told))
+    let mut said = summary(dest, &manifest, &cells, &tool_name, not_told);
+    if !rates.is_empty() {
+        let offered: Vec<String> = rates.iter().map(|r| crate::units::numbers::rate(r.rate_rps)).collect();
+        said.found = format!(
+            "{tool_name} {}: {} request-rate cells ({} requests/s)",
+            manifest.bench_tool.version,
+            rates.len(),
+            offered.join(", ")
+        );
+    }
+    Ok(said)
 }
 
 fn summary(

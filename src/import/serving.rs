@@ -250,6 +250,8 @@ pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Con
         engine_version: None,
         device: None,
         notes: Vec::new(),
+        rates: Vec::new(),
+        traffic: None,
     })
 }
 

@@ -372,6 +372,8 @@ pub fn convert(path: &Path) -> Result<(Converted, BenchTool)> {
         engine_version: None,
         device: None,
         notes: Vec::new(),
+        rates: Vec::new(),
+        traffic: None,
     };
     Ok((converted, BenchTool { name: TOOL.into(), version: md.version.clone() }))
 }
