@@ -375,6 +375,31 @@ fn a_guidellm_rate_run_becomes_a_rate_run_with_its_requests() {
     assert!(rows[0][10].starts_with("Saturated"), "{:?}", rows[0]);
 }
 
+/// Two real `vllm bench serve --request-rate` results (vLLM 0.32, `--save-detailed`) against
+/// llama.cpp: one rate run, a cell a rate, each request from the tool's own lists.
+#[test]
+fn vllm_rate_results_become_one_rate_run() {
+    let ws = empty_ws();
+    let out = import_paths(&ws, &["vllm-0.32.0-rates"], &["--run-id", "vr"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("2 request-rate cells (0.3, 1 requests/s)"), "{}", stdout(&out));
+    let cells: Vec<Value> =
+        ws.read("data/runs/vr/rates.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let one = cells.iter().find(|c| c["rate_rps"] == 1.0).unwrap();
+    let requests = one["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 20);
+    // The tool's own TTFT of its first request (0.929 s), on the run's clock.
+    let r = &requests[0];
+    let ttft = r["first_token_s"].as_f64().unwrap() - r["send_s"].as_f64().unwrap();
+    assert!((ttft - 0.9290999730001204).abs() < 1e-6, "{ttft}");
+    assert_ok(&ws.site(&["build"]));
+    let rows = table_rows(&ws.read("public/runs/vr/index.html"), "class=\"rates\"")[1..].to_vec();
+    // At 0.3 a second the server kept up; at 1 it completed 0.75 a second (the tool's own
+    // request throughput was 0.747).
+    assert!(rows[0][10].starts_with("Kept up") && rows[1][10].starts_with("Saturated"), "{rows:?}");
+    assert_eq!(rows[1][2], "0.75");
+}
+
 #[test]
 fn aiperf_profiles_and_sweeps_become_runs_with_their_request_records() {
     let ws = empty_ws();

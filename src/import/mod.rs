@@ -130,7 +130,10 @@ fn convert_found(found: &[Source]) -> Result<Vec<Imported>> {
                 .iter()
                 .map(|g| {
                     let mut converted = serving::convert_group(tool, g)?;
-                    converted.notes.push(tool.method_notes().to_string());
+                    // A rate run's notes say how its rates were measured already.
+                    if converted.rates.is_empty() {
+                        converted.notes.push(tool.method_notes().to_string());
+                    }
                     let bench_tool = BenchTool { name: tool.name().into(), version: "unknown".into() };
                     Ok(Imported { converted, tool: bench_tool, source: source.clone() })
                 })

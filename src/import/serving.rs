@@ -64,6 +64,8 @@ SGLang's ITL (gaps between chunks, pooled) is not this figure.\n\
 /// their own.
 pub fn setting_key(tool: ServingTool, v: &Value) -> String {
     let keys: &[&str] = match tool {
+        // Rate results of one setting are one rate run, whatever their rates.
+        ServingTool::Vllm if offered_rate(v).is_some() => &["model_id", "backend", "endpoint_type", "burstiness"],
         ServingTool::Vllm => &["model_id", "backend", "endpoint_type", "request_rate", "num_prompts"],
         ServingTool::Sglang => &["backend", "dataset_name", "random_input_len", "random_output_len", "request_rate"],
     };
@@ -210,8 +212,18 @@ pub fn group(tool: ServingTool, results: Vec<(String, Value)>) -> Vec<Vec<(Strin
     out.into_iter().map(|(_, g)| g).collect()
 }
 
+/// A result's offered rate, where it is an open-loop rate result: a finite `request_rate`
+/// and no `max_concurrency` (vLLM writes `"inf"` for "all at once").
+pub fn offered_rate(v: &Value) -> Option<f64> {
+    let rate = v.get("request_rate").and_then(Value::as_f64).filter(|r| r.is_finite() && *r > 0.0)?;
+    v.get("max_concurrency").is_none_or(Value::is_null).then_some(rate)
+}
+
 /// A group of results (one setting) as a run's manifest settings and cells.
 pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Converted> {
+    if tool == ServingTool::Vllm && group.iter().all(|(_, v)| offered_rate(v).is_some()) {
+        return convert_rates(group);
+    }
     let mut cells: Vec<Cell> = Vec::new();
     let mut context = None;
     for (at, v) in group {
@@ -253,6 +265,123 @@ pub fn convert_group(tool: ServingTool, group: &[(String, Value)]) -> Result<Con
         rates: Vec::new(),
         traffic: None,
     })
+}
+
+const VLLM_RATE_NOTES: &str = "Each rate cell is one `vllm bench serve --request-rate` result (`--save-detailed`): \
+`num_prompts` requests sent at the rate, Poisson gaps (or gamma, `--burstiness`). Each request is kept on the run's clock \
+from the tool's own lists: sent at its `start_times`, due that less its `queue_times`, its first token `ttfts` later, its \
+tokens `itls` apart, ended `latencies` after it was sent; `input_lens` and `output_lens` as counted. The window runs from \
+the first request due to the last, plus one mean gap. Results written without `--save-detailed` have no requests and are \
+refused as rate cells.";
+
+/// `vllm bench serve --request-rate` results as one rate run: a rate cell a result, each on
+/// its own stretch of one clock (a result's `start_times` are its own process's).
+fn convert_rates(group: &[(String, Value)]) -> Result<Converted> {
+    let mut rates: Vec<crate::format::RateCell> = Vec::new();
+    let mut offset = 0.0;
+    for (at, v) in group {
+        check(at, v)?;
+        let rate = offered_rate(v).expect("a rate result");
+        let mut cell = rate_cell(at, v, rate, offset)?;
+        cell.repetition = 1 + rates.iter().filter(|r| r.rate_rps == rate).count() as u32;
+        offset = cell.requests.iter().filter_map(|r| r.end_s).fold(cell.window.end_s, f64::max) + 1.0;
+        rates.push(cell);
+    }
+    let first = &group[0].1;
+    let context = input_len(ServingTool::Vllm, first).unwrap_or(1);
+    for r in &mut rates {
+        r.context = context;
+    }
+    let max_output =
+        group.iter().flat_map(|(_, v)| list(v, "output_lens")).filter_map(|x| x.as_u64()).max().unwrap_or(0);
+    let burstiness = num(first, "burstiness").unwrap_or(1.0);
+    let arrival = if burstiness == 1.0 { "poisson".to_string() } else { format!("gamma:{}", 1.0 / burstiness.sqrt()) };
+    let mut offered: Vec<f64> = rates.iter().map(|r| r.rate_rps).collect();
+    offered.sort_by(f64::total_cmp);
+    offered.dedup();
+    let traffic = crate::format::Traffic {
+        arrival,
+        seed: 0,
+        rates_rps: offered,
+        max_in_flight: u32::MAX,
+        warmup_s: 0.0,
+        auto: None,
+        input_tokens: None,
+        output_tokens: None,
+        trace: None,
+    };
+    let date = group.iter().filter_map(|(_, v)| v.get("date").and_then(Value::as_str).and_then(vllm_date)).min();
+    Ok(Converted {
+        settings: fixed_count::settings(context, &[], 0.0, max_output),
+        cells: Vec::new(),
+        model: first.get("model_id").and_then(Value::as_str).map(str::to_string),
+        started_at: date,
+        engine: None,
+        engine_version: None,
+        device: None,
+        notes: vec![VLLM_RATE_NOTES.to_string()],
+        rates,
+        traffic: Some(traffic),
+    })
+}
+
+/// One rate result's requests from its per-request lists, from `offset` seconds on.
+fn rate_cell(at: &str, v: &Value, rate: f64, offset: f64) -> Result<crate::format::RateCell> {
+    let (starts, queues, ttfts, latencies, itls, outs, ins, errors) = (
+        list(v, "start_times"),
+        list(v, "queue_times"),
+        list(v, "ttfts"),
+        list(v, "latencies"),
+        list(v, "itls"),
+        list(v, "output_lens"),
+        list(v, "input_lens"),
+        list(v, "errors"),
+    );
+    if starts.is_empty() {
+        bail!("{at}start_times: a rate result needs its requests (`vllm bench serve --save-detailed`)");
+    }
+    let f = |l: &[Value], i: usize| l.get(i).and_then(Value::as_f64).filter(|x| x.is_finite());
+    let due = |i: usize| Some(f(&starts, i)? - f(&queues, i).unwrap_or(0.0));
+    let t0 = (0..starts.len()).filter_map(due).fold(f64::INFINITY, f64::min);
+    if !t0.is_finite() {
+        bail!("{at}start_times: expected numbers");
+    }
+    let on = |t: f64| t - t0 + offset;
+    let requests: Vec<crate::format::ScheduledRequest> = (0..starts.len())
+        .map(|i| {
+            let ok = errors.get(i).and_then(Value::as_str).is_none_or(str::is_empty);
+            let send = f(&starts, i);
+            let first = send.zip(f(&ttfts, i)).map(|(s, t)| s + t).filter(|_| ok);
+            let gaps: f64 =
+                itls.get(i).and_then(Value::as_array).map_or(0.0, |g| g.iter().skip(1).filter_map(Value::as_f64).sum());
+            crate::format::ScheduledRequest {
+                scheduled_s: due(i).map_or(offset, on),
+                send_s: send.map(on),
+                first_token_s: first.map(on),
+                last_token_s: first.map(|t| on(t + gaps)),
+                end_s: send.zip(f(&latencies, i)).map(|(s, l)| on(s + l)),
+                tokens: outs.get(i).and_then(Value::as_u64).unwrap_or(0),
+                prompt_tokens: ins.get(i).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()),
+                error: (!ok).then(|| errors[i].as_str().unwrap_or("error").chars().take(2000).collect()),
+                cached_tokens: None,
+                planned: None,
+            }
+        })
+        .collect();
+    let last_due = requests.iter().map(|r| r.scheduled_s).fold(offset, f64::max);
+    let cell = crate::format::RateCell {
+        schema_version: crate::format::SCHEMA_VERSION,
+        context: 1,
+        rate_rps: rate,
+        repetition: 1,
+        status: crate::format::Status::Valid,
+        prompt_tokens: None,
+        window: crate::format::Window { start_s: offset, end_s: last_due + 1.0 / rate },
+        requests,
+        error: None,
+    };
+    crate::format::rates::validate_rate_cell(&cell).map_err(|e| e.context(at.to_string()))?;
+    Ok(cell)
 }
 
 /// vLLM's `20261202-172552` as `2026-12-02T17:25:52` (the file gives no time zone).

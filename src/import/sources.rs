@@ -102,7 +102,8 @@ pub fn detect(text: &str) -> Option<Format> {
         if p.metadata.as_ref().is_some_and(|m| m.get("version").is_some()) && p.results.is_some() {
             return Some(Format::LlmInferenceBench);
         }
-        if p.max_concurrency.is_some()
+        // A concurrency result has `max_concurrency`; a rate result `request_rate` (and a null one).
+        if (p.max_concurrency.is_some() || p.request_rate.is_some())
             && p.output_throughput.is_some()
             && p.endpoint_type.is_some()
             && p.model_id.is_some()
@@ -136,7 +137,8 @@ pub fn detect(text: &str) -> Option<Format> {
     if serving && line.backend.is_some() && line.dataset_name.is_some() {
         return Some(Format::Sglang);
     }
-    (serving && line.endpoint_type.is_some() && line.model_id.is_some()).then_some(Format::Vllm)
+    let rate = line.request_rate.is_some() && line.output_throughput.is_some();
+    ((serving || rate) && line.endpoint_type.is_some() && line.model_id.is_some()).then_some(Format::Vllm)
 }
 
 /// The keys that tell the formats apart, read without building the rest of the document
@@ -147,6 +149,7 @@ struct Probe {
     results: Option<IgnoredAny>,
     benchmarks: Option<Vec<BenchmarkProbe>>,
     max_concurrency: Option<IgnoredAny>,
+    request_rate: Option<IgnoredAny>,
     output_throughput: Option<IgnoredAny>,
     endpoint_type: Option<IgnoredAny>,
     model_id: Option<IgnoredAny>,
