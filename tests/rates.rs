@@ -106,6 +106,9 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
     assert!((listed - rate.parse::<f64>().unwrap()).abs() < 0.006, "{listed} against {first:?}");
     let front = text_of(&std::fs::read_to_string(d.join("public/index.html")).unwrap());
     assert!(front.contains(&format!("{shown} at 256")), "{shown}: {front}");
+    // The objective's capacity board ranks it in requests per second.
+    let board = text_of(&std::fs::read_to_string(d.join(format!("public/targets/{slo}-256/index.html"))).unwrap());
+    assert!(board.contains("In requests per second") && board.contains(&shown), "{shown}: {board}");
     // A run of another traffic shape is not compared with it.
     let other = d.join("data/runs/rates-poisson");
     copy_dir(&run, &other);

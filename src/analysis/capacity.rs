@@ -300,17 +300,35 @@ pub struct TargetBoard {
     pub entries: Vec<TargetEntry>,
     /// Runs measured at the context with no cell meeting the SLO.
     pub none: Vec<usize>,
+    /// Rate runs' capacity in requests per second at the context, most first (ties in run
+    /// order): a board's second table, apart from the matrix runs' tok/s.
+    pub rates: Vec<RateEntry>,
+}
+
+/// One rate run's capacity on a board.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RateEntry {
+    pub run: usize,
+    pub capacity: super::rates::RateCapacity,
 }
 
 /// Every (SLO, context) board of the site, SLOs in the site's order, then by context.
 pub fn boards(capacity: &[RunCapacity], slos: &[&str]) -> Vec<TargetBoard> {
-    let mut contexts: Vec<u32> = capacity.iter().flat_map(|c| c.contexts.iter().map(|x| x.context)).collect();
+    let mut contexts: Vec<u32> = capacity
+        .iter()
+        .flat_map(|c| c.contexts.iter().map(|x| x.context).chain(c.rates.iter().map(|r| r.context)))
+        .collect();
     contexts.sort_unstable();
     contexts.dedup();
     let mut out = Vec::new();
     for slo in slos {
         for &context in &contexts {
-            let mut board = TargetBoard { slo: slo.to_string(), context, entries: vec![], none: vec![] };
+            let mut board = TargetBoard { slo: slo.to_string(), context, entries: vec![], none: vec![], rates: vec![] };
+            for (run, c) in capacity.iter().enumerate() {
+                let at = c.rates.iter().find(|r| r.context == context && r.slo == *slo).and_then(|r| r.capacity);
+                board.rates.extend(at.map(|capacity| RateEntry { run, capacity }));
+            }
+            board.rates.sort_by(|a, b| b.capacity.rps().total_cmp(&a.capacity.rps()).then(a.run.cmp(&b.run)));
             for (run, c) in capacity.iter().enumerate() {
                 match c.at(context, slo).map(|s| &s.point) {
                     Some(Some(point)) => board.entries.push(TargetEntry { run, point: point.clone() }),

@@ -15,6 +15,7 @@ use super::common::{put_bytes, put_page, root, ser, PageContext, RenderStats};
 use super::downloads::{significant, CsvWriter};
 use super::leaderboard_page::BOARD_ROWS;
 use crate::analysis::capacity::{Miss, RunCapacity, TargetBoard};
+use crate::analysis::rates::RateCapacity;
 use crate::analysis::SiteModel;
 use crate::format::SiteSettings;
 use crate::units::gzip;
@@ -157,6 +158,19 @@ pub fn target_slug(slo: &str, context: u32) -> String {
     format!("{slo}-{}", context_slug(context))
 }
 
+/// A rate run on a board: its capacity in requests/s at the objective.
+#[derive(Serialize)]
+struct RateRow<'a> {
+    place: usize,
+    id: &'a str,
+    title: &'a str,
+    device: &'a str,
+    count: u32,
+    engine: String,
+    rps: f64,
+    capacity: String,
+}
+
 #[derive(Debug, Serialize)]
 struct BoardRow<'a> {
     place: usize,
@@ -174,8 +188,8 @@ struct BoardRow<'a> {
 
 fn board_hash(cx: &PageContext, site: &SiteModel, b: &TargetBoard, frame: u64) -> u64 {
     let mut h = InputHash::default();
-    h.piece(b.slo.as_bytes()).u64(b.context as u64).json(&b.entries).u64(frame);
-    for &r in b.entries.iter().map(|e| &e.run).chain(&b.none) {
+    h.piece(b.slo.as_bytes()).u64(b.context as u64).json(&b.entries).json(&b.rates).u64(frame);
+    for &r in b.entries.iter().map(|e| &e.run).chain(&b.none).chain(b.rates.iter().map(|e| &e.run)) {
         let run = &site.runs[r];
         let e = &run.manifest.engine;
         h.piece(run.id.as_bytes()).piece(cx.titles[r].as_bytes()).piece(e.name.as_bytes()).piece(e.version.as_bytes());
@@ -228,7 +242,14 @@ pub fn render_all(
     let links: Vec<(String, String, u32, usize)> = site
         .targets
         .iter()
-        .map(|b| (target_slug(&b.slo, b.context), b.slo.clone(), b.context, b.entries.len()))
+        .map(|b| {
+            (
+                target_slug(&b.slo, b.context),
+                b.slo.clone(),
+                b.context,
+                b.entries.len() + b.rates.iter().filter(|r| !matches!(r.capacity, RateCapacity::Below(_))).count(),
+            )
+        })
         .collect();
     let html = cx.env.get_template("targets.html")?.render(context! {
         root => root("../"),
@@ -273,6 +294,26 @@ fn render_board(
         })
         .collect();
     let unmet: Vec<(&str, &str)> = b.none.iter().map(|&r| (site.runs[r].id.as_str(), cx.titles[r].as_str())).collect();
+    let rate_rows: Vec<RateRow> = b
+        .rates
+        .iter()
+        .take(BOARD_ROWS)
+        .enumerate()
+        .map(|(i, e)| {
+            let run = &site.runs[e.run];
+            let eng = &run.manifest.engine;
+            RateRow {
+                place: i + 1,
+                id: &run.id,
+                title: &cx.titles[e.run],
+                device: &run.manifest.hardware.device,
+                count: run.manifest.hardware.count,
+                engine: format!("{} {}", eng.name, eng.version),
+                rps: significant(e.capacity.rps()),
+                capacity: super::common::rate_capacity_text(e.capacity),
+            }
+        })
+        .collect();
     let dir = format!("targets/{}", target_slug(&b.slo, b.context));
     put_bytes(sink, &format!("{dir}/runs.csv.gz"), &gzip(target_csv(&rows, &unmet).as_bytes()), stats)?;
     let html = cx.env.get_template("target.html")?.render(context! {
@@ -284,6 +325,8 @@ fn render_board(
         rows_total => rows.len(),
         unmet => ser(&unmet[..unmet.len().min(BOARD_ROWS)]),
         unmet_total => unmet.len(),
+        rate_rows => ser(&rate_rows),
+        rate_total => b.rates.len(),
         priced => settings.price_known(),
     })?;
     put_page(sink, &format!("{dir}/index.html"), &html, stats)
