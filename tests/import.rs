@@ -400,6 +400,37 @@ fn vllm_rate_results_become_one_rate_run() {
     assert_eq!(rows[1][2], "0.75");
 }
 
+/// A real AIPerf 0.13 sweep of `--request-rate 0.5,1 --request-count 10` (poisson) against
+/// llama.cpp: one rate run, a cell a rate, every request from its record.
+#[test]
+fn an_aiperf_rate_sweep_becomes_one_rate_run() {
+    let ws = empty_ws();
+    let out = import_paths(&ws, &["aiperf-0.13.0-rates"], &["--run-id", "ar"]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("Imported AIPerf 0.13.0: 2 request-rate cells (0.5, 1 requests/s)"),
+        "{}",
+        stdout(&out)
+    );
+    let run: Value = serde_json::from_str(&ws.read("data/runs/ar/run.json")).unwrap();
+    assert_eq!(run["traffic"]["arrival"], "poisson");
+    let cells: Vec<Value> =
+        ws.read("data/runs/ar/rates.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for c in &cells {
+        let requests = c["requests"].as_array().unwrap();
+        assert_eq!(requests.len(), 10, "the profiling phase's records");
+        // Each due at its credit, sent after it.
+        assert!(requests.iter().all(|r| r["send_s"].as_f64().unwrap() >= r["scheduled_s"].as_f64().unwrap()));
+    }
+    // The first record of the 0.5 profile: its TTFT as AIPerf recorded it, 2,648 ms.
+    let r = &cells[0]["requests"][0];
+    let ttft = r["first_token_s"].as_f64().unwrap() - r["send_s"].as_f64().unwrap();
+    assert!((ttft - 2.648373057).abs() < 1e-6, "{ttft}");
+    assert_ok(&ws.site(&["build"]));
+    let rows = table_rows(&ws.read("public/runs/ar/index.html"), "class=\"rates\"")[1..].to_vec();
+    assert_eq!(rows.len(), 2);
+}
+
 #[test]
 fn aiperf_profiles_and_sweeps_become_runs_with_their_request_records() {
     let ws = empty_ws();

@@ -90,6 +90,17 @@ pub struct Profile {
     pub models: Vec<String>,
     pub version: String,
     pub load: Load,
+    /// A profile of request rates (a `poisson` or `constant` profiling phase): its rate
+    /// cell, which the run keeps in place of `cell`.
+    pub rate: Option<RateProfile>,
+}
+
+/// A rate profile: its arrival process, and its cell with every request on its own clock.
+#[derive(Debug, Clone)]
+pub struct RateProfile {
+    pub arrival: String,
+    pub seed: Option<u64>,
+    pub cell: crate::format::RateCell,
 }
 
 /// Whether the file at `path` is a profile this importer reads (the copies AIPerf keeps under
@@ -293,9 +304,13 @@ pub fn read_profile(at: String, v: &Value, records: &Path) -> Result<Profile> {
             "{at}input_config.datasets[0].prompts.isl.mean (earlier releases: input_config.input.prompt.input_tokens.mean): expected the input length asked for"
         )
     };
-    let (c, load) = load(v, &at)?;
     let models = model_names(v);
+    if let Some((arrival, rate)) = rate_phase(v) {
+        return read_rate_profile(at, v, records, (context, arrival, rate), models);
+    }
+    let (c, load) = load(v, &at)?;
     Ok(Profile {
+        rate: None,
         key: setting_key(v, &models, load),
         cell: cell(v, context, c, load, samples(records)?),
         osl: first_of(v, &OSL).and_then(Value::as_f64),
@@ -306,6 +321,190 @@ pub fn read_profile(at: String, v: &Value, records: &Path) -> Result<Profile> {
         load,
         at,
     })
+}
+
+/// The profiling phase's arrival process and rate, where it is a rate phase (0.9 on).
+fn rate_phase(v: &Value) -> Option<(String, f64)> {
+    let phases = v.pointer("/input_config/phases").and_then(Value::as_array)?;
+    let p = phases.iter().find(|p| p.get("name").and_then(Value::as_str) == Some("profiling"))?;
+    let kind = p.get("type").and_then(Value::as_str)?;
+    let rate = p.get("rate").and_then(Value::as_f64).filter(|r| r.is_finite() && *r > 0.0)?;
+    matches!(kind, "poisson" | "constant").then(|| (kind.to_string(), rate))
+}
+
+/// A rate profile: its requests from `profile_export.jsonl` (the profiling phase's), each
+/// due when AIPerf issued its credit (`credit_issued_ns`), sent at `request_start_ns`, its
+/// first token `time_to_first_token` later, its tokens `inter_token_latency` apart, ended at
+/// `request_end_ns`; the window from the first credit to the last, plus one mean gap.
+fn read_rate_profile(
+    at: String,
+    v: &Value,
+    records: &Path,
+    (context, arrival, rate): (u32, String, f64),
+    models: Vec<String>,
+) -> Result<Profile> {
+    let mut requests = Vec::new();
+    fsutil::for_each_line(records, 4 << 30, MAX_RECORD_BYTES, |_, line| {
+        let Ok(r) = serde_json::from_str::<RateRecord>(line) else { return };
+        if r.metadata.benchmark_phase.as_deref() == Some("profiling") {
+            requests.push(r);
+        }
+    })?;
+    let Some(t0) = requests.iter().filter_map(|r| r.metadata.credit_issued_ns.or(r.metadata.request_start_ns)).min()
+    else {
+        bail!("{at}profile_export.jsonl: a rate profile needs its request records beside it (none of the profiling phase found)")
+    };
+    let s = |ns: Option<u64>| ns.map(|n| n.saturating_sub(t0) as f64 / 1e9);
+    let requests: Vec<crate::format::ScheduledRequest> = requests
+        .iter()
+        .map(|r| {
+            let (m, meta) = (&r.metrics, &r.metadata);
+            let value =
+                |x: &Option<RecordValue>| x.as_ref().and_then(|v| v.value).filter(|v| v.is_finite() && *v >= 0.0);
+            let ok = r.error.is_none() && !meta.was_cancelled.unwrap_or(false);
+            let sent = s(meta.request_start_ns);
+            let first = sent.zip(value(&m.time_to_first_token)).map(|(t, ms)| t + ms / 1000.0).filter(|_| ok);
+            let tokens = value(&m.output_sequence_length).unwrap_or(0.0) as u64;
+            let gap = value(&m.inter_token_latency).unwrap_or(0.0) / 1000.0;
+            crate::format::ScheduledRequest {
+                scheduled_s: s(meta.credit_issued_ns).or(sent).unwrap_or(0.0),
+                send_s: sent,
+                first_token_s: first,
+                last_token_s: first.map(|f| f + tokens.saturating_sub(1) as f64 * gap),
+                end_s: s(meta.request_end_ns),
+                tokens,
+                prompt_tokens: value(&m.input_sequence_length).and_then(|p| u32::try_from(p as u64).ok()),
+                error: (!ok).then(|| "failed (AIPerf's request error, or cancelled)".to_string()),
+                cached_tokens: value(&m.usage_prompt_cache_read_tokens).map(|c| c as u64),
+                planned: None,
+            }
+        })
+        .collect();
+    let last_due = requests.iter().map(|r| r.scheduled_s).fold(0.0, f64::max);
+    let cell = crate::format::RateCell {
+        schema_version: crate::format::SCHEMA_VERSION,
+        context,
+        rate_rps: rate,
+        repetition: 1,
+        status: crate::format::Status::Valid,
+        prompt_tokens: None,
+        window: crate::format::Window { start_s: 0.0, end_s: last_due + 1.0 / rate },
+        requests,
+        error: None,
+    };
+    crate::format::rates::validate_rate_cell(&cell).map_err(|e| e.context(at.clone()))?;
+    let load = Load::Unstated;
+    // Rate profiles of one setting are one run whatever their rates: the key leaves the rate out.
+    let key = format!("rate {arrival} {}", setting_key(v, &models, load));
+    let seed =
+        v.pointer("/input_config/input/random_seed").or_else(|| v.pointer("/run_info/seed")).and_then(Value::as_u64);
+    Ok(Profile {
+        rate: Some(RateProfile { arrival, seed, cell }),
+        key,
+        cell: fixed_count::cell(context, 1, Vec::new(), ReportedFigures::default()),
+        osl: first_of(v, &OSL).and_then(Value::as_f64),
+        duration_s: metric(v, "benchmark_duration", "avg"),
+        started_at: v.get("start_time").and_then(Value::as_str).map(str::to_string),
+        models,
+        version: v.get("aiperf_version").and_then(Value::as_str).unwrap_or("unknown").to_string(),
+        load,
+        at,
+    })
+}
+
+/// One line of `profile_export.jsonl` as a rate profile reads it.
+#[derive(Debug, Deserialize)]
+struct RateRecord {
+    #[serde(default)]
+    metadata: RateRecordMeta,
+    #[serde(default)]
+    metrics: RateRecordMetrics,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RateRecordMeta {
+    benchmark_phase: Option<String>,
+    credit_issued_ns: Option<u64>,
+    request_start_ns: Option<u64>,
+    request_end_ns: Option<u64>,
+    was_cancelled: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RateRecordMetrics {
+    time_to_first_token: Option<RecordValue>,
+    inter_token_latency: Option<RecordValue>,
+    input_sequence_length: Option<RecordValue>,
+    output_sequence_length: Option<RecordValue>,
+    usage_prompt_cache_read_tokens: Option<RecordValue>,
+}
+
+const RATE_NOTES: &str = "## How AIPerf measured\n\nEach rate cell is one AIPerf profile whose profiling phase is `poisson` or `constant` at a `rate`: \
+requests issued at that rate. Each request is kept on the run's clock from its record in `profile_export.jsonl`: due when AIPerf issued its \
+credit (`credit_issued_ns`), sent at `request_start_ns`, its first token `time_to_first_token` later, its tokens `inter_token_latency` apart, \
+ended at `request_end_ns`; a request with an error or cancelled is a failed request. The window runs from the first credit to the last, plus \
+one mean gap; each profile is a stretch of its own on the run's clock.";
+
+/// One setting's rate profiles as a rate run, a cell a profile (repetitions of a rate in
+/// path order), each on its own stretch of the run's clock.
+fn convert_rates(group: Vec<Profile>) -> Result<(Converted, String)> {
+    let first = group[0].clone();
+    let mut cells: Vec<crate::format::RateCell> = Vec::new();
+    let mut offset = 0.0;
+    for p in &group {
+        let mut cell = p.rate.as_ref().expect("a rate profile").cell.clone();
+        cell.repetition = 1 + cells.iter().filter(|c| c.rate_rps == cell.rate_rps).count() as u32;
+        for r in &mut cell.requests {
+            for t in [
+                Some(&mut r.scheduled_s),
+                r.send_s.as_mut(),
+                r.first_token_s.as_mut(),
+                r.last_token_s.as_mut(),
+                r.end_s.as_mut(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                *t += offset;
+            }
+        }
+        cell.window.start_s += offset;
+        cell.window.end_s += offset;
+        offset = cell.requests.iter().filter_map(|r| r.end_s).fold(cell.window.end_s, f64::max) + 1.0;
+        cells.push(cell);
+    }
+    let rate_profile = first.rate.clone().expect("a rate profile");
+    let mut offered: Vec<f64> = cells.iter().map(|c| c.rate_rps).collect();
+    offered.sort_by(f64::total_cmp);
+    offered.dedup();
+    let traffic = crate::format::Traffic {
+        arrival: rate_profile.arrival,
+        seed: rate_profile.seed.unwrap_or(0),
+        rates_rps: offered,
+        max_in_flight: u32::MAX,
+        warmup_s: 0.0,
+        auto: None,
+        input_tokens: None,
+        output_tokens: None,
+        trace: None,
+    };
+    let osl = first.osl.unwrap_or(0.0);
+    let settings = fixed_count::settings(first.cell.context, &[], 0.0, osl.round().max(0.0) as u64);
+    let converted = Converted {
+        settings,
+        cells: Vec::new(),
+        model: (!first.models.is_empty()).then(|| first.models.join(", ")),
+        started_at: group.iter().filter_map(|p| p.started_at.clone()).min(),
+        engine: None,
+        engine_version: None,
+        device: None,
+        notes: vec![RATE_NOTES.to_string()],
+        rates: cells,
+        traffic: Some(traffic),
+    };
+    Ok((converted, first.version))
 }
 
 /// AIPerf's figures that have no column of ours, under its names.
@@ -361,6 +560,9 @@ fn answer_ttft(ttft: Option<f64>, first_output: Option<f64>) -> Option<f64> {
 
 /// One setting's profiles as a run; returns the tool version too.
 pub fn convert(group: Vec<Profile>) -> Result<(Converted, String)> {
+    if group[0].rate.is_some() {
+        return convert_rates(group);
+    }
     let load = group[0].load;
     let first = group[0].clone();
     let mut cells: Vec<Cell> = Vec::new();
