@@ -431,6 +431,24 @@ fn an_aiperf_rate_sweep_becomes_one_rate_run() {
     assert_eq!(rows.len(), 2);
 }
 
+/// A real inference-perf 0.7 report of a `poisson` load at 0.5 and 1 requests/s (20 s
+/// stages) against llama.cpp: one rate run, a cell a stage, its records in stage order.
+#[test]
+fn inference_perf_rate_stages_become_one_rate_run() {
+    let ws = empty_ws();
+    let out = import_paths(&ws, &["inference-perf-0.7.0-rates"], &["--run-id", "ipr"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("2 request-rate cells (0.5, 1 requests/s)"), "{}", stdout(&out));
+    let run: Value = serde_json::from_str(&ws.read("data/runs/ipr/run.json")).unwrap();
+    assert_eq!((run["traffic"]["arrival"].as_str(), run["traffic"]["seed"].as_u64()), (Some("poisson"), Some(77)));
+    let cells: Vec<Value> =
+        ws.read("data/runs/ipr/rates.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // The stages' 10 and 20 requests (their load_summary counts), in that order.
+    let counts: Vec<usize> = cells.iter().map(|c| c["requests"].as_array().unwrap().len()).collect();
+    assert_eq!(counts, vec![10, 20]);
+    assert!(ws.read("data/runs/ipr/notes.md").contains("schedule delay p99"));
+}
+
 #[test]
 fn aiperf_profiles_and_sweeps_become_runs_with_their_request_records() {
     let ws = empty_ws();

@@ -92,33 +92,167 @@ impl Record {
     }
 }
 
+/// One request's instants (the tool's monotonic clock, seconds) and counts: what a rate
+/// stage keeps of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestTimes {
+    pub start: Option<f64>,
+    pub end: Option<f64>,
+    pub first: Option<f64>,
+    pub last: Option<f64>,
+    pub output_tokens: Option<u64>,
+    pub input_tokens: Option<u64>,
+    pub ok: bool,
+}
+
+impl Record {
+    fn times(&self) -> RequestTimes {
+        let m = &self.info.response_metrics;
+        RequestTimes {
+            start: self.start_time,
+            end: self.end_time,
+            first: m.output_token_times.first().copied(),
+            last: m.output_token_times.last().copied(),
+            output_tokens: m.output_tokens,
+            input_tokens: self.info.input_tokens,
+            ok: self.error.is_none(),
+        }
+    }
+}
+
 /// The report's per-request records (`per_request_lifecycle_metrics.json`, a JSON array) as
 /// samples, read as a stream: one record in memory at a time.
 pub fn read_samples(path: &Path) -> Result<Vec<ReportedSample>> {
-    struct Samples(Vec<ReportedSample>);
-    impl<'de> Deserialize<'de> for Samples {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Samples, D::Error> {
-            struct Visit;
-            impl<'de> serde::de::Visitor<'de> for Visit {
-                type Value = Samples;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("an array of per-request records")
-                }
-                fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Samples, A::Error> {
-                    let mut out = Vec::new();
-                    while let Some(r) = seq.next_element::<Record>()? {
-                        out.push(r.sample());
-                    }
-                    Ok(Samples(out))
-                }
+    read_each(path, Record::sample)
+}
+
+/// The records' instants, for rate stages.
+pub fn read_times(path: &Path) -> Result<Vec<RequestTimes>> {
+    read_each(path, Record::times)
+}
+
+fn read_each<T>(path: &Path, each: fn(&Record) -> T) -> Result<Vec<T>> {
+    struct Visit<T>(fn(&Record) -> T);
+    impl<'de, T> serde::de::Visitor<'de> for Visit<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an array of per-request records")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(r) = seq.next_element::<Record>()? {
+                out.push((self.0)(&r));
             }
-            d.deserialize_seq(Visit)
+            Ok(out)
         }
     }
     let (file, _) = crate::fsutil::open_regular_file(path, 4 << 30)?;
     let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(file));
-    let samples = Samples::deserialize(&mut de).map_err(|e| crate::format::json::located(path, &e))?;
-    Ok(samples.0)
+    let out = serde::Deserializer::deserialize_seq(&mut de, Visit(each))
+        .map_err(|e| crate::format::json::located(path, &e))?;
+    Ok(out)
+}
+
+/// Whether the stages are rate stages (`load_summary.requested_rate`, no concurrency).
+pub fn is_rate_run(stages: &[(String, Value)]) -> bool {
+    stages.iter().all(|(_, v)| {
+        v.pointer("/load_summary/requested_rate").and_then(Value::as_f64).is_some()
+            && v.pointer("/load_summary/concurrency").is_none()
+    })
+}
+
+const RATE_NOTES: &str = "## How inference-perf measured\n\nEach rate cell is one inference-perf stage of a `poisson` or `constant` load at its \
+`requested_rate`. Each request is kept on the run's clock from `per_request_lifecycle_metrics.json` (records in stage order): sent at its \
+`start_time`, its first and last token at the first and last of its `output_token_times`, ended at `end_time`. inference-perf keeps no \
+request's due instant, only each stage's distribution of schedule delays, so each request is taken as due when it was sent: the client \
+lag column reads 0 here; the stages' own schedule delay is below.";
+
+/// Rate stages as a rate run: a rate cell a stage, its block of records on one clock (the
+/// tool's monotonic clock less the first record's start).
+pub fn convert_rates(stages: &[(String, Value)], times: &[RequestTimes], config: Option<&Value>) -> Result<Converted> {
+    let t0 = times.iter().filter_map(|t| t.start).fold(f64::INFINITY, f64::min);
+    if !t0.is_finite() {
+        bail!("{}per_request_lifecycle_metrics.json: rate stages need their request records beside them", stages[0].0);
+    }
+    let on = |t: Option<f64>| t.map(|t| t - t0).filter(|t| *t >= 0.0);
+    let (mut cells, mut next, mut notes) = (Vec::new(), 0usize, vec![RATE_NOTES.to_string()]);
+    for (i, (at, v)) in stages.iter().enumerate() {
+        let rate =
+            v.pointer("/load_summary/requested_rate").and_then(Value::as_f64).filter(|r| r.is_finite() && *r > 0.0);
+        let Some(rate) = rate else { bail!("{at}load_summary.requested_rate: expected requests per second above 0") };
+        let context = first_dist(v, &PROMPT, "mean").map_or(1, |m| (m.round() as u32).max(1));
+        let n = (v.pointer("/successes/count").and_then(Value::as_u64).unwrap_or(0)
+            + v.pointer("/failures/count").and_then(Value::as_u64).unwrap_or(0)) as usize;
+        let block = times.get(next..next + n).unwrap_or(&[]);
+        next += n;
+        let requests: Vec<crate::format::ScheduledRequest> = block
+            .iter()
+            .map(|t| crate::format::ScheduledRequest {
+                scheduled_s: on(t.start).unwrap_or(0.0),
+                send_s: on(t.start),
+                first_token_s: on(t.first).filter(|_| t.ok),
+                last_token_s: on(t.last).filter(|_| t.ok),
+                end_s: on(t.end),
+                tokens: t.output_tokens.unwrap_or(0),
+                prompt_tokens: t.input_tokens.and_then(|p| u32::try_from(p).ok()),
+                error: (!t.ok).then(|| "failed (inference-perf's request error)".to_string()),
+                cached_tokens: None,
+                planned: None,
+            })
+            .collect();
+        let start = requests.iter().map(|r| r.scheduled_s).fold(f64::INFINITY, f64::min);
+        let start = if start.is_finite() { start } else { 0.0 };
+        let sending = v.pointer("/load_summary/send_duration").and_then(Value::as_f64).unwrap_or(0.0).max(0.0);
+        let cell = crate::format::RateCell {
+            schema_version: crate::format::SCHEMA_VERSION,
+            context,
+            rate_rps: rate,
+            repetition: 1 + cells.iter().filter(|c: &&crate::format::RateCell| c.rate_rps == rate).count() as u32,
+            status: crate::format::Status::Valid,
+            prompt_tokens: None,
+            window: crate::format::Window { start_s: start, end_s: start + sending + 1.0 / rate },
+            requests,
+            error: None,
+        };
+        crate::format::rates::validate_rate_cell(&cell).map_err(|e| e.context(at.clone()))?;
+        if let Some(p99) = dist(v, "/load_summary/schedule_delay", "p99") {
+            notes.push(format!(
+                "Stage {i} ({rate} requests/s): inference-perf's schedule delay p99 {:.2} ms.",
+                p99 * 1000.0
+            ));
+        }
+        cells.push(cell);
+    }
+    let load = config.and_then(|c| c.get("load"));
+    let arrival = load.and_then(|l| l.get("type")).and_then(Value::as_str).unwrap_or("unknown").to_string();
+    let seed = load.and_then(|l| l.get("base_seed")).and_then(Value::as_u64).unwrap_or(0);
+    let mut offered: Vec<f64> = cells.iter().map(|c| c.rate_rps).collect();
+    offered.sort_by(f64::total_cmp);
+    offered.dedup();
+    let max_output = stages.iter().filter_map(|(_, v)| first_dist(v, &OUTPUT, "max")).fold(0.0, f64::max);
+    let context = cells.first().map_or(1, |c| c.context);
+    Ok(Converted {
+        settings: fixed_count::settings(context, &[], 0.0, max_output.round().max(0.0) as u64),
+        cells: Vec::new(),
+        model: config.and_then(model_of_config),
+        started_at: None,
+        engine: None,
+        engine_version: None,
+        device: None,
+        notes,
+        rates: cells,
+        traffic: Some(crate::format::Traffic {
+            arrival,
+            seed,
+            rates_rps: offered,
+            max_in_flight: u32::MAX,
+            warmup_s: 0.0,
+            auto: None,
+            input_tokens: None,
+            output_tokens: None,
+            trace: None,
+        }),
+    })
 }
 
 fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {

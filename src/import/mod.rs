@@ -164,17 +164,25 @@ fn inference_perf_run(found: &[&Source]) -> Result<(Converted, String)> {
         stages.push((format!("{}: ", s.path.display()), format::json::parse_lean(&s.path, &s.text()?, &[])?));
     }
     let records_path = ordered[0].path.with_file_name("per_request_lifecycle_metrics.json");
-    let records = if fs::symlink_metadata(&records_path).is_ok() {
-        inference_perf::read_samples(&records_path)?
-    } else {
-        Vec::new()
-    };
     let config_path = ordered[0].path.with_file_name("config.yaml");
     let config = if fs::symlink_metadata(&config_path).is_ok() {
         let text = crate::fsutil::read_data_file(&config_path, 16 << 20)?;
         Some(format::yaml::parse(&config_path, &text)?)
     } else {
         None
+    };
+    if inference_perf::is_rate_run(&stages) {
+        let times = if fs::symlink_metadata(&records_path).is_ok() {
+            inference_perf::read_times(&records_path)?
+        } else {
+            Vec::new()
+        };
+        return Ok((inference_perf::convert_rates(&stages, &times, config.as_ref())?, "unknown".to_string()));
+    }
+    let records = if fs::symlink_metadata(&records_path).is_ok() {
+        inference_perf::read_samples(&records_path)?
+    } else {
+        Vec::new()
     };
     Ok((inference_perf::convert(&stages, &records, config.as_ref())?, "unknown".to_string()))
 }

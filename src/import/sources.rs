@@ -124,7 +124,10 @@ pub fn detect(text: &str) -> Option<Format> {
             return Some(Format::Aiperf);
         }
         // A stage report (the summary of all stages has no concurrency and is not a cell).
-        let concurrency = p.load_summary.as_ref().is_some_and(|l| l.get("concurrency").is_some());
+        let concurrency = p
+            .load_summary
+            .as_ref()
+            .is_some_and(|l| l.get("concurrency").is_some() || l.get("requested_rate").is_some());
         if p.benchmark_time_seconds.is_some() && p.successes.is_some() && p.failures.is_some() && concurrency {
             return Some(Format::InferencePerf);
         }
