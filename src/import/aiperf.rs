@@ -456,54 +456,21 @@ fn convert_rates(group: Vec<Profile>) -> Result<(Converted, String)> {
     for p in &group {
         let mut cell = p.rate.as_ref().expect("a rate profile").cell.clone();
         cell.repetition = 1 + cells.iter().filter(|c| c.rate_rps == cell.rate_rps).count() as u32;
-        for r in &mut cell.requests {
-            for t in [
-                Some(&mut r.scheduled_s),
-                r.send_s.as_mut(),
-                r.first_token_s.as_mut(),
-                r.last_token_s.as_mut(),
-                r.end_s.as_mut(),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                *t += offset;
-            }
-        }
-        cell.window.start_s += offset;
-        cell.window.end_s += offset;
-        offset = cell.requests.iter().filter_map(|r| r.end_s).fold(cell.window.end_s, f64::max) + 1.0;
+        super::converted::shift_rate_cell(&mut cell, offset);
+        offset = super::converted::after(&cell);
         cells.push(cell);
     }
-    let rate_profile = first.rate.clone().expect("a rate profile");
-    let mut offered: Vec<f64> = cells.iter().map(|c| c.rate_rps).collect();
-    offered.sort_by(f64::total_cmp);
-    offered.dedup();
-    let traffic = crate::format::Traffic {
-        arrival: rate_profile.arrival,
-        seed: rate_profile.seed.unwrap_or(0),
-        rates_rps: offered,
+    let rate = first.rate.clone().expect("a rate profile");
+    let traffic = super::converted::RateTraffic {
+        arrival: rate.arrival,
+        seed: rate.seed.unwrap_or(0),
         max_in_flight: u32::MAX,
         warmup_s: 0.0,
-        auto: None,
-        input_tokens: None,
-        output_tokens: None,
-        trace: None,
     };
-    let osl = first.osl.unwrap_or(0.0);
-    let settings = fixed_count::settings(first.cell.context, &[], 0.0, osl.round().max(0.0) as u64);
-    let converted = Converted {
-        settings,
-        cells: Vec::new(),
-        model: (!first.models.is_empty()).then(|| first.models.join(", ")),
-        started_at: group.iter().filter_map(|p| p.started_at.clone()).min(),
-        engine: None,
-        engine_version: None,
-        device: None,
-        notes: vec![RATE_NOTES.to_string()],
-        rates: cells,
-        traffic: Some(traffic),
-    };
+    let osl = first.osl.unwrap_or(0.0).round().max(0.0) as u64;
+    let mut converted = Converted::rate_run(cells, traffic, osl, vec![RATE_NOTES.to_string()]);
+    converted.model = (!first.models.is_empty()).then(|| first.models.join(", "));
+    converted.started_at = group.iter().filter_map(|p| p.started_at.clone()).min();
     Ok((converted, first.version))
 }
 

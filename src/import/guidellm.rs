@@ -8,9 +8,10 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::converted::Converted;
+use super::converted::RateTraffic;
 use super::fixed_count;
 use super::release::{refused, Release};
-use crate::format::{Cell, RateCell, ReportedFigures, ReportedSample, ScheduledRequest, ToolFigure, Traffic};
+use crate::format::{Cell, RateCell, ReportedFigures, ReportedSample, ScheduledRequest, ToolFigure};
 
 pub const TOOL: &str = "guidellm";
 
@@ -232,23 +233,12 @@ pub fn convert(v: &Value, at: &str) -> Result<(Converted, String)> {
         .map(|t| t.to_string());
     if benchmarks.iter().any(|b| rate_of(b).is_some()) {
         let (rates, traffic, left_out) = rate_run(benchmarks, context, at)?;
-        let settings = fixed_count::settings(context, &[], 0.0, max_output);
         let mut notes = vec![RATE_NOTES.to_string()];
         if !left_out.is_empty() {
             notes.push(format!("Left out: the file's {} benchmarks, not at an offered rate.", left_out.join(", ")));
         }
-        let converted = Converted {
-            settings,
-            cells: Vec::new(),
-            model,
-            started_at,
-            engine: None,
-            engine_version: None,
-            device: None,
-            notes,
-            rates,
-            traffic: Some(traffic),
-        };
+        let mut converted = Converted::rate_run(rates, traffic, max_output, notes);
+        (converted.model, converted.started_at) = (model, started_at);
         return Ok((converted, version));
     }
     let mut cells: Vec<Cell> = Vec::new();
@@ -300,7 +290,7 @@ fn rate_of(b: &Value) -> Option<(&str, f64)> {
 
 /// The file's rate benchmarks as rate cells on one clock (seconds from the earliest instant
 /// of any), how their traffic was drawn, and the kinds of benchmark left out.
-fn rate_run(benchmarks: &[Value], context: u32, at: &str) -> Result<(Vec<RateCell>, Traffic, Vec<String>)> {
+fn rate_run(benchmarks: &[Value], context: u32, at: &str) -> Result<(Vec<RateCell>, RateTraffic, Vec<String>)> {
     let instants = benchmarks.iter().flat_map(|b| {
         let all = ["successful", "errored", "incomplete"]
             .into_iter()
@@ -358,20 +348,7 @@ fn rate_run(benchmarks: &[Value], context: u32, at: &str) -> Result<(Vec<RateCel
         cells.push(cell);
     }
     kinds.dedup();
-    let mut rates: Vec<f64> = cells.iter().map(|c| c.rate_rps).collect();
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
-    let traffic = Traffic {
-        arrival: kinds.join("+"),
-        seed,
-        rates_rps: rates,
-        max_in_flight,
-        warmup_s: warmup,
-        auto: None,
-        input_tokens: None,
-        output_tokens: None,
-        trace: None,
-    };
+    let traffic = RateTraffic { arrival: kinds.join("+"), seed, max_in_flight, warmup_s: warmup };
     left_out.dedup();
     Ok((cells, traffic, left_out))
 }

@@ -226,33 +226,11 @@ pub fn convert_rates(stages: &[(String, Value)], times: &[RequestTimes], config:
     let load = config.and_then(|c| c.get("load"));
     let arrival = load.and_then(|l| l.get("type")).and_then(Value::as_str).unwrap_or("unknown").to_string();
     let seed = load.and_then(|l| l.get("base_seed")).and_then(Value::as_u64).unwrap_or(0);
-    let mut offered: Vec<f64> = cells.iter().map(|c| c.rate_rps).collect();
-    offered.sort_by(f64::total_cmp);
-    offered.dedup();
     let max_output = stages.iter().filter_map(|(_, v)| first_dist(v, &OUTPUT, "max")).fold(0.0, f64::max);
-    let context = cells.first().map_or(1, |c| c.context);
-    Ok(Converted {
-        settings: fixed_count::settings(context, &[], 0.0, max_output.round().max(0.0) as u64),
-        cells: Vec::new(),
-        model: config.and_then(model_of_config),
-        started_at: None,
-        engine: None,
-        engine_version: None,
-        device: None,
-        notes,
-        rates: cells,
-        traffic: Some(crate::format::Traffic {
-            arrival,
-            seed,
-            rates_rps: offered,
-            max_in_flight: u32::MAX,
-            warmup_s: 0.0,
-            auto: None,
-            input_tokens: None,
-            output_tokens: None,
-            trace: None,
-        }),
-    })
+    let traffic = super::converted::RateTraffic { arrival, seed, max_in_flight: u32::MAX, warmup_s: 0.0 };
+    let mut converted = Converted::rate_run(cells, traffic, max_output.round().max(0.0) as u64, notes);
+    converted.model = config.and_then(model_of_config);
+    Ok(converted)
 }
 
 fn cell(v: &Value, context: u32, c: u32, samples: Vec<ReportedSample>) -> Cell {

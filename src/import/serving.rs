@@ -279,50 +279,27 @@ refused as rate cells.";
 fn convert_rates(group: &[(String, Value)]) -> Result<Converted> {
     let mut rates: Vec<crate::format::RateCell> = Vec::new();
     let mut offset = 0.0;
+    let first = &group[0].1;
+    let context = input_len(ServingTool::Vllm, first).unwrap_or(1);
     for (at, v) in group {
         check(at, v)?;
         let rate = offered_rate(v).expect("a rate result");
         let mut cell = rate_cell(at, v, rate, offset)?;
+        cell.context = context;
         cell.repetition = 1 + rates.iter().filter(|r| r.rate_rps == rate).count() as u32;
-        offset = cell.requests.iter().filter_map(|r| r.end_s).fold(cell.window.end_s, f64::max) + 1.0;
+        offset = super::converted::after(&cell);
         rates.push(cell);
-    }
-    let first = &group[0].1;
-    let context = input_len(ServingTool::Vllm, first).unwrap_or(1);
-    for r in &mut rates {
-        r.context = context;
     }
     let max_output =
         group.iter().flat_map(|(_, v)| list(v, "output_lens")).filter_map(|x| x.as_u64()).max().unwrap_or(0);
     let burstiness = num(first, "burstiness").unwrap_or(1.0);
     let arrival = if burstiness == 1.0 { "poisson".to_string() } else { format!("gamma:{}", 1.0 / burstiness.sqrt()) };
-    let mut offered: Vec<f64> = rates.iter().map(|r| r.rate_rps).collect();
-    offered.sort_by(f64::total_cmp);
-    offered.dedup();
-    let traffic = crate::format::Traffic {
-        arrival,
-        seed: 0,
-        rates_rps: offered,
-        max_in_flight: u32::MAX,
-        warmup_s: 0.0,
-        auto: None,
-        input_tokens: None,
-        output_tokens: None,
-        trace: None,
-    };
-    let date = group.iter().filter_map(|(_, v)| v.get("date").and_then(Value::as_str).and_then(vllm_date)).min();
-    Ok(Converted {
-        settings: fixed_count::settings(context, &[], 0.0, max_output),
-        cells: Vec::new(),
-        model: first.get("model_id").and_then(Value::as_str).map(str::to_string),
-        started_at: date,
-        engine: None,
-        engine_version: None,
-        device: None,
-        notes: vec![VLLM_RATE_NOTES.to_string()],
-        rates,
-        traffic: Some(traffic),
-    })
+    let traffic = super::converted::RateTraffic { arrival, seed: 0, max_in_flight: u32::MAX, warmup_s: 0.0 };
+    let mut converted = Converted::rate_run(rates, traffic, max_output, vec![VLLM_RATE_NOTES.to_string()]);
+    converted.model = first.get("model_id").and_then(Value::as_str).map(str::to_string);
+    converted.started_at =
+        group.iter().filter_map(|(_, v)| v.get("date").and_then(Value::as_str).and_then(vllm_date)).min();
+    Ok(converted)
 }
 
 /// One rate result's requests from its per-request lists, from `offset` seconds on.
