@@ -309,10 +309,24 @@ pub fn read_profile(at: String, v: &Value, records: &Path) -> Result<Profile> {
         return read_rate_profile(at, v, records, (context, arrival, rate), models);
     }
     let (c, load) = load(v, &at)?;
-    Ok(Profile {
-        rate: None,
-        key: setting_key(v, &models, load),
-        cell: cell(v, context, c, load, samples(records)?),
+    let key = setting_key(v, &models, load);
+    Ok(profile(v, at, key, cell(v, context, c, load, samples(records)?), models, load, None))
+}
+
+/// A profile's parts every layout reads the same way.
+fn profile(
+    v: &Value,
+    at: String,
+    key: String,
+    cell: Cell,
+    models: Vec<String>,
+    load: Load,
+    rate: Option<RateProfile>,
+) -> Profile {
+    Profile {
+        rate,
+        key,
+        cell,
         osl: first_of(v, &OSL).and_then(Value::as_f64),
         duration_s: metric(v, "benchmark_duration", "avg"),
         started_at: v.get("start_time").and_then(Value::as_str).map(str::to_string),
@@ -320,7 +334,7 @@ pub fn read_profile(at: String, v: &Value, records: &Path) -> Result<Profile> {
         version: v.get("aiperf_version").and_then(Value::as_str).unwrap_or("unknown").to_string(),
         load,
         at,
-    })
+    }
 }
 
 /// The profiling phase's arrival process and rate, where it is a rate phase (0.9 on).
@@ -398,18 +412,8 @@ fn read_rate_profile(
     let key = format!("rate {arrival} {}", setting_key(v, &models, load));
     let seed =
         v.pointer("/input_config/input/random_seed").or_else(|| v.pointer("/run_info/seed")).and_then(Value::as_u64);
-    Ok(Profile {
-        rate: Some(RateProfile { arrival, seed, cell }),
-        key,
-        cell: fixed_count::cell(context, 1, Vec::new(), ReportedFigures::default()),
-        osl: first_of(v, &OSL).and_then(Value::as_f64),
-        duration_s: metric(v, "benchmark_duration", "avg"),
-        started_at: v.get("start_time").and_then(Value::as_str).map(str::to_string),
-        models,
-        version: v.get("aiperf_version").and_then(Value::as_str).unwrap_or("unknown").to_string(),
-        load,
-        at,
-    })
+    let placeholder = fixed_count::cell(context, 1, Vec::new(), ReportedFigures::default());
+    Ok(profile(v, at, key, placeholder, models, load, Some(RateProfile { arrival, seed, cell })))
 }
 
 /// One line of `profile_export.jsonl` as a rate profile reads it.
