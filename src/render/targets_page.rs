@@ -158,27 +158,44 @@ pub fn target_slug(slo: &str, context: u32) -> String {
     format!("{slo}-{}", context_slug(context))
 }
 
-/// A rate run on a board: its capacity in requests/s at the objective.
-#[derive(Serialize)]
-struct RateRow<'a> {
+/// Who a board's row is: its place and run, as both of a board's tables show them.
+#[derive(Debug, Serialize)]
+struct BoardRun<'a> {
     place: usize,
     id: &'a str,
     title: &'a str,
     device: &'a str,
     count: u32,
     engine: String,
+}
+
+impl<'a> BoardRun<'a> {
+    fn of(cx: &'a PageContext, site: &'a SiteModel, place: usize, run: usize) -> BoardRun<'a> {
+        let (m, title) = (&site.runs[run].manifest, &cx.titles[run]);
+        BoardRun {
+            place,
+            id: &site.runs[run].id,
+            title,
+            device: &m.hardware.device,
+            count: m.hardware.count,
+            engine: format!("{} {}", m.engine.name, m.engine.version),
+        }
+    }
+}
+
+/// A rate run on a board: its capacity in requests/s at the objective.
+#[derive(Serialize)]
+struct RateRow<'a> {
+    #[serde(flatten)]
+    run: BoardRun<'a>,
     rps: f64,
     capacity: String,
 }
 
 #[derive(Debug, Serialize)]
 struct BoardRow<'a> {
-    place: usize,
-    id: &'a str,
-    title: &'a str,
-    device: &'a str,
-    count: u32,
-    engine: String,
+    #[serde(flatten)]
+    run: BoardRun<'a>,
     concurrency: u32,
     total_tps: f64,
     tps_per_device: f64,
@@ -274,23 +291,14 @@ fn render_board(
         .entries
         .iter()
         .enumerate()
-        .map(|(i, e)| {
-            let run = &site.runs[e.run];
-            let eng = &run.manifest.engine;
-            BoardRow {
-                place: i + 1,
-                id: &run.id,
-                title: &cx.titles[e.run],
-                device: &run.manifest.hardware.device,
-                count: run.manifest.hardware.count,
-                engine: format!("{} {}", eng.name, eng.version),
-                concurrency: e.point.concurrency,
-                // Six digits: what the page sorts by and the CSV keeps, no float noise.
-                total_tps: significant(e.point.total_tps),
-                tps_per_device: significant(e.point.tps_per_device),
-                usd_per_mtok: e.point.usd_per_mtok.map(significant),
-                repetitions: e.point.repetitions,
-            }
+        .map(|(i, e)| BoardRow {
+            run: BoardRun::of(cx, site, i + 1, e.run),
+            concurrency: e.point.concurrency,
+            // Six digits: what the page sorts by and the CSV keeps, no float noise.
+            total_tps: significant(e.point.total_tps),
+            tps_per_device: significant(e.point.tps_per_device),
+            usd_per_mtok: e.point.usd_per_mtok.map(significant),
+            repetitions: e.point.repetitions,
         })
         .collect();
     let unmet: Vec<(&str, &str)> = b.none.iter().map(|&r| (site.runs[r].id.as_str(), cx.titles[r].as_str())).collect();
@@ -299,19 +307,10 @@ fn render_board(
         .iter()
         .take(BOARD_ROWS)
         .enumerate()
-        .map(|(i, e)| {
-            let run = &site.runs[e.run];
-            let eng = &run.manifest.engine;
-            RateRow {
-                place: i + 1,
-                id: &run.id,
-                title: &cx.titles[e.run],
-                device: &run.manifest.hardware.device,
-                count: run.manifest.hardware.count,
-                engine: format!("{} {}", eng.name, eng.version),
-                rps: significant(e.capacity.rps()),
-                capacity: super::common::rate_capacity_text(e.capacity),
-            }
+        .map(|(i, e)| RateRow {
+            run: BoardRun::of(cx, site, i + 1, e.run),
+            rps: significant(e.capacity.rps()),
+            capacity: super::common::rate_capacity_text(e.capacity),
         })
         .collect();
     let dir = format!("targets/{}", target_slug(&b.slo, b.context));
@@ -349,11 +348,11 @@ fn target_csv(rows: &[BoardRow], unmet: &[(&str, &str)]) -> String {
     ]);
     for r in rows {
         w.row(vec![
-            r.place.to_string(),
-            r.id.into(),
-            r.device.into(),
-            r.count.to_string(),
-            r.engine.clone(),
+            r.run.place.to_string(),
+            r.run.id.into(),
+            r.run.device.into(),
+            r.run.count.to_string(),
+            r.run.engine.clone(),
             r.concurrency.to_string(),
             r.tps_per_device.to_string(),
             r.total_tps.to_string(),
