@@ -21,6 +21,7 @@ use serde::Deserialize;
 const UNITS_TIME: &[&str] = &["ms", "s"];
 const UNITS_GEN_LATENCY: &[&str] = &["ms/token", "s/token"];
 const UNITS_GEN_THROUGHPUT: &[&str] = &["tokens/s"];
+const UNITS_REQUEST_THROUGHPUT: &[&str] = &["queries/s"];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -205,7 +206,7 @@ struct Throughput {
     input_token_rate: Option<Statistics>,
     output_token_rate: Option<Statistics>,
     total_token_rate: Option<Statistics>,
-    requests_rate: Option<Statistics>,
+    request_rate: Option<Statistics>,
 }
 
 #[derive(Deserialize)]
@@ -285,8 +286,37 @@ fn check(r: &Report, file: &str) -> (u32, u32) {
     let out = tp.output_token_rate.as_ref().expect("output token rate");
     units(out, UNITS_GEN_THROUGHPUT, "output_token_rate");
     assert!(out.mean > 0.0);
-    assert!(tp.input_token_rate.is_none() && tp.total_token_rate.is_none() && tp.requests_rate.is_none());
+    assert!(tp.input_token_rate.is_none() && tp.total_token_rate.is_none() && tp.request_rate.is_none());
     (l.input_seq_len.value as u32, concurrency as u32)
+}
+
+/// A rate stage's report: the rate asked as `rate_qps` and no concurrency (an open loop), the
+/// completed rate in queries/s, the arrival process in the load's native arguments; returns
+/// (context, rate, achieved).
+fn check_rate(r: &Report, file: &str) -> (u32, f64, f64) {
+    assert_eq!(r.version, "0.2", "{file}");
+    let load = r.scenario.as_ref().and_then(|s| s.load.as_ref()).expect("a load");
+    let l = &load.standardized;
+    assert!(l.concurrency.is_none(), "{file}: an open loop has no concurrency");
+    let rate = l.rate_qps.expect("rate_qps");
+    assert!(rate > 0.0, "{file}");
+    assert_eq!(l.input_seq_len.distribution, "fixed", "{file}");
+    assert!(l.stage.is_some_and(|s| s >= 0) && ["random", "sampled"].contains(&l.source.as_str()));
+    let args = load.native.args.as_ref().expect("native args");
+    assert_eq!(args["arrival"], "constant", "{file}");
+    assert_eq!(args["seed"], 5, "{file}");
+    assert!(load.metadata.description.as_deref().unwrap().contains("open-loop"), "{file}");
+    let agg = r.results.request_performance.as_ref().and_then(|p| p.aggregate.as_ref()).expect("an aggregate");
+    let tp = agg.throughput.as_ref().expect("throughput");
+    let achieved = tp.request_rate.as_ref().expect("request_rate");
+    units(achieved, UNITS_REQUEST_THROUGHPUT, "request_rate");
+    units(tp.output_token_rate.as_ref().expect("output tok/s"), UNITS_GEN_THROUGHPUT, "output_token_rate");
+    let lat = agg.latency.as_ref().expect("latency");
+    units(lat.time_to_first_token.as_ref().expect("TTFT"), UNITS_TIME, "time_to_first_token");
+    units(lat.request_latency.as_ref().expect("request latency"), UNITS_TIME, "request_latency");
+    let requests = agg.requests.as_ref().expect("requests");
+    assert!(requests.total >= 1 && requests.failures.is_some());
+    (l.input_seq_len.value as u32, rate, achieved.mean)
 }
 
 fn exported(dir: &Path) -> Vec<(String, Report)> {
@@ -369,7 +399,7 @@ fn a_run_exports_as_reports_the_schema_accepts_and_imports_back_to_the_same_cell
 }
 
 #[test]
-fn another_tools_reports_import_in_their_units_and_a_rate_stage_is_refused_by_name() {
+fn another_tools_reports_import_in_their_units_and_a_rate_stage_needs_its_rates() {
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
     let folder = d.join("reports");
@@ -404,7 +434,7 @@ fn another_tools_reports_import_in_their_units_and_a_rate_stage_is_refused_by_na
         (manifest["engine"]["name"].as_str(), manifest["engine"]["version"].as_str()),
         (Some("vllm"), Some("0.11.0"))
     );
-    // A stage at a request rate with unbounded concurrency is no cell of the matrix.
+    // A concurrency that is no whole number is named.
     fs::write(folder.join("stage_2.yaml"), report(2, ".inf", 900.0)).unwrap();
     let out = site_in(d, &["import", "reports", "--run-id", "ip2"]);
     assert!(!out.status.success());
@@ -413,6 +443,23 @@ fn another_tools_reports_import_in_their_units_and_a_rate_stage_is_refused_by_na
         "{}",
         stderr(&out)
     );
+    // A stage at a rate must say the rate it completed: without it, named.
+    let at_rate = report(2, "null", 900.0).replace("      concurrency: null\n", "      rate_qps: 4.0\n");
+    fs::write(folder.join("stage_2.yaml"), &at_rate).unwrap();
+    let out = site_in(d, &["import", "reports", "--run-id", "ip2"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("stage_2.yaml: results.request_performance.aggregate.throughput.request_rate.mean: expected the requests/s completed"), "{}", stderr(&out));
+    // With it, a rate run of its own beside the matrix stages' run.
+    let with_rate = at_rate.replace(
+        "output_token_rate: {units: tokens/s, mean: 900}",
+        "output_token_rate: {units: tokens/s, mean: 900}\n        request_rate: {units: queries/s, mean: 3.5}",
+    );
+    fs::write(folder.join("stage_2.yaml"), with_rate).unwrap();
+    let out = site_in(d, &["import", "reports", "--run-id", "ip3"]);
+    assert_ok(&out);
+    assert!(d.join("data/runs/ip3-1/cells.jsonl.gz").exists() && !d.join("data/runs/ip3-1/rates.jsonl").exists());
+    let rates = fs::read_to_string(d.join("data/runs/ip3-2/rates.jsonl")).expect("the rate stage's run");
+    assert!(rates.contains("\"achieved_rps\":3.5") && rates.contains("\"rate_rps\":4.0"), "{rates}");
     fs::remove_file(folder.join("stage_2.yaml")).unwrap();
     // A figure that is no number, or more failures than requests, is named, not dropped.
     let good = report(1, "16", 1100.0);
@@ -490,4 +537,64 @@ fn another_format_asked_of_a_report_names_the_reports_format() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("a file of llmd-br-0.2") && err.contains("pass --format llmd-br-0.2"), "{err}");
+}
+
+/// A rate run exports each rate cell as a stage at its rate (the load type and seed kept in
+/// the report), and the reports import back as a rate run of the same rates, its figures as
+/// reported: the same achieved rate, TTFT and Kept up / Saturated, no goodput claimed.
+#[test]
+fn a_rate_run_exports_its_rates_and_imports_back_as_a_rate_run() {
+    let sim = SimArgs::new().flavor("llamacpp").slots(2).steps(10, 1).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let args = [
+        "--contexts",
+        "256",
+        "--rates",
+        "2,8",
+        "--arrival",
+        "constant",
+        "--seed",
+        "5",
+        "--duration",
+        "3s",
+        "--warmup-hold",
+        "1s",
+        "--max-output",
+        "32",
+        "--drain-timeout",
+        "8s",
+        "--run-id",
+        "r",
+    ];
+    assert_ok(&bench(d, &sim.url, &args));
+    let out = site_in(d, &["export", "r"]);
+    assert_ok(&out);
+    let reports = exported(&d.join("export/r"));
+    let names: Vec<&str> = reports.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(names, ["br-rate-256-2rps-r1.yaml", "br-rate-256-8rps-r1.yaml"]);
+    let exported_rates: Vec<(u32, f64, f64)> = reports.iter().map(|(f, r)| check_rate(r, f)).collect();
+    assert_eq!((exported_rates[0].0, exported_rates[0].1, exported_rates[1].1), (256, 2.0, 8.0));
+    assert_ok(&site_in(d, &["import", "export/r", "--run-id", "back"]));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(d.join("data/runs/back/run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["traffic"]["arrival"], "constant");
+    assert_eq!(manifest["traffic"]["rates_rps"], serde_json::json!([2.0, 8.0]));
+    assert_ok(&site_in(d, &["build"]));
+    let rows = |run: &str| {
+        let page = fs::read_to_string(d.join(format!("public/runs/{run}/index.html"))).unwrap();
+        table_rows(&page, "class=\"rates\"")[1..].to_vec()
+    };
+    let (before, after) = (rows("r"), rows("back"));
+    assert_eq!(before.len(), 2);
+    for (a, b) in before.iter().zip(&after) {
+        // Offered, achieved, completed · failed, output tok/s, TTFT p50 · p90 · p99.
+        assert_eq!(a[..6], b[..6], "{a:?} against {b:?}");
+        let verdict = |row: &[String]| row[10].split_whitespace().next().unwrap().to_string();
+        assert_eq!(verdict(a), verdict(b));
+        assert!(b[10].contains("as the tool reported"), "{b:?}");
+        // No requests: no lag, no requests in flight.
+        assert_eq!((b[8].as_str(), b[9].as_str()), ("— · —", "—"), "{b:?}");
+    }
+    assert!(before[1][10].starts_with("Saturated"), "{:?}", before[1]);
 }

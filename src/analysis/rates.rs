@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::format::settings::Slo;
-use crate::format::{RateCell, ScheduledRequest, Status};
+use crate::format::{RateCell, ReportedRate, ReportedSpread, ScheduledRequest, Status};
 use crate::stats::{percentile, percentile_supported};
 
 /// Achieved below this share of offered: the server did not keep up.
@@ -125,6 +125,9 @@ pub struct Outcome {
 /// p50, p90 and p99 of a latency in milliseconds, each where n supports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Spread3 {
+    /// The mean, where there is a value (a report needs it; the pages show percentiles).
+    #[serde(skip)]
+    pub mean: Option<f64>,
     pub p50: Option<f64>,
     pub p90: Option<f64>,
     pub p99: Option<f64>,
@@ -133,7 +136,12 @@ pub struct Spread3 {
 impl Spread3 {
     fn of(values: &[f64]) -> Spread3 {
         let at = |p: f64| percentile_supported(values.len(), p).then(|| percentile(values, p)).flatten();
-        Spread3 { p50: at(50.0), p90: at(90.0), p99: at(99.0) }
+        let mean = (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
+        Spread3 { mean, p50: at(50.0), p90: at(90.0), p99: at(99.0) }
+    }
+
+    fn reported(s: &ReportedSpread) -> Spread3 {
+        Spread3 { mean: s.mean, p50: s.p50, p90: s.p90, p99: s.p99 }
     }
 }
 
@@ -163,8 +171,9 @@ pub struct RateFigures {
     pub lag_p50_ms: Option<f64>,
     pub lag_p99_ms: Option<f64>,
     pub lag_max_ms: Option<f64>,
-    pub in_flight_mean: f64,
-    pub in_flight_max: f64,
+    /// Absent for figures as reported (no request records to count them from).
+    pub in_flight_mean: Option<f64>,
+    pub in_flight_max: Option<f64>,
     /// Why the server did not keep up, where it did not.
     pub saturated: Option<String>,
     /// Why the client did not keep its schedule, where it did not: the figures are then
@@ -172,6 +181,9 @@ pub struct RateFigures {
     pub client_behind: Option<String>,
     /// A replayed trace's cell: what the trace asked beside what was served.
     pub replay: Option<ReplayFigures>,
+    /// The figures are another tool's report of the cell, not counted from its requests.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reported: bool,
 }
 
 /// A replayed trace's fidelity, over its window's completed requests: the input served
@@ -220,7 +232,10 @@ fn replay_figures(done: &[&ScheduledRequest]) -> Option<ReplayFigures> {
 }
 
 pub fn rate_view(c: &RateCell) -> RateView {
-    let figures = (c.status == Status::Valid).then(|| rate_figures(c));
+    let figures = (c.status == Status::Valid).then(|| match &c.reported {
+        Some(r) if c.requests.is_empty() => reported_figures(c, r),
+        _ => rate_figures(c),
+    });
     let (start, end) = (c.window.start_s, c.window.end_s);
     let outcomes = c
         .requests
@@ -348,7 +363,8 @@ pub fn capacities(rates: &[RateView], slos: &[(&str, &Slo)]) -> Vec<ContextCapac
 fn context_goodput(rates: &[RateView], ctx: u32, slo: &Slo) -> Vec<Goodput> {
     let mut by_rate: Vec<(f64, usize, usize, f64)> = Vec::new();
     for r in rates.iter().filter(|r| r.context == ctx) {
-        let Some(f) = &r.figures else { continue };
+        // Figures as reported carry no requests to judge one by one.
+        let Some(f) = r.figures.as_ref().filter(|f| !f.reported) else { continue };
         let met = r.outcomes.iter().filter(|o| request_meets(o, slo)).count();
         match by_rate.iter_mut().find(|x| x.0 == r.rate_rps) {
             Some(x) => (x.1, x.2, x.3) = (x.1 + met, x.2 + r.outcomes.len(), x.3 + f.window_s),
@@ -421,11 +437,40 @@ pub fn rate_figures(c: &RateCell) -> RateFigures {
         lag_p50_ms: percentile(&lags, 50.0),
         lag_p99_ms,
         lag_max_ms: lags.iter().copied().reduce(f64::max),
-        in_flight_mean: mean,
-        in_flight_max: max,
+        in_flight_mean: Some(mean),
+        in_flight_max: Some(max),
         saturated: saturated(offered_rps, achieved_rps, first, last),
         client_behind: client_behind(not_sent, lag_p99_ms),
         replay: replay_figures(&done),
+        reported: false,
+    }
+}
+
+/// A cell's figures as a report gave them: offered is the rate asked, saturation judged on
+/// achieved against it alone (no requests in flight to follow), no lag.
+fn reported_figures(c: &RateCell, r: &ReportedRate) -> RateFigures {
+    let completed = (r.requests - r.failed.min(r.requests)) as usize;
+    RateFigures {
+        window_s: c.window.end_s - c.window.start_s,
+        scheduled: r.requests as usize,
+        offered_rps: c.rate_rps,
+        completed,
+        failed: r.failed.min(r.requests) as usize,
+        not_sent: 0,
+        achieved_rps: r.achieved_rps,
+        output_tps: r.output_tps.unwrap_or(0.0),
+        ttft_ms: Spread3::reported(&r.ttft_ms),
+        tbt_ms: Spread3::reported(&r.tbt_ms),
+        e2e_ms: Spread3::reported(&r.e2e_ms),
+        lag_p50_ms: None,
+        lag_p99_ms: None,
+        lag_max_ms: None,
+        in_flight_mean: None,
+        in_flight_max: None,
+        saturated: saturated(c.rate_rps, r.achieved_rps, 0.0, 0.0),
+        client_behind: None,
+        replay: None,
+        reported: true,
     }
 }
 
@@ -494,6 +539,7 @@ mod tests {
             window: Window { start_s: 10.0, end_s: 20.0 },
             requests,
             error: None,
+            reported: None,
         }
     }
 
@@ -508,7 +554,7 @@ mod tests {
         assert!((f.ttft_ms.p50.unwrap() - 100.0).abs() < 1e-6);
         assert!((f.tbt_ms.p50.unwrap() - 40.0).abs() < 1e-6, "{:?}", f.tbt_ms);
         assert_eq!((f.ttft_ms.p90.is_some(), f.ttft_ms.p99), (true, None), "p99 needs 100 requests");
-        assert!((f.in_flight_mean - 1.0).abs() < 0.05, "{}", f.in_flight_mean);
+        assert!((f.in_flight_mean.unwrap() - 1.0).abs() < 0.05, "{:?}", f.in_flight_mean);
         assert_eq!((f.saturated.as_deref(), f.client_behind.as_deref()), (None, None));
     }
 
@@ -545,7 +591,7 @@ mod tests {
             (0..24).map(|i| request(9.0 + i as f64 * 0.5, 0.001, 2.0 + i as f64, 11)).collect();
         let f = rate_figures(&cell(rs));
         assert!(f.saturated.is_some(), "{f:?}");
-        assert!(f.in_flight_max > 5.0);
+        assert!(f.in_flight_max.unwrap() > 5.0);
         // Sent 80 ms late: the schedule was not kept (p99 over 100 requests).
         let late: Vec<ScheduledRequest> = (0..120).map(|i| request(10.0 + i as f64 * 0.08, 0.08, 0.01, 2)).collect();
         let f = rate_figures(&cell(late));

@@ -20,7 +20,10 @@ pub use load::{
     LoadedCell, LoadedRun, PageSource, Skipped,
 };
 pub use model::*;
-pub use rates::{AutoRates, PlannedRequest, RateCell, ScheduledRequest, TraceReplay, Traffic, RATES_FILE};
+pub use rates::{
+    AutoRates, PlannedRequest, RateCell, ReportedRate, ReportedSpread, ScheduledRequest, TraceReplay, Traffic,
+    RATES_FILE,
+};
 pub use settings::{Host, HostLimits, Publish, SiteSettings};
 pub use validate::MAX_REPETITIONS;
 

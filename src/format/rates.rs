@@ -119,6 +119,44 @@ pub struct RateCell {
     pub requests: Vec<ScheduledRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<CellError>,
+    /// The cell's figures as another tool reported them, where it kept no request records
+    /// (an llm-d Benchmark Report's rate stage): shown as reported, never recomputed, and
+    /// no goodput (that needs each request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported: Option<ReportedRate>,
+}
+
+/// A rate cell's aggregate figures as a report gave them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedRate {
+    /// Requests sent in the stage, and those that failed or did not complete.
+    pub requests: u64,
+    pub failed: u64,
+    /// Requests completed per second.
+    pub achieved_rps: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tps: Option<f64>,
+    #[serde(default)]
+    pub ttft_ms: ReportedSpread,
+    #[serde(default)]
+    pub tbt_ms: ReportedSpread,
+    #[serde(default)]
+    pub e2e_ms: ReportedSpread,
+}
+
+/// A latency's percentiles as reported (milliseconds), each where the report gives it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedSpread {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<f64>,
 }
 
 impl ScheduledRequest {
@@ -208,6 +246,9 @@ pub fn validate_rate_cell(c: &RateCell) -> Result<()> {
     if c.requests.len() > MAX_RATE_REQUESTS {
         bail!("requests: {} recorded, at most {MAX_RATE_REQUESTS}", c.requests.len());
     }
+    if let Some(r) = &c.reported {
+        validate_reported(r)?;
+    }
     for (i, r) in c.requests.iter().enumerate() {
         let times = [Some(r.scheduled_s), r.send_s, r.first_token_s, r.last_token_s, r.end_s];
         if times.iter().flatten().any(|t| !(t.is_finite() && *t >= 0.0)) {
@@ -216,6 +257,19 @@ pub fn validate_rate_cell(c: &RateCell) -> Result<()> {
         if r.error.as_ref().is_some_and(|e| e.chars().count() > MAX_ERROR_CHARS) {
             bail!("requests[{i}].error: longer than {MAX_ERROR_CHARS} characters");
         }
+    }
+    Ok(())
+}
+
+fn validate_reported(r: &ReportedRate) -> Result<()> {
+    if r.failed > r.requests {
+        bail!("reported.failed: {} of {} requests", r.failed, r.requests);
+    }
+    let spreads = [r.ttft_ms, r.tbt_ms, r.e2e_ms];
+    let figures =
+        spreads.iter().flat_map(|s| [s.mean, s.p50, s.p90, s.p99]).chain([Some(r.achieved_rps), r.output_tps]);
+    if figures.flatten().any(|x| !(x.is_finite() && x >= 0.0)) {
+        bail!("reported: expected its rates and latencies as numbers from 0");
     }
     Ok(())
 }

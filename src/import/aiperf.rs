@@ -405,6 +405,7 @@ fn read_rate_profile(
         window: crate::format::Window { start_s: 0.0, end_s: last_due + 1.0 / rate },
         requests,
         error: None,
+        reported: None,
     };
     crate::format::rates::validate_rate_cell(&cell).map_err(|e| e.context(at.clone()))?;
     let load = Load::Unstated;

@@ -343,6 +343,7 @@ fn rate_run(benchmarks: &[Value], context: u32, at: &str) -> Result<(Vec<RateCel
             window: crate::format::Window { start_s: start, end_s: end },
             requests,
             error: None,
+            reported: None,
         };
         crate::format::rates::validate_rate_cell(&cell).with_context(|| at.clone())?;
         cells.push(cell);

@@ -213,6 +213,7 @@ pub fn convert_rates(stages: &[(String, Value)], times: &[RequestTimes], config:
             window: crate::format::Window { start_s: start, end_s: start + sending + 1.0 / rate },
             requests,
             error: None,
+            reported: None,
         };
         crate::format::rates::validate_rate_cell(&cell).map_err(|e| e.context(at.clone()))?;
         if let Some(p99) = dist(v, "/load_summary/schedule_delay", "p99") {

@@ -2,7 +2,8 @@
 //! llm-d-benchmark converts vllm bench, guidellm and others into them): each report is one
 //! load stage, a cell of C concurrent requests at one input length. Reports of one stack and
 //! load tool are one run; reports of one input length and concurrency are its repetitions,
-//! in stage order. The mapping is in docs/src/reference/import-formats.md.
+//! in stage order. A stage at a request rate (`rate_qps`, no concurrency) is a rate cell of
+//! a rate run, its figures as reported. The mapping is in docs/src/reference/import-formats.md.
 
 use anyhow::{bail, Result};
 use serde_json::Value;
@@ -35,16 +36,31 @@ pub struct Report {
     tool: (String, String),
     started_at: Option<String>,
     stage: u64,
-    cell: Cell,
+    cell: Stage,
     /// The workload (prefix reuse, turns) of a report this site wrote, from the settings it
     /// keeps in `scenario.load.native.config`: a run exported and imported again ranks and
     /// compares as the workload it measured, not as a plain run.
     workload: crate::format::Workload,
 }
 
+/// What one report measured: a matrix cell (C concurrent requests) or a rate cell (requests
+/// at a rate), with how its rate's requests arrived.
+#[derive(Debug, Clone)]
+enum Stage {
+    Matrix(Cell),
+    Rate(crate::format::RateCell, super::converted::RateTraffic),
+}
+
 impl Report {
     pub fn tool(&self) -> (String, String) {
         self.tool.clone()
+    }
+
+    fn place(&self) -> (u32, f64) {
+        match &self.cell {
+            Stage::Matrix(c) => (c.context, f64::from(c.concurrency)),
+            Stage::Rate(c, _) => (c.context, c.rate_rps),
+        }
     }
 }
 
@@ -84,16 +100,36 @@ pub fn read(at: String, v: &Value) -> Result<Report> {
     let Some(context) = context else {
         bail!("{at}scenario.load.standardized.input_seq_len.value: expected a length of 1 or more")
     };
-    let concurrency = match load.and_then(|l| l.get("concurrency")) {
-        Some(c) => c.as_f64().filter(|x| x.is_finite() && *x >= 1.0 && x.fract() == 0.0 && *x <= 1e6),
-        None => None,
-    };
-    let Some(concurrency) = concurrency else {
-        bail!(
-            "{at}scenario.load.standardized.concurrency: expected a whole number of concurrent requests (a stage at a request rate with unbounded concurrency is not a cell of the matrix)"
-        )
-    };
     check_figures(v, &at)?;
+    let workload = match tool.0 == OUR_TOOL {
+        true => workload_of(v),
+        false => crate::format::Workload::default(),
+    };
+    let cell = match load.and_then(|l| l.get("concurrency")).filter(|c| !c.is_null()) {
+        Some(c) => Stage::Matrix(matrix_cell(v, &at, &tool, context, c)?),
+        None => rate_stage(v, &at, load, context)?,
+    };
+    let kind = if matches!(cell, Stage::Rate(..)) { "rate" } else { "matrix" };
+    let key = format!("{model:?}|{engine_tool:?}|{device:?}|{tool:?}|{workload:?}|{kind}");
+    Ok(Report {
+        at,
+        key,
+        model,
+        engine: engine_tool,
+        device,
+        tool,
+        started_at: text(v.pointer("/run/time/start")),
+        stage: load.and_then(|l| l.get("stage")).and_then(Value::as_u64).unwrap_or(0),
+        cell,
+        workload,
+    })
+}
+
+/// A stage of C concurrent requests: a cell of the matrix, its figures as reported.
+fn matrix_cell(v: &Value, at: &str, tool: &(String, String), context: u32, c: &Value) -> Result<Cell> {
+    let Some(concurrency) = c.as_f64().filter(|x| x.is_finite() && *x >= 1.0 && x.fract() == 0.0 && *x <= 1e6) else {
+        bail!("{at}scenario.load.standardized.concurrency: expected a whole number of concurrent requests")
+    };
     let reported = figures(v);
     if reported.total_tps.is_none() {
         bail!("{at}results.request_performance.aggregate.throughput.output_token_rate.mean: expected the output tok/s");
@@ -105,23 +141,69 @@ pub fn read(at: String, v: &Value) -> Result<Report> {
     // This site's own reports measured a window with C streams kept going: no ramp-up or
     // tail in their tok/s, so the fixed-count warnings do not apply.
     let warnings = if tool.0 == OUR_TOOL { Vec::new() } else { fixed_count::warnings(&tool.0, requests, c, failures) };
-    let workload = match tool.0 == OUR_TOOL {
-        true => workload_of(v),
-        false => crate::format::Workload::default(),
+    Ok(fixed_count::cell(context, c, warnings, reported))
+}
+
+/// A stage at a request rate (`rate_qps`, no concurrency): a rate cell whose figures are the
+/// report's. How its requests arrived is this site's `native.args.arrival` where it wrote
+/// the report, else unknown; its window is the requests over the rate (the stage's length at
+/// that rate) unless the report says `native.args.window_s`.
+fn rate_stage(v: &Value, at: &str, load: Option<&Value>, context: u32) -> Result<Stage> {
+    let rate = load.and_then(|l| l.get("rate_qps")).filter(|r| !r.is_null());
+    let Some(rate) = rate.map(|r| r.as_f64().filter(|x| x.is_finite() && *x > 0.0)) else {
+        bail!("{at}scenario.load.standardized: expected a concurrency or a rate_qps (the load of the stage)")
     };
-    let key = format!("{model:?}|{engine_tool:?}|{device:?}|{tool:?}|{workload:?}");
-    Ok(Report {
-        at,
-        key,
-        model,
-        engine: engine_tool,
-        device,
-        tool,
-        started_at: text(v.pointer("/run/time/start")),
-        stage: load.and_then(|l| l.get("stage")).and_then(Value::as_u64).unwrap_or(0),
-        cell: fixed_count::cell(context, c, warnings, reported),
-        workload,
-    })
+    let Some(rate) = rate else {
+        bail!("{at}scenario.load.standardized.rate_qps: expected requests per second above 0")
+    };
+    let Some(achieved) = stat(v, "throughput/request_rate", "mean") else {
+        bail!("{at}results.request_performance.aggregate.throughput.request_rate.mean: expected the requests/s completed at a rate stage")
+    };
+    let count =
+        |f: &str| v.pointer(&format!("/results/request_performance/aggregate/requests/{f}")).and_then(Value::as_u64);
+    let Some(requests) = count("total").filter(|t| *t >= 1) else {
+        bail!("{at}results.request_performance.aggregate.requests.total: expected the requests sent at the rate")
+    };
+    let failed = count("failures").unwrap_or(0) + count("incomplete").unwrap_or(0);
+    let spread = |block: &str| crate::format::ReportedSpread {
+        mean: stat(v, block, "mean"),
+        p50: stat(v, block, "p50"),
+        p90: stat(v, block, "p90"),
+        p99: stat(v, block, "p99"),
+    };
+    let args = v.pointer("/scenario/load/native/args");
+    let arg = |k: &str| args.and_then(|a| a.get(k));
+    let window_s = arg("window_s").and_then(Value::as_f64).filter(|w| w.is_finite() && *w > 0.0);
+    let cell = crate::format::RateCell {
+        schema_version: crate::format::SCHEMA_VERSION,
+        context,
+        rate_rps: rate,
+        repetition: 1,
+        status: crate::format::Status::Valid,
+        prompt_tokens: None,
+        window: crate::format::Window { start_s: 0.0, end_s: window_s.unwrap_or(requests as f64 / rate) },
+        requests: Vec::new(),
+        error: None,
+        reported: Some(crate::format::ReportedRate {
+            requests,
+            failed: failed.min(requests),
+            achieved_rps: achieved,
+            output_tps: stat(v, "throughput/output_token_rate", "mean"),
+            ttft_ms: spread("latency/time_to_first_token"),
+            tbt_ms: spread("latency/time_per_output_token"),
+            e2e_ms: spread("latency/request_latency"),
+        }),
+    };
+    let text = |k: &str| arg(k).and_then(Value::as_str).filter(|a| !a.is_empty() && a.len() <= 64);
+    let traffic = super::converted::RateTraffic {
+        arrival: text("arrival").unwrap_or("unknown").to_string(),
+        seed: arg("seed").and_then(Value::as_u64).unwrap_or(0),
+        max_in_flight: arg("max_in_flight")
+            .and_then(Value::as_u64)
+            .map_or(u32::MAX, |m| m.clamp(1, u64::from(u32::MAX)) as u32),
+        warmup_s: arg("warmup_s").and_then(Value::as_f64).filter(|w| w.is_finite() && *w >= 0.0).unwrap_or(0.0),
+    };
+    Ok(Stage::Rate(cell, traffic))
 }
 
 /// `prefix_reuse_pct` and `turns` of the settings this site keeps in a report's
@@ -202,7 +284,7 @@ fn figures(v: &Value) -> ReportedFigures {
             ToolFigure::of("time_per_output_token.mean", stat(v, "latency/time_per_output_token", "mean"), "ms"),
             ToolFigure::of("inter_token_latency.mean", stat(v, "latency/inter_token_latency", "mean"), "ms"),
             ToolFigure::of("request_latency.mean", stat(v, "latency/request_latency", "mean"), "ms"),
-            ToolFigure::of("requests_rate.mean", stat(v, "throughput/requests_rate", "mean"), "req/s"),
+            ToolFigure::of("request_rate.mean", stat(v, "throughput/request_rate", "mean"), "req/s"),
         ]
         .into_iter()
         .flatten()
@@ -225,18 +307,49 @@ depends on the tool the report names.\n\
 
 /// One run's reports (one key) as a run; returns its load tool (name, version).
 pub fn convert(mut reports: Vec<Report>) -> Result<(Converted, (String, String))> {
-    reports.sort_by_key(|r| (r.cell.context, r.cell.concurrency, r.stage));
-    let mut cells: Vec<Cell> = Vec::new();
-    for r in &reports {
-        let (ctx, c) = (r.cell.context, r.cell.concurrency);
-        let earlier = cells.iter().filter(|x| x.context == ctx && x.concurrency == c).count() as u32;
+    reports.sort_by(|a, b| {
+        (a.place().0, a.place().1, a.stage)
+            .partial_cmp(&(b.place().0, b.place().1, b.stage))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let first = &reports[0];
+    let mut converted = match &first.cell {
+        Stage::Matrix(_) => matrix_run(&reports)?,
+        Stage::Rate(_, traffic) => rate_run(&reports, traffic.clone())?,
+    };
+    converted.model = first.model.clone();
+    converted.started_at = reports.iter().filter_map(|r| r.started_at.clone()).min();
+    converted.engine = first.engine.as_ref().map(|e| e.0.clone());
+    converted.engine_version = first.engine.as_ref().map(|e| e.1.clone());
+    converted.device = first.device.clone();
+    Ok((converted, first.tool()))
+}
+
+/// The repetition each report is of its place (context and concurrency or rate), in stage
+/// order.
+fn repetitions(reports: &[Report]) -> Result<Vec<u32>> {
+    let mut out: Vec<u32> = Vec::new();
+    for (i, r) in reports.iter().enumerate() {
+        let earlier = reports[..i].iter().filter(|x| x.place() == r.place()).count() as u32;
         if earlier >= crate::format::MAX_REPETITIONS {
-            bail!("{}{ctx} x {c}: more than {} reports of one stage", r.at, crate::format::MAX_REPETITIONS);
+            let (ctx, at) = r.place();
+            bail!("{}{ctx} x {at}: more than {} reports of one stage", r.at, crate::format::MAX_REPETITIONS);
         }
-        let mut cell = r.cell.clone();
-        cell.repetition = earlier + 1;
-        cells.push(cell);
+        out.push(earlier + 1);
     }
+    Ok(out)
+}
+
+fn matrix_run(reports: &[Report]) -> Result<Converted> {
+    let reps = repetitions(reports)?;
+    let cells: Vec<Cell> = reports
+        .iter()
+        .zip(reps)
+        .filter_map(|(r, rep)| match &r.cell {
+            Stage::Matrix(c) => Some(Cell { repetition: rep, ..c.clone() }),
+            Stage::Rate(..) => None,
+        })
+        .collect();
     let mut contexts: Vec<u32> = cells.iter().map(|c| c.context).collect();
     contexts.sort_unstable();
     contexts.dedup();
@@ -247,20 +360,48 @@ pub fn convert(mut reports: Vec<Report>) -> Result<(Converted, (String, String))
         turns: first.workload.turns,
         ..fixed_count::settings(cells[0].context, &cells, 0.0, 0)
     };
-    let converted = Converted {
+    Ok(Converted {
         settings,
         cells,
-        model: first.model.clone(),
-        started_at: reports.iter().filter_map(|r| r.started_at.clone()).min(),
-        engine: first.engine.as_ref().map(|e| e.0.clone()),
-        engine_version: first.engine.as_ref().map(|e| e.1.clone()),
-        device: first.device.clone(),
+        model: None,
+        started_at: None,
+        engine: None,
+        engine_version: None,
+        device: None,
         notes: vec![NOTES.to_string()],
         rates: Vec::new(),
         traffic: None,
-    };
-    Ok((converted, first.tool()))
+    })
 }
+
+/// Rate stages as a rate run: each stage a rate cell, its window after the one before on the
+/// run's clock.
+fn rate_run(reports: &[Report], traffic: super::converted::RateTraffic) -> Result<Converted> {
+    let reps = repetitions(reports)?;
+    let mut at = 0.0;
+    let mut rates = Vec::new();
+    for (r, rep) in reports.iter().zip(reps) {
+        let Stage::Rate(c, _) = &r.cell else { continue };
+        let mut cell = crate::format::RateCell { repetition: rep, ..c.clone() };
+        super::converted::shift_rate_cell(&mut cell, at);
+        at = cell.window.end_s;
+        rates.push(cell);
+    }
+    let mut converted = Converted::rate_run(rates, traffic, 0, vec![RATE_NOTES.to_string()]);
+    let mut contexts: Vec<u32> = converted.rates.iter().map(|c| c.context).collect();
+    contexts.sort_unstable();
+    contexts.dedup();
+    converted.settings.contexts = contexts;
+    Ok(converted)
+}
+
+const RATE_NOTES: &str = "## How the reports measured\n\n\
+Each rate cell is one llm-d Benchmark Report (v0.2): a load stage at a request rate \
+(`scenario.load.standardized.rate_qps`), as the load tool ran it. Its figures are the report's, not counted from \
+requests (a report keeps none): achieved is `throughput.request_rate.mean`, output tok/s \
+`throughput.output_token_rate.mean`, TTFT, time between tokens and end-to-end latency the p50, p90 and p99 of \
+`time_to_first_token`, `time_per_output_token` and `request_latency`. Without each request, no goodput or capacity \
+in requests/s is computed for these cells, and saturation is judged on achieved against offered alone.\n";
 
 #[cfg(test)]
 mod tests {
@@ -281,8 +422,9 @@ mod tests {
         let v = report("8", "s");
         assert!(is_report(&v));
         let r = read("r.yaml: ".into(), &v).unwrap();
-        let f = r.cell.reported.as_ref().unwrap();
-        assert_eq!((r.cell.context, r.cell.concurrency), (1024, 8));
+        let Stage::Matrix(cell) = &r.cell else { panic!("a matrix cell") };
+        let f = cell.reported.as_ref().unwrap();
+        assert_eq!((cell.context, cell.concurrency), (1024, 8));
         assert_eq!(
             (f.total_tps, f.ttft_ms, f.ttft_p90_ms, f.tbt_ms),
             (Some(812.5), Some(40.0), Some(90.0), Some(10.0))
@@ -316,10 +458,33 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_stage_or_unknown_units_are_not_taken_as_cells() {
+    fn an_unbounded_concurrency_or_unknown_units_are_not_taken_as_figures() {
         let e = read("r.yaml: ".into(), &report(".inf", "s")).unwrap_err().to_string();
         assert!(e.contains("concurrency: expected a whole number"), "{e}");
         let r = read("r.yaml: ".into(), &report("4", "fortnights")).unwrap();
-        assert_eq!(r.cell.reported.as_ref().unwrap().ttft_ms, None);
+        let Stage::Matrix(cell) = &r.cell else { panic!("a matrix cell") };
+        assert_eq!(cell.reported.as_ref().unwrap().ttft_ms, None);
+    }
+
+    #[test]
+    fn a_stage_at_a_rate_is_a_rate_cell_of_the_reports_figures() {
+        let text = serde_json::to_string(&report("null", "s")).unwrap();
+        let with_rate = text.replace("\"concurrency\":null", "\"rate_qps\":2.5").replace(
+            "\"output_token_rate\":{",
+            "\"request_rate\":{\"units\":\"queries/s\",\"mean\":2.25},\"output_token_rate\":{",
+        );
+        let r = read("r.yaml: ".into(), &serde_json::from_str(&with_rate).unwrap()).unwrap();
+        let Stage::Rate(cell, traffic) = &r.cell else { panic!("a rate cell") };
+        assert_eq!((cell.context, cell.rate_rps, cell.requests.len()), (1024, 2.5, 0));
+        // 40 requests at 2.5 a second: a 16 s stage.
+        assert_eq!(cell.window.end_s - cell.window.start_s, 16.0);
+        let f = cell.reported.as_ref().unwrap();
+        assert_eq!((f.requests, f.failed, f.achieved_rps), (40, 2, 2.25));
+        assert_eq!((f.ttft_ms.p50, f.ttft_ms.mean), (Some(40.0), Some(50.0)));
+        assert_eq!(traffic.arrival, "unknown");
+        // Neither a concurrency nor a rate: the load is named.
+        let neither = text.replace("\"concurrency\":null,", "");
+        let e = read("r.yaml: ".into(), &serde_json::from_str(&neither).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("expected a concurrency or a rate_qps"), "{e}");
     }
 }

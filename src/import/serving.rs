@@ -356,6 +356,7 @@ fn rate_cell(at: &str, v: &Value, rate: f64, offset: f64) -> Result<crate::forma
         window: crate::format::Window { start_s: offset, end_s: last_due + 1.0 / rate },
         requests,
         error: None,
+        reported: None,
     };
     crate::format::rates::validate_rate_cell(&cell).map_err(|e| e.context(at.to_string()))?;
     Ok(cell)

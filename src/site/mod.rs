@@ -300,7 +300,7 @@ impl Site {
         let details = analysis::evidence::run_detail(format::load_run_dir(&dir)?);
         let reports = crate::render::llmd_report::reports(run, &details);
         if reports.is_empty() {
-            anyhow::bail!("run {id} has no valid decode cell with a total tok/s: there is nothing to report");
+            anyhow::bail!("run {id} has no valid decode cell with a total tok/s and no valid rate cell: there is nothing to report");
         }
         refuse_foreign_export_folder(out)?;
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

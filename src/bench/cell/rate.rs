@@ -102,6 +102,7 @@ pub async fn rate_cell(
         window: Window { start_s: t0 + warm, end_s: t0 + warm + settings.window.as_secs_f64() },
         requests,
         error: None,
+        reported: None,
     }
 }
 

@@ -265,6 +265,7 @@ impl Session<'_> {
                         window: crate::format::Window { start_s: now, end_s: now + 1e-3 },
                         requests: Vec::new(),
                         error: Some(CellError { message: message.clone(), http_status: None, cause: None }),
+                        reported: None,
                     };
                     let label = self.rate_label(ctx, rate, rep);
                     self.keep_rate(&c, &label)?;
