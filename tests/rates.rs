@@ -65,6 +65,7 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
     let page = std::fs::read_to_string(d.join("public/runs/rates/index.html")).unwrap();
     // The header row, then a row a cell.
     let rows = table_rows(&page, "class=\"rates\"")[1..].to_vec();
+    let page_rows = rows.clone();
     assert_eq!(rows.len(), 3, "{rows:?}");
     // Below capacity: achieved is what was offered (8 requests in the 4 s window, all served).
     assert_eq!((rows[0][1].as_str(), rows[0][2].as_str(), rows[0][3].as_str()), ("2.00", "2.00", "8 · 0"));
@@ -79,6 +80,28 @@ fn open_loop_rates_are_served_below_capacity_and_saturated_above_it() {
     let (done, failed) = rows[2][3].split_once(" · ").unwrap();
     assert_eq!(done.parse::<usize>().unwrap() + failed.parse::<usize>().unwrap(), 32, "{:?}", rows[2]);
     assert!(text_of(&page).contains("× 3 request rates (2, 4, 8 requests/s), constant arrivals"), "the run's summary");
+    // Every request of every cell is a click away, and the figures are counted from it: the
+    // download lists each request scheduled (warm-up too), and the window's rows of the
+    // lowest rate give the page's completed count and TTFT median.
+    assert!(page.contains("<a href=\"requests.csv.gz\" download>"), "the requests' link");
+    let csv = gunzip_text(&d.join("public/runs/rates/requests.csv.gz"));
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name}: {header:?}"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let scheduled: usize = cells.iter().map(|c| c["requests"].as_array().unwrap().len()).sum();
+    assert_eq!(rows.len(), scheduled);
+    let low: Vec<&Vec<&str>> =
+        rows.iter().filter(|r| r[col("rate_rps")] == "2" && r[col("in_window")] == "true").collect();
+    assert_eq!(low.iter().filter(|r| r[col("outcome")] == "completed").count(), 8);
+    let mut ttft: Vec<f64> = low.iter().map(|r| r[col("ttft_ms")].parse().unwrap()).collect();
+    ttft.sort_by(f64::total_cmp);
+    let median = (ttft[3] + ttft[4]) / 2.0;
+    let shown: f64 = page_rows[0][5].split(" · ").next().unwrap().trim_end_matches(" ms").parse().unwrap();
+    assert!(
+        (median - shown).abs() <= 0.5 + 0.01 * shown,
+        "median {median} ms from the requests, {shown} ms on the page"
+    );
     for title in ["Latency against offered rate", "Achieved against offered rate", "Goodput against offered rate"] {
         assert!(page.contains(&format!("<title>{title}")), "{title}");
     }

@@ -31,6 +31,66 @@ pub struct RateView {
     /// traffic through time, for the replay's charts.
     #[serde(skip)]
     pub series: Option<TimeSeries>,
+    /// Every request the cell scheduled, warm-up included, in schedule order: the evidence
+    /// each figure is counted from (the run's `requests.csv.gz`).
+    #[serde(skip)]
+    pub requests: Vec<RequestRow>,
+}
+
+/// One scheduled request as the evidence lists it: instants in seconds from the cell's
+/// window start (negative: warm-up), durations in milliseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRow {
+    pub scheduled_s: f64,
+    /// Scheduled inside the window: counted in the cell's figures.
+    pub in_window: bool,
+    pub outcome: RequestOutcome,
+    /// Actual minus scheduled send.
+    pub lag_ms: Option<f64>,
+    pub ttft_ms: Option<f64>,
+    pub tbt_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+    pub output_tokens: u64,
+    pub prompt_tokens: Option<u32>,
+    pub cached_tokens: Option<u64>,
+    /// A replayed trace's request: what the trace asked.
+    pub planned: Option<crate::format::PlannedRequest>,
+    pub error: Option<String>,
+}
+
+/// What became of a scheduled request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestOutcome {
+    Completed,
+    /// An error, or still running at the drain timeout.
+    Failed,
+    /// The client's in-flight bound was reached.
+    NotSent,
+}
+
+fn request_row(r: &ScheduledRequest, window: &crate::format::Window) -> RequestRow {
+    let ms = |a: Option<f64>, b: Option<f64>| Some((b? - a?) * 1000.0);
+    let outcome = match (r.send_s, ended_ok(r)) {
+        (None, _) => RequestOutcome::NotSent,
+        (Some(_), true) => RequestOutcome::Completed,
+        (Some(_), false) => RequestOutcome::Failed,
+    };
+    let tbt = (r.tokens >= 2).then(|| ms(r.first_token_s, r.last_token_s).map(|d| d / (r.tokens - 1) as f64));
+    RequestRow {
+        scheduled_s: r.scheduled_s - window.start_s,
+        in_window: r.scheduled_s >= window.start_s && r.scheduled_s < window.end_s,
+        outcome,
+        lag_ms: r.send_s.map(|s| (s - r.scheduled_s) * 1000.0),
+        ttft_ms: ms(r.send_s, r.first_token_s),
+        tbt_ms: tbt.flatten(),
+        e2e_ms: ms(r.send_s, r.end_s),
+        output_tokens: r.tokens,
+        prompt_tokens: r.prompt_tokens,
+        cached_tokens: r.cached_tokens,
+        planned: r.planned,
+        error: r.error.clone(),
+    }
 }
 
 /// A cell's traffic through its window in [`TIME_BINS`] bins (x: seconds from the window's
@@ -259,6 +319,7 @@ pub fn rate_view(c: &RateCell) -> RateView {
         error: c.error.as_ref().map(|e| e.message.clone()),
         outcomes: if c.status == Status::Valid { outcomes } else { Vec::new() },
         series: (c.status == Status::Valid && c.requests.iter().any(|r| r.planned.is_some())).then(|| time_series(c)),
+        requests: c.requests.iter().map(|r| request_row(r, &c.window)).collect(),
     }
 }
 

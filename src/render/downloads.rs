@@ -110,6 +110,64 @@ pub fn cells_csv(run: &RunView) -> String {
     csv.finish()
 }
 
+/// Every request of a rate run's cells, one row each in schedule order, warm-up included
+/// (`in_window` false): what each rate cell's figures are counted from. Instants in seconds
+/// from the cell's window start, durations in milliseconds to the microsecond.
+pub fn requests_csv(run: &RunView) -> String {
+    const COLUMNS: &[&str] = &[
+        "context",
+        "rate_rps",
+        "repetition",
+        "request",
+        "scheduled_s",
+        "in_window",
+        "outcome",
+        "lag_ms",
+        "ttft_ms",
+        "tbt_ms",
+        "e2e_ms",
+        "output_tokens",
+        "prompt_tokens",
+        "cached_tokens",
+        "trace_s",
+        "planned_input_tokens",
+        "planned_output_tokens",
+        "error",
+    ];
+    let mut csv = CsvWriter::new(COLUMNS);
+    let micro = |x: Option<f64>| x.map(|v| format!("{:.3}", v)).unwrap_or_default();
+    for r in &run.rates {
+        for (i, q) in r.requests.iter().enumerate() {
+            let outcome = match q.outcome {
+                crate::analysis::rates::RequestOutcome::Completed => "completed",
+                crate::analysis::rates::RequestOutcome::Failed => "failed",
+                crate::analysis::rates::RequestOutcome::NotSent => "not_sent",
+            };
+            csv.row(vec![
+                r.context.to_string(),
+                r.rate_rps.to_string(),
+                r.repetition.to_string(),
+                (i + 1).to_string(),
+                format!("{:.6}", q.scheduled_s),
+                q.in_window.to_string(),
+                outcome.to_string(),
+                micro(q.lag_ms),
+                micro(q.ttft_ms),
+                micro(q.tbt_ms),
+                micro(q.e2e_ms),
+                q.output_tokens.to_string(),
+                opt(q.prompt_tokens),
+                opt(q.cached_tokens),
+                q.planned.map(|p| format!("{:.6}", p.trace_s)).unwrap_or_default(),
+                opt(q.planned.map(|p| p.input_tokens)),
+                opt(q.planned.map(|p| p.output_tokens)),
+                q.error.clone().unwrap_or_default(),
+            ]);
+        }
+    }
+    csv.finish()
+}
+
 #[derive(Serialize)]
 struct CellsDownload<'a> {
     run: &'a str,

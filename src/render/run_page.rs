@@ -205,9 +205,22 @@ fn energy_rows(rows: &[HeatRowView]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// The files a run's page writes, under `runs/<id>/`.
-pub fn files(run: &RunView) -> [String; 3] {
-    ["index.html", "cells.csv.gz", "cells.json.gz"].map(|f| format!("runs/{}/{f}", run.id))
+/// The files a run's page writes, under `runs/<id>/` (a rate run's requests too).
+pub fn files(run: &RunView) -> Vec<String> {
+    let requests = has_requests(run).then_some(REQUESTS_CSV);
+    ["index.html", "cells.csv.gz", "cells.json.gz"]
+        .into_iter()
+        .chain(requests)
+        .map(|f| format!("runs/{}/{f}", run.id))
+        .collect()
+}
+
+/// A rate run's every request, beside its page.
+const REQUESTS_CSV: &str = "requests.csv.gz";
+
+/// A rate run with requests of its own (imported figures as reported have none).
+fn has_requests(run: &RunView) -> bool {
+    run.rates.iter().any(|r| !r.requests.is_empty())
 }
 
 /// A hash of everything a run's files are made from but its places on the leaderboards
@@ -358,6 +371,7 @@ pub fn render(
         siblings_total => index.and_then(|i| cx.siblings.get(i)).map_or(0, |s| s.1),
         rate_capacity => ser(&capacity.rates),
         rate_charts => ser(&rate_charts),
+        rate_requests => has_requests(run),
         evidence_days => index.filter(|&i| !cx.evidence[i]).and(cx.settings.publish.evidence_days),
     })?;
     let dir = format!("runs/{}", run.id);
@@ -366,6 +380,9 @@ pub fn render(
     // Both downloads compressed (a spreadsheet or pandas reads the CSV's gzip as it is):
     // the site's bytes are its budget, and the CSV is a ninth of a run's page.
     put_bytes(sink, &format!("{dir}/cells.csv.gz"), &gzip(downloads::cells_csv(full).as_bytes()), stats)?;
+    if has_requests(full) {
+        put_bytes(sink, &format!("{dir}/{REQUESTS_CSV}"), &gzip(downloads::requests_csv(full).as_bytes()), stats)?;
+    }
     // Compressed: the JSON is some 8 times the size of its gzip, and a download (curl
     // piped to gunzip, pandas' read_json) reads either; the site's bytes are its budget.
     put_bytes(sink, &format!("{dir}/cells.json.gz"), &gzip(downloads::cells_json(full, capacity).as_bytes()), stats)

@@ -427,7 +427,7 @@ impl CachedPages for RunPages<'_> {
                 apply: Box::new(move |old| run_page::patch_places(old, ranks.of_run(i))),
                 patched,
             };
-            let files = Box::new(move || run_page::files(r).to_vec());
+            let files = Box::new(move || run_page::files(r));
             Unit { key: format!("runs/{}", r.id), files, hash, kept, patch: Some(patch) }
         })
         .collect()
