@@ -165,3 +165,48 @@ fn a_trace_is_checked_line_by_line_and_its_flags_need_it() {
     let out = bench(d, "http://127.0.0.1:9", &["--trace", bad.to_str().unwrap(), "--trace-format", "parquet"]);
     assert_fails_with(&out, "--trace-format");
 }
+
+/// A Bailian conversation's next turn is sent once the turn it follows has ended (a user
+/// answers what they were shown), however early its timestamp: with answers of 40 tokens at
+/// 20 ms a step (some 0.8 s) and follow-ups 0.1 s after their parent, every follow-up goes
+/// out after its parent's end, records when it became due, and its lag counts from then.
+#[test]
+fn a_bailian_follow_up_waits_for_the_turn_it_follows() {
+    let sim = SimArgs::new().flavor("vllm").steps(20, 0).start();
+    let ws = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    let mut lines = String::new();
+    for c in 0..4u64 {
+        let (t, chat) = (c as f64 * 0.5, 10 + c * 2);
+        let hashes = format!("[{}, {}]", 100 + c, 200 + c);
+        lines += &format!(
+            "{{\"chat_id\": {chat}, \"parent_chat_id\": -1, \"timestamp\": {t}, \"input_length\": 24, \"output_length\": 40, \"type\": \"text\", \"turn\": 1, \"hash_ids\": {hashes}}}\n"
+        );
+        lines += &format!(
+            "{{\"chat_id\": {}, \"parent_chat_id\": {chat}, \"timestamp\": {}, \"input_length\": 40, \"output_length\": 8, \"type\": \"text\", \"turn\": 2, \"hash_ids\": [{}, {}, {}]}}\n",
+            chat + 1,
+            t + 0.1,
+            100 + c,
+            200 + c,
+            300 + c
+        );
+    }
+    std::fs::write(d.join("bailian.jsonl"), lines).unwrap();
+    let args = ["--trace", "bailian.jsonl", "--drain-timeout", "10s", "--run-id", "chats"];
+    assert_ok(&bench(d, &sim.url, &args));
+    let cell: Value = serde_json::from_str(
+        std::fs::read_to_string(d.join("data/runs/chats/rates.jsonl")).unwrap().lines().next().unwrap(),
+    )
+    .unwrap();
+    let requests = cell["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 8);
+    let f = |r: &Value, k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+    for pair in requests.chunks(2) {
+        let (parent, next) = (&pair[0], &pair[1]);
+        assert!(parent.get("due_s").is_none(), "{parent}");
+        assert!(f(next, "send_s") >= f(parent, "end_s"), "sent before the turn it follows ended: {pair:?}");
+        assert!((f(next, "due_s") - f(parent, "end_s")).abs() < 0.05, "{pair:?}");
+        assert!(f(next, "send_s") - f(next, "due_s") < 0.05, "its lag counts from when it was due: {pair:?}");
+        assert!(f(next, "due_s") > f(next, "scheduled_s") + 0.3, "held well past its timestamp: {pair:?}");
+    }
+}

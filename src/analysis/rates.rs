@@ -72,6 +72,7 @@ pub enum RequestOutcome {
 fn request_row(r: &ScheduledRequest, window: &crate::format::Window) -> RequestRow {
     let ms = |a: Option<f64>, b: Option<f64>| Some((b? - a?) * 1000.0);
     let outcome = match (r.send_s, ended_ok(r)) {
+        (None, _) if r.error.is_some() => RequestOutcome::Failed,
         (None, _) => RequestOutcome::NotSent,
         (Some(_), true) => RequestOutcome::Completed,
         (Some(_), false) => RequestOutcome::Failed,
@@ -81,7 +82,7 @@ fn request_row(r: &ScheduledRequest, window: &crate::format::Window) -> RequestR
         scheduled_s: r.scheduled_s - window.start_s,
         in_window: r.scheduled_s >= window.start_s && r.scheduled_s < window.end_s,
         outcome,
-        lag_ms: r.send_s.map(|s| (s - r.scheduled_s) * 1000.0),
+        lag_ms: lag_ms(r),
         ttft_ms: ms(r.send_s, r.first_token_s),
         tbt_ms: tbt.flatten(),
         e2e_ms: ms(r.send_s, r.end_s),
@@ -457,6 +458,12 @@ pub fn capacity(points: &[(f64, f64)]) -> Option<RateCapacity> {
     Some(RateCapacity::Interpolated((r0.ln() + t * (r1.ln() - r0.ln())).exp()))
 }
 
+/// Actual send minus when the request was due: its scheduled instant, or the end of the
+/// request it follows where it was held for that.
+fn lag_ms(r: &ScheduledRequest) -> Option<f64> {
+    r.send_s.map(|s| (s - r.due_s.unwrap_or(r.scheduled_s).max(r.scheduled_s)) * 1000.0)
+}
+
 fn ended_ok(r: &ScheduledRequest) -> bool {
     r.completed()
 }
@@ -467,7 +474,8 @@ pub fn rate_figures(c: &RateCell) -> RateFigures {
     let counted: Vec<&ScheduledRequest> =
         c.requests.iter().filter(|r| r.scheduled_s >= start && r.scheduled_s < end).collect();
     let done: Vec<&ScheduledRequest> = counted.iter().copied().filter(|r| ended_ok(r)).collect();
-    let not_sent = counted.iter().filter(|r| r.send_s.is_none()).count();
+    // Held for the request it follows (an error says so) is failed, not the client's bound.
+    let not_sent = counted.iter().filter(|r| r.send_s.is_none() && r.error.is_none()).count();
     let ms = |a: Option<f64>, b: Option<f64>| Some((b? - a?) * 1000.0);
     let ttft: Vec<f64> = done.iter().filter_map(|r| ms(r.send_s, r.first_token_s)).collect();
     let e2e: Vec<f64> = done.iter().filter_map(|r| ms(r.send_s, r.end_s)).collect();
@@ -476,7 +484,7 @@ pub fn rate_figures(c: &RateCell) -> RateFigures {
         .filter(|r| r.tokens >= 2)
         .filter_map(|r| ms(r.first_token_s, r.last_token_s).map(|d| d / (r.tokens - 1) as f64))
         .collect();
-    let lags: Vec<f64> = counted.iter().filter_map(|r| r.send_s.map(|s| (s - r.scheduled_s) * 1000.0)).collect();
+    let lags: Vec<f64> = counted.iter().filter_map(|r| lag_ms(r)).collect();
     let (mean, max, first, last) = in_flight(&c.requests, start, end);
     let served: Vec<&ScheduledRequest> =
         c.requests.iter().filter(|r| ended_ok(r) && r.end_s.is_some_and(|e| e >= start && e < end)).collect();
@@ -578,6 +586,7 @@ mod tests {
         ScheduledRequest {
             scheduled_s: at,
             send_s: Some(at + lag),
+            due_s: None,
             first_token_s: Some(at + lag + 0.1),
             last_token_s: Some(at + lag + took),
             end_s: Some(at + lag + took),

@@ -6,6 +6,7 @@
 //! send instant; the difference is the client's own lag.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::task::JoinSet;
@@ -32,6 +33,8 @@ pub enum Fate<R> {
     DrainTimeout,
     /// Not sent: `max_in_flight` requests were already in flight.
     NotSent,
+    /// Not sent: held for the request it follows, which had not ended when the cell did.
+    Held,
 }
 
 /// One scheduled request: seconds from the loop's start.
@@ -40,16 +43,22 @@ pub struct Scheduled<R> {
     pub scheduled_s: f64,
     /// When it was sent (absent: not sent).
     pub sent_s: Option<f64>,
+    /// A held request's due instant (the end of the request it follows), where that was
+    /// after its scheduled one.
+    pub due_s: Option<f64>,
     /// Whether its scheduled instant is inside the window (warm-up requests are not).
     pub in_window: bool,
     pub fate: Fate<R>,
 }
 
 /// Runs the open loop over `schedule` (seconds from the start, ascending, warm-up first):
-/// `send(i)` is made ready before instant i and spawned at it, until `cancel` turns true (Ctrl-C: nothing more is
-/// sent, what is in flight is stopped). Returns every request in schedule order.
+/// `send(i)` is made ready before instant i and spawned at it, until `cancel` turns true
+/// (Ctrl-C: nothing more is sent, what is in flight is stopped). `after[i]`, where given, is
+/// the request i follows: i waits for its end before going out. Returns every request in
+/// schedule order.
 pub async fn run<R, F, Fut>(
     schedule: &[f64],
+    after: &[Option<usize>],
     settings: OpenLoopSettings,
     mut cancel: tokio::sync::watch::Receiver<bool>,
     send: F,
@@ -66,11 +75,18 @@ where
         .map(|&t| Scheduled {
             scheduled_s: t,
             sent_s: None,
+            due_s: None,
             in_window: t >= window.0 && t < window.1,
             fate: Fate::NotSent,
         })
         .collect();
+    // Each request's end, for the requests that follow it; a held request's send and due
+    // instants, which only its task knows.
+    let ended: Vec<Arc<tokio::sync::watch::Sender<bool>>> =
+        schedule.iter().map(|_| Arc::new(tokio::sync::watch::channel(false).0)).collect();
+    let held: Arc<Mutex<Vec<(Option<f64>, Option<f64>)>>> = Arc::new(Mutex::new(vec![(None, None); schedule.len()]));
     let mut tasks: JoinSet<(usize, R)> = JoinSet::new();
+    let mut spawned = vec![false; schedule.len()];
     let mut cancelled = false;
     for (i, &t) in schedule.iter().enumerate() {
         // Made before its instant (a prompt of many thousand tokens takes a while), sent at it.
@@ -87,10 +103,35 @@ where
             out[j].fate = Fate::Ended(r);
         }
         if tasks.len() >= settings.max_in_flight {
+            // Never sent: what follows it need not wait.
+            ended[i].send_replace(true);
             continue;
         }
-        out[i].sent_s = Some(start.elapsed().as_secs_f64());
-        tasks.spawn(async move { (i, request.await) });
+        let done = ended[i].clone();
+        spawned[i] = true;
+        match after.get(i).copied().flatten().filter(|&p| p < i).map(|p| ended[p].subscribe()) {
+            None => {
+                out[i].sent_s = Some(start.elapsed().as_secs_f64());
+                tasks.spawn(async move {
+                    let r = request.await;
+                    done.send_replace(true);
+                    (i, r)
+                });
+            }
+            Some(mut parent) => {
+                let held = held.clone();
+                tasks.spawn(async move {
+                    let waited = !*parent.borrow();
+                    let _ = parent.wait_for(|e| *e).await;
+                    let now = start.elapsed().as_secs_f64();
+                    held.lock().expect("a held request's instants")[i] =
+                        (Some(now), waited.then_some(now).filter(|d| *d > t));
+                    let r = request.await;
+                    done.send_replace(true);
+                    (i, r)
+                });
+            }
+        }
     }
     let deadline =
         if cancelled { Instant::now() } else { start + settings.warmup + settings.window + settings.drain_timeout };
@@ -105,8 +146,14 @@ where
             }
         }
     }
-    for s in out.iter_mut().filter(|s| s.sent_s.is_some() && matches!(s.fate, Fate::NotSent)) {
-        s.fate = Fate::DrainTimeout;
+    let held = held.lock().expect("a held request's instants");
+    for (i, s) in out.iter_mut().enumerate().filter(|(i, _)| spawned[*i]) {
+        if after.get(i).copied().flatten().is_some_and(|p| p < i) {
+            (s.sent_s, s.due_s) = held[i];
+        }
+        if matches!(s.fate, Fate::NotSent) {
+            s.fate = if s.sent_s.is_some() { Fate::DrainTimeout } else { Fate::Held };
+        }
     }
     out
 }
@@ -151,7 +198,7 @@ mod tests {
     async fn requests_are_sent_on_schedule_however_slow_the_server_is() {
         // Every 0.5 s for 6 s, each request taking 2.9 s: a closed loop of one would send two.
         let schedule: Vec<f64> = (0..12).map(|i| i as f64 * 0.5).collect();
-        let out = run(&schedule, settings(100), never(), taking(2.9)).await;
+        let out = run(&schedule, &[], settings(100), never(), taking(2.9)).await;
         for s in &out {
             let lag = s.sent_s.unwrap() - s.scheduled_s;
             assert!(lag.abs() < 1e-3, "sent {lag} s late");
@@ -165,9 +212,29 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_request_that_follows_another_waits_for_its_end_and_its_lag_counts_from_then() {
+        // Requests at 0, 0.5 and 1.0 s, each taking 0.9 s; the second follows the first
+        // (due at 0.9, after its 0.5), the third follows the second (due at 1.8).
+        let schedule = [0.0, 0.5, 1.0];
+        let out = run(&schedule, &[None, Some(0), Some(1)], settings(100), never(), taking(0.9)).await;
+        let sent: Vec<f64> = out.iter().map(|s| s.sent_s.unwrap()).collect();
+        assert!(
+            (sent[0] - 0.0).abs() < 1e-3 && (sent[1] - 0.9).abs() < 1e-3 && (sent[2] - 1.8).abs() < 1e-3,
+            "{sent:?}"
+        );
+        assert_eq!(out[0].due_s, None);
+        assert!((out[1].due_s.unwrap() - 0.9).abs() < 1e-3 && (out[2].due_s.unwrap() - 1.8).abs() < 1e-3);
+        assert!(out.iter().all(|s| s.fate.ended()));
+        // A parent still running when the cell ends keeps its follower unsent, and says so.
+        let out = run(&[0.0, 0.1], &[None, Some(0)], settings(100), never(), taking(30.0)).await;
+        assert_eq!((out[0].fate == Fate::DrainTimeout, out[1].fate == Fate::Held), (true, true));
+        assert_eq!(out[1].sent_s, None);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn past_the_in_flight_bound_a_request_is_not_sent_and_says_so() {
         let schedule: Vec<f64> = (0..6).map(|i| i as f64 * 0.25).collect();
-        let out = run(&schedule, settings(2), never(), taking(0.9)).await;
+        let out = run(&schedule, &[], settings(2), never(), taking(0.9)).await;
         let fates: Vec<bool> = out.iter().map(|s| s.fate == Fate::NotSent).collect();
         // At 0 and 0.25 two go out; 0.5 and 0.75 find two in flight; by 1.0 the first has
         // ended (0.9), by 1.25 the second (1.15).

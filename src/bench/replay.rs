@@ -41,6 +41,9 @@ pub struct ReplayRequest {
     pub output_tokens: u64,
     /// Block ids of the prompt: equal ids, equal text.
     pub blocks: Vec<u64>,
+    /// The earlier request of the replay it follows (a Bailian conversation's parent chat,
+    /// where that is in the slice): sent only once that one has ended.
+    pub after: Option<usize>,
 }
 
 /// What the replay changed, request by request, so a reader knows what was measured.
@@ -114,6 +117,8 @@ pub fn plan_replay(trace: &Trace, s: ReplaySettings, request_limit: Option<u64>)
     let block_tokens = ((source_block as f64 * s.scale_lengths).round() as u32).max(1);
     let mut counts = ReplayCounts::default();
     let mut requests = Vec::new();
+    // A chat's request in the replay, for the chats that follow it.
+    let mut chats: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     for (n, r) in trace.requests.iter().enumerate().filter(|(_, r)| r.at_s >= s.start_s && r.at_s < end) {
         counts.in_slice += 1;
         let scale = |x: u64| ((x as f64 * s.scale_lengths).round() as u64).max(1);
@@ -136,12 +141,17 @@ pub fn plan_replay(trace: &Trace, s: ReplaySettings, request_limit: Option<u64>)
         }
         counts.capped += u64::from(capped);
         let blocks = request_blocks(&r.blocks, n, input, block_tokens);
+        let after = r.chat.and_then(|(_, parent)| chats.get(&parent?).copied());
+        if let Some((chat, _)) = r.chat {
+            chats.insert(chat, requests.len());
+        }
         requests.push(ReplayRequest {
             at_s: (r.at_s - s.start_s) / s.speedup,
             trace_s: r.at_s,
             input_tokens: input,
             output_tokens: output,
             blocks,
+            after,
         });
     }
     if requests.is_empty() {
@@ -356,6 +366,27 @@ mod tests {
             .to_string()
             .contains("holds no request"));
         assert!(plan_replay(&t, ReplaySettings { speedup: 0.0, ..s }, None).is_err());
+    }
+
+    #[test]
+    fn a_conversations_next_turn_follows_its_parent_where_the_slice_holds_it() {
+        // Chat 6 follows 5, chat 8 follows 7 (before the slice), chat 9 follows 6.
+        let mut t = trace(
+            TraceFormat::Bailian,
+            &[
+                (0.5, 16, 4, &[1]),
+                (1.0, 16, 4, &[2]),
+                (2.0, 32, 4, &[1, 3]),
+                (3.0, 16, 4, &[4]),
+                (4.0, 48, 4, &[1, 3, 5]),
+            ],
+        );
+        for (r, chat) in t.requests.iter_mut().zip([(7, None), (5, None), (6, Some(5)), (8, Some(7)), (9, Some(6))]) {
+            r.chat = Some(chat);
+        }
+        let r = plan_replay(&t, ReplaySettings { start_s: 1.0, ..settings() }, None).unwrap();
+        let after: Vec<Option<usize>> = r.requests.iter().map(|q| q.after).collect();
+        assert_eq!(after, [None, Some(0), None, Some(1)]);
     }
 
     #[test]

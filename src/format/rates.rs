@@ -197,9 +197,14 @@ fn is_first(r: &u32) -> bool {
 #[serde(deny_unknown_fields)]
 pub struct ScheduledRequest {
     pub scheduled_s: f64,
-    /// Absent: not sent (the in-flight bound was reached).
+    /// Absent: not sent (the in-flight bound was reached, or, with `error`, held).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_s: Option<f64>,
+    /// A request that follows another (a replayed conversation's next turn): when it became
+    /// due, the end of the one it follows, where that was after `scheduled_s`. Its lag counts
+    /// from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_token_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,7 +255,7 @@ pub fn validate_rate_cell(c: &RateCell) -> Result<()> {
         validate_reported(r)?;
     }
     for (i, r) in c.requests.iter().enumerate() {
-        let times = [Some(r.scheduled_s), r.send_s, r.first_token_s, r.last_token_s, r.end_s];
+        let times = [Some(r.scheduled_s), r.send_s, r.due_s, r.first_token_s, r.last_token_s, r.end_s];
         if times.iter().flatten().any(|t| !(t.is_finite() && *t >= 0.0)) {
             bail!("requests[{i}]: times must be seconds from 0 on the run's clock");
         }

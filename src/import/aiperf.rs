@@ -383,6 +383,7 @@ fn read_rate_profile(
             crate::format::ScheduledRequest {
                 scheduled_s: s(meta.credit_issued_ns).or(sent).unwrap_or(0.0),
                 send_s: sent,
+                due_s: None,
                 first_token_s: first,
                 last_token_s: first.map(|f| f + tokens.saturating_sub(1) as f64 * gap),
                 end_s: s(meta.request_end_ns),

@@ -376,6 +376,7 @@ fn rate_request(r: &Value, t0: f64, fate: Option<&str>) -> ScheduledRequest {
     ScheduledRequest {
         scheduled_s: on_clock(sent.map(|s| s - number("request_dispatch_delay").unwrap_or(0.0))).unwrap_or(0.0),
         send_s: on_clock(sent),
+        due_s: None,
         first_token_s: on_clock(first).filter(|_| fate.is_none()),
         last_token_s: on_clock(last).filter(|_| fate.is_none()),
         end_s: on_clock(number("request_end_time")),

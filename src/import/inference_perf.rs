@@ -190,6 +190,7 @@ pub fn convert_rates(stages: &[(String, Value)], times: &[RequestTimes], config:
             .map(|t| crate::format::ScheduledRequest {
                 scheduled_s: on(t.start).unwrap_or(0.0),
                 send_s: on(t.start),
+                due_s: None,
                 first_token_s: on(t.first).filter(|_| t.ok),
                 last_token_s: on(t.last).filter(|_| t.ok),
                 end_s: on(t.end),

@@ -334,6 +334,7 @@ fn rate_cell(at: &str, v: &Value, rate: f64, offset: f64) -> Result<crate::forma
             crate::format::ScheduledRequest {
                 scheduled_s: due(i).map_or(offset, on),
                 send_s: send.map(on),
+                due_s: None,
                 first_token_s: first.map(on),
                 last_token_s: first.map(|t| on(t + gaps)),
                 end_s: send.zip(f(&latencies, i)).map(|(s, l)| on(s + l)),

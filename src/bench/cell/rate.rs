@@ -80,7 +80,11 @@ pub async fn rate_cell(
             run_stream(&cx.client, cx.api.path(), body, &cx.clock, settings, stop, || {}).await
         }
     };
-    let outcomes = open_loop::run(run.schedule, settings, cancel, send).await;
+    let after: Vec<Option<usize>> = match &run.prompts {
+        Prompts::Replay(p) => p.replay.requests.iter().map(|r| r.after).collect(),
+        Prompts::Sized { .. } => Vec::new(),
+    };
+    let outcomes = open_loop::run(run.schedule, &after, settings, cancel, send).await;
     let mut requests: Vec<ScheduledRequest> = outcomes.into_iter().map(|s| request(t0, s)).collect();
     if let Prompts::Replay(p) = &run.prompts {
         for (r, planned) in requests.iter_mut().zip(&p.replay.requests) {
@@ -111,6 +115,7 @@ fn request(t0: f64, s: open_loop::Scheduled<StreamOutcome>) -> ScheduledRequest 
     let mut r = ScheduledRequest {
         scheduled_s: t0 + s.scheduled_s,
         send_s: s.sent_s.map(|x| t0 + x),
+        due_s: s.due_s.map(|x| t0 + x),
         first_token_s: None,
         last_token_s: None,
         end_s: None,
@@ -132,6 +137,7 @@ fn request(t0: f64, s: open_loop::Scheduled<StreamOutcome>) -> ScheduledRequest 
         }
         Fate::DrainTimeout => r.error = Some("drain timeout: still running when the drain ended".into()),
         Fate::NotSent => {}
+        Fate::Held => r.error = Some("held: the request it follows had not ended when the drain ended".into()),
     }
     r
 }

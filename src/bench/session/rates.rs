@@ -324,6 +324,7 @@ impl Session<'_> {
                     input_tokens: input,
                     output_tokens: output,
                     blocks,
+                    after: None,
                 }
             })
             .collect();
