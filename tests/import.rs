@@ -738,3 +738,48 @@ fn import_help_names_every_format() {
     let out = site_in(ws.path(), &["import", "x", "--format", "nope"]);
     assert!(!out.status.success() && stderr(&out).contains("llmd-br-0.2"), "{}", stderr(&out));
 }
+
+/// The four peer tools' real rate runs against one llama.cpp server, imported with the same
+/// facts, are one configuration's rate runs: the tools page sets their answers at each rate
+/// side by side (achieved, TTFT p50, kept up or not), apart from the matrix runs' page.
+#[test]
+fn peer_rate_runs_stand_side_by_side_at_each_rate() {
+    let ws = empty_ws();
+    for (path, id) in [
+        ("guidellm-0.8.1-poisson/benchmarks.json", "gp"),
+        ("vllm-0.32.0-rates", "vr"),
+        ("aiperf-0.13.0-rates", "ar"),
+        ("inference-perf-0.7.0-rates", "ipr"),
+    ] {
+        assert_ok(&import_paths(&ws, &[path], &["--run-id", id]));
+    }
+    assert_ok(&ws.site(&["build"]));
+    let index = ws.read("public/index.html");
+    let slug = index
+        .split("href=\"tools/")
+        .skip(1)
+        .map(|s| s.split('/').next().unwrap())
+        .find(|s| s.ends_with("-rates"))
+        .unwrap_or_else(|| panic!("a tools page of rate runs: {index}"));
+    let page = ws.read(&format!("public/tools/{slug}/index.html"));
+    assert!(text_of(&page).contains("at request rates"), "the page says what it compares");
+    let rows = table_rows(&page, "<table class=\"tools tool-rates\"");
+    let tools: Vec<String> = rows[0].iter().skip(1).map(|h| text_of(h).trim().to_string()).collect();
+    assert_eq!(tools, ["AIPerf 0.13.0", "guidellm 0.8.1", "inference-perf unknown", "vllm bench serve unknown"]);
+    let labels: Vec<String> = rows[1..].iter().map(|r| text_of(&r[0]).trim().to_string()).collect();
+    // vllm bench serve counts the chat template in its prompt (286 tokens): a row of its own.
+    assert_eq!(labels, ["256 at 0.5/s", "256 at 1/s", "286 at 0.3/s", "286 at 1/s"]);
+    // Each answer is the one its run page gives for that rate: achieved, TTFT p50, status.
+    for (column, id) in [(1, "ar"), (2, "gp"), (3, "ipr")] {
+        let own = table_rows(&ws.read(&format!("public/runs/{id}/index.html")), "class=\"rates\"")[1..].to_vec();
+        for (row, at) in rows[1..3].iter().zip(&own) {
+            let cell = text_of(&row[column]);
+            let (achieved, ttft) = (text_of(&at[2]), text_of(&at[5]));
+            assert!(cell.starts_with(&format!("{}/s", achieved.trim())), "{id}: {cell} against {achieved}");
+            assert!(cell.contains(ttft.split(" · ").next().unwrap().trim()), "{id}: {cell} against {ttft}");
+            let status = text_of(&at[10]).split_whitespace().next().unwrap().to_string();
+            assert!(cell.trim_end().ends_with(&status), "{id}: {cell} against {status}");
+        }
+        assert_eq!(text_of(&rows[3][column]).trim(), "—");
+    }
+}
