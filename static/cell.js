@@ -290,7 +290,10 @@
       return [section(null, "Looped", [el("p", {}, ["The model kept repeating the same text, so the measurement was discarded." + (cell.detail ? " " + cell.detail + "." : "")]),
         l[3] ? el("pre", { class: "excerpt" }, [l[3]]) : null])];
     }
-    if (cell.status === "over_capacity") return [section(null, "Over capacity", [el("p", {}, ["Not run" + (cell.detail ? ": " + cell.detail : "") + "."])])];
+    if (cell.status === "over_capacity") {
+      var measured = cell.detail && cell.detail.indexOf("measured") === 0;
+      return [section(null, "Over capacity", [el("p", {}, [(measured ? "Measured and set aside: " + cell.detail.slice(9) : "Not run" + (cell.detail ? ": " + cell.detail : "")) + "."])])];
+    }
     if (cell.status === "error" && cell.error) {
       return [section(null, "Error", [el("p", {}, ["The server or the connection failed" + (cell.error[0] ? " (HTTP " + cell.error[0] + ")" : "") + ":"]),
         el("pre", { class: "excerpt" }, [cell.error[1]])])];

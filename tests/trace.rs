@@ -37,7 +37,14 @@ fn trace_lines() -> Vec<(f64, u64, u64, Vec<u64>)> {
 
 #[test]
 fn a_trace_slice_keeps_its_timestamps_lengths_and_prefix_sharing() {
-    let sim = SimArgs::new().flavor("vllm").steps(2, 0).flag("--prefix-cache-prompts", 10_000).start();
+    // Single-token cache blocks: the trace's blocks (10 tokens after scaling) are found as
+    // the trace shares them, not cut to an engine's own block size.
+    let sim = SimArgs::new()
+        .flavor("vllm")
+        .steps(2, 0)
+        .flag("--prefix-cache-prompts", 10_000)
+        .flag("--block-tokens", 1)
+        .start();
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
     let trace = trace_path();

@@ -120,7 +120,9 @@ fn reuse_run(d: &std::path::Path, url: &str, id: &str, pct: &str) {
 
 #[test]
 fn prefix_reuse_is_planned_validated_against_the_server_and_kept_apart() {
-    let sim = SimArgs::new().steps(5, 0).prefill_tps(20000).start();
+    // A cache of single-token blocks (a radix cache, as SGLang's): the planned share is
+    // found whole (tests/engine_vllm.rs checks vLLM's whole blocks).
+    let sim = SimArgs::new().steps(5, 0).prefill_tps(20000).flag("--block-tokens", 1).start();
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
     reuse_run(d, &sim.url, "r90", "90");
@@ -257,7 +259,8 @@ fn a_server_without_a_prefix_cache_is_named_on_the_cell_that_planned_reuse() {
 
 #[test]
 fn each_stream_a_conversation_whose_later_turns_carry_the_earlier_ones() {
-    let sim = SimArgs::new().steps(5, 0).start();
+    // Single-token blocks: a later turn finds all of the turn before it cached.
+    let sim = SimArgs::new().steps(5, 0).flag("--block-tokens", 1).start();
     let ws = tempfile::tempdir().unwrap();
     let d = ws.path();
     let args = ["--contexts", "256", "--concurrency", "2", "--max-output", "8", "--turns", "2", "--run-id", "chat"];

@@ -465,7 +465,10 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
         warnings.push(w);
     }
     if c.phase == Phase::Decode && c.status == Status::Valid {
-        if let Some(active) = figures.avg_active {
+        // Judged on what the server held (the client's in flight less its queue) where the
+        // gauge reports a queue; else on the running gauge's mean (or the client's count).
+        let judged = figures.held_active.map(|a| (a, "requests in flight less those the server reports waiting"));
+        if let Some((active, basis)) = judged.or(figures.avg_active.map(|a| (a, "average active requests"))) {
             let want = c.concurrency as f64;
             if (active - want).abs() > ACTIVE_MISMATCH_TOLERANCE * want
                 && !warnings.iter().any(|w| w.code == "active_mismatch")
@@ -473,7 +476,7 @@ pub fn normalize_cell(c: &Cell, origin: Origin) -> CellView {
                 warnings.push(Warning {
                     code: "active_mismatch".into(),
                     message: format!(
-                        "average active requests {active:.1} differ from the {} requested by more than {:.0}%: the cell did not measure {} requests at once",
+                        "{basis} {active:.1} differ from the {} requested by more than {:.0}%: the cell did not measure {} requests at once",
                         c.concurrency,
                         ACTIVE_MISMATCH_TOLERANCE * 100.0,
                         c.concurrency

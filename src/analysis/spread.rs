@@ -112,6 +112,8 @@ pub fn mean_figures(reps: &[&Figures]) -> Figures {
         tbt_p90_ms: mean(|f| f.tbt_p90_ms),
         tbt_p99_ms: mean(|f| f.tbt_p99_ms),
         avg_active: mean(|f| f.avg_active),
+        held_active: mean(|f| f.held_active),
+        tps_over_counter_span: mean(|f| f.tps_over_counter_span),
         completed: sum(|f| f.completed),
         output_tokens: sum(|f| f.output_tokens),
         measured_s: mean(|f| f.measured_s),

@@ -140,6 +140,15 @@ async fn vllm_facts(client: &HttpClient, metrics: &str, info: &mut ServerInfo) {
     for (name, value) in metric_labels(metrics, "vllm:cache_config_info") {
         insert_setting(&mut info.settings, &name, value);
     }
+    // vLLM registers its speculative-decoding counters only when it drafts tokens.
+    if metrics.lines().any(|l| l.starts_with("vllm:spec_decode_num_drafts")) {
+        insert_setting(
+            &mut info.settings,
+            crate::format::SPECULATIVE_SETTING,
+            "on (vllm:spec_decode_* counters)".into(),
+        );
+    }
+    info.capacity.block_tokens = label("block_size").filter(|b| *b >= 1.0 && *b <= 1e6).map(|b| b as u64);
     if let Some(tokens) = label("kv_cache_size_tokens") {
         info.capacity.kv_budget_tokens = kv_budget(tokens);
         info.capacity.kv_budget_source = Some("vllm:cache_config_info kv_cache_size_tokens".into());

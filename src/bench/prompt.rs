@@ -195,9 +195,7 @@ pub struct SizedPrompt {
 }
 
 /// The tolerance of a prompt's size: 0.2% or 4 tokens.
-pub fn size_tolerance(target: u32) -> f64 {
-    (target as f64 * 0.002).max(4.0)
-}
+pub use super::plan::size_tolerance;
 
 /// Finds the number of filler words that gives `target` tokens by the server's count, for
 /// the prompt tagged with `context`. (The caller confirms with the real request's usage and

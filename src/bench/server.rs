@@ -103,7 +103,9 @@ impl Server {
         let model = served_model(&run.target, &info, client)?;
         let cap = capacity(&info, plan.matrix.kv_budget);
         let m = &plan.matrix;
-        let planned = plan::plan(&m.contexts, &m.concurrency, &m.prefill_contexts, run.workload.max_output, &cap);
+        let shared = run.workload.prefix_reuse.unwrap_or(0);
+        let planned =
+            plan::plan(&m.contexts, &m.concurrency, &m.prefill_contexts, run.workload.max_output, shared, &cap);
         eprintln!("{}", terminal_safe(&server_line(&info, client, &model, &cap)));
         Ok(Server { info, model, cap, planned })
     }

@@ -42,3 +42,6 @@ pub const RUN_NOTES: &str = "notes.md";
 /// beside the run, not read by the site.
 pub const SERVER_LOG: &str = "server.log";
 pub const COMPARE_FILE: &str = "compare.json";
+/// The server setting `site bench` records where the server drafts tokens (speculative
+/// decoding): it changes every figure, so boards mark it and it sets the run apart.
+pub const SPECULATIVE_SETTING: &str = "speculative_decoding";

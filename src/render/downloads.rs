@@ -67,6 +67,14 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 /// The words that explain a non-valid cell.
 pub fn cell_detail(c: &CellView) -> String {
     if let Some(o) = &c.over_capacity {
+        if o.rule == crate::format::CapacityRule::ServerQueue {
+            // The viewer reads the leading "measured" as a cell that ran.
+            let most = o.budget_tokens.map(|b| format!(" (at most {b} ran at once)")).unwrap_or_default();
+            return format!(
+                "measured the server keeping some of the {} streams waiting through the whole window{most}: the figures are not of {} at once",
+                o.required_tokens, o.required_tokens
+            );
+        }
         match (o.rule.unit(), o.budget_tokens) {
             (CapacityUnit::Requests, Some(b)) => {
                 format!("{}: {} requests at once, the server has {} slots", o.rule, o.required_tokens, b)

@@ -83,11 +83,15 @@ struct BoardLink {
     ranked: usize,
 }
 
+/// The engine, its quantization, and speculative decoding where the server said it was on
+/// (a setting that changes every figure: marked on the board).
 fn engine_text(run: &RunView) -> String {
     let e = &run.manifest.engine;
+    let spec = run.manifest.server_settings.contains_key(crate::format::SPECULATIVE_SETTING);
+    let mark = if spec { " · speculative decoding" } else { "" };
     match &e.quantization {
-        Some(q) => format!("{} {} · {q}", e.name, e.version),
-        None => format!("{} {}", e.name, e.version),
+        Some(q) => format!("{} {} · {q}{mark}", e.name, e.version),
+        None => format!("{} {}{mark}", e.name, e.version),
     }
 }
 

@@ -78,6 +78,10 @@ pub struct SimArgs {
     /// KV cache in tokens; requests that do not fit wait (and count as waiting).
     #[arg(long, default_value_t = 1_000_000)]
     pub kv_tokens: u64,
+    /// vllm flavor: the KV cache's block size, as `cache_config_info` says. A request holds
+    /// whole blocks, and its prompt's shared prefix is found cached in whole blocks only.
+    #[arg(long, default_value_t = 16)]
+    pub block_tokens: u64,
     /// llama.cpp slots (llamacpp flavor): requests beyond them queue.
     #[arg(long, default_value_t = 4)]
     pub slots: u32,
@@ -193,6 +197,31 @@ impl NoiseArgs {
 }
 
 impl SimArgs {
+    /// The KV room a request of `tokens` holds: whole blocks on the vllm flavor.
+    pub fn kv_need(&self, tokens: u64) -> u64 {
+        match self.flavor {
+            Flavor::Vllm => tokens.div_ceil(self.block_tokens.max(1)) * self.block_tokens.max(1),
+            _ => tokens,
+        }
+    }
+
+    /// The KV room requests can hold: vLLM keeps one block for itself (its null block).
+    pub fn kv_room(&self) -> u64 {
+        match self.flavor {
+            Flavor::Vllm => self.kv_tokens.saturating_sub(self.block_tokens.max(1)),
+            _ => self.kv_tokens,
+        }
+    }
+
+    /// A partly shared prompt's cached tokens: whole blocks on the vllm flavor (vLLM caches
+    /// full blocks only).
+    pub fn whole_blocks(&self, tokens: u64) -> u64 {
+        match self.flavor {
+            Flavor::Vllm => tokens / self.block_tokens.max(1) * self.block_tokens.max(1),
+            _ => tokens,
+        }
+    }
+
     /// Seconds of one decode step with `running` requests in the batch.
     pub fn step_s(&self, running: u64) -> f64 {
         (self.step_ms_base + self.step_ms_per_seq * running as f64) / 1000.0

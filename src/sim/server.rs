@@ -35,6 +35,9 @@ struct State {
     /// Prefix caching: prompt tokens looked up and found (vLLM's counters).
     prefix_queries: u64,
     prefix_hits: u64,
+    /// When each admitted request's prefill step ends: vLLM counts a request running only
+    /// once a step of it has ended, so its gauge leaves out the prefills under way.
+    prefill_ends: Vec<tokio::time::Instant>,
 }
 
 struct Sim {
@@ -175,8 +178,15 @@ async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
 }
 
 fn metrics(sim: &Sim) -> String {
-    let s = sim.state.lock().unwrap();
+    let mut s = sim.state.lock().unwrap();
+    let now = tokio::time::Instant::now();
+    s.prefill_ends.retain(|e| *e > now);
     let a = &sim.args;
+    // vLLM's running gauge is set when a step ends: a request in its prefill step is not in it.
+    let running_gauge = match a.flavor {
+        Flavor::Vllm => s.running.saturating_sub(s.prefill_ends.len() as u64),
+        _ => s.running,
+    };
     let generated = (sim.generated.load(Ordering::Relaxed) as f64 * a.counter_skew).round();
     let counter = match a.flavor {
         Flavor::Vllm => {
@@ -201,11 +211,12 @@ fn metrics(sim: &Sim) -> String {
     };
     let gauges = match a.flavor {
         Flavor::Vllm => format!(
-            "# HELP vllm:num_requests_running Running requests.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"{m}\"}} {r}.0\nvllm:num_requests_waiting{{model_name=\"{m}\"}} {w}.0\nvllm:cache_config_info{{block_size=\"16\",cache_dtype=\"auto\",num_gpu_blocks=\"{b}\"}} 1.0\n",
+            "# HELP vllm:num_requests_running Running requests.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"{m}\"}} {r}.0\nvllm:num_requests_waiting{{model_name=\"{m}\"}} {w}.0\nvllm:cache_config_info{{block_size=\"{bs}\",cache_dtype=\"auto\",num_gpu_blocks=\"{b}\"}} 1.0\n",
             m = a.model,
-            r = s.running,
+            r = running_gauge,
             w = s.waiting,
-            b = a.kv_tokens / 16
+            b = a.kv_tokens / a.block_tokens.max(1),
+            bs = a.block_tokens.max(1)
         ),
         Flavor::Sglang if a.spec_draft_tokens > 0 && s.spec[0] > 0 => {
             // Gauges, as SGLang keeps them (its recent batches; here, everything so far).
@@ -311,7 +322,7 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
         // Until the client gives up and the connection (and this future) goes away.
         std::future::pending::<()>().await;
     }
-    let need = prompt_tokens + max_tokens;
+    let need = sim.args.kv_need(prompt_tokens + max_tokens);
     let (running_at_admission, admitted_at) = admit(&sim, need, arrival).await;
     let cached_tokens = prefix_cache_hit(&sim, &text, prompt_tokens);
     let loop_after = a
@@ -333,6 +344,7 @@ async fn generate(sim: Arc<Sim>, body: &[u8], chat: bool, arrival: tokio::time::
         (prompt_tokens - cached_tokens) as f64 / a.prefill_tps + cached_tokens as f64 / a.cached_prefill_tps,
         true,
     );
+    sim.state.lock().unwrap().prefill_ends.push(admitted_at + Duration::from_secs_f64(prefill_s));
     if !stream {
         tokio::time::sleep(Duration::from_secs_f64(prefill_s + a.step_s(1) * max_tokens as f64)).await;
         release(&sim, need, false).await;
@@ -385,7 +397,7 @@ async fn admit(sim: &Sim, need: u64, arrival: tokio::time::Instant) -> (u64, tok
         {
             let mut s = sim.state.lock().unwrap();
             let slot_ok = a.flavor != Flavor::Llamacpp || s.running < a.slots as u64;
-            if slot_ok && s.kv_used + need <= a.kv_tokens {
+            if slot_ok && s.kv_used + need <= a.kv_room() {
                 if queued {
                     s.waiting -= 1;
                     admitted_at = tokio::time::Instant::now();
@@ -415,7 +427,7 @@ fn prefix_cache_hit(sim: &Sim, text: &str, prompt_tokens: u64) -> u64 {
     let hit = if shared == text.len() {
         prompt_tokens
     } else {
-        SimArgs::count_tokens(&text[..shared], false).min(prompt_tokens)
+        sim.args.whole_blocks(SimArgs::count_tokens(&text[..shared], false).min(prompt_tokens))
     };
     s.prefix_queries += prompt_tokens;
     s.prefix_hits += hit;

@@ -106,8 +106,14 @@ pub async fn decode_cell(
         // Gauges only where no counters: the counters cover the window, the gauges a batch.
         m.spec_decode_gauges = if m.spec_decode.is_none() { edges.count_close.spec_gauges } else { None };
         let planned = cx.prefix_reuse.map(|p| (p, m.cached_prompt_pct()));
-        cell.warnings.extend(planned.and_then(|(p, measured)| reuse_warning(p, measured?)));
+        let blocks = cx.block_tokens.map(|b| (b, prompt_tokens));
+        cell.warnings.extend(planned.and_then(|(p, measured)| reuse_warning(p, measured?, blocks)));
         m.telemetry = cx.telemetry.as_ref().map(|t| t.between(start_s, end_s)).unwrap_or_default();
+    }
+    if let Some(o) = cell.measurement.as_ref().and_then(|m| held_in_queue(c, &m.gauge)) {
+        // The server never ran all C at once: the figure is of fewer streams, not of C.
+        cell.status = Status::OverCapacity;
+        cell.over_capacity = Some(o);
     }
     let not_drained = (!drained).then(|| not_drained(cx.drain_timeout));
     cell.warnings.extend(turns_cut_short(cx, cut_short.load(Ordering::Relaxed)));
@@ -306,8 +312,11 @@ impl Coordinator<'_> {
     async fn warm_up(&mut self) -> Option<Warning> {
         let deadline = Instant::now() + self.cx.warmup_timeout;
         while !self.stopped() {
+            // Where the server reports its queue, none waiting is all admitted (its running
+            // gauge lags: vLLM leaves out requests in their prefill step); else C running.
             let server_ready = match self.cx.gauges_now().await {
-                Some((running, waiting)) => running >= self.c as f64 && waiting.unwrap_or(0.0) <= 0.0,
+                Some((_, Some(waiting))) => waiting <= 0.0,
+                Some((running, None)) => running >= self.c as f64,
                 None => true,
             };
             if self.ready >= self.c && server_ready {
@@ -391,17 +400,49 @@ impl Edges {
     }
 }
 
+/// Over capacity as measured: every gauge reading of the window (at least three) found
+/// requests waiting in the server's queue, so the C streams never ran at once (a cache that
+/// holds fewer of them than planned: whole blocks, a chat template).
+fn held_in_queue(c: u32, gauge: &[crate::format::GaugeSample]) -> Option<crate::format::OverCapacity> {
+    let waiting: Vec<f64> = gauge.iter().map(|g| g.waiting).collect::<Option<_>>()?;
+    (waiting.len() >= 3 && waiting.iter().all(|w| *w >= 1.0)).then(|| crate::format::OverCapacity {
+        rule: crate::format::CapacityRule::ServerQueue,
+        required_tokens: u64::from(c),
+        budget_tokens: gauge.iter().map(|g| g.running).reduce(f64::max).map(|r| r.max(0.0) as u64),
+    })
+}
+
 /// How far a cell's measured prefix reuse may be from the plan, in percentage points,
 /// before the cell says so.
 const REUSE_TOLERANCE_PCT: f64 = 15.0;
 
-fn reuse_warning(planned: u32, measured: f64) -> Option<Warning> {
-    ((measured - planned as f64).abs() > REUSE_TOLERANCE_PCT).then(|| Warning {
+/// A measured reuse far from the plan; with a block cache, the share its whole blocks allow
+/// and the block size named (vLLM caches full blocks only: a 90% prefix of a 256-token prompt
+/// in blocks of 128 is one block, 50%).
+fn reuse_warning(planned: u32, measured: f64, blocks: Option<(u64, u64)>) -> Option<Warning> {
+    if (measured - planned as f64).abs() <= REUSE_TOLERANCE_PCT {
+        return None;
+    }
+    let why = blocks.filter(|(b, p)| *b > 0 && *p > 0).map(|(block, prompt)| {
+        let allowed = reuse_blocks_allow(planned, block, prompt);
+        format!(
+            ": the server caches whole blocks of {block} tokens (its cache_config_info), so of a {prompt}-token prompt with a {planned}% shared prefix at most {allowed:.1}% can be found cached"
+        )
+    });
+    Some(Warning {
         code: "prefix_reuse_off".into(),
         message: format!(
-            "the server served {measured:.0}% of the prompt tokens from its prefix cache, {planned}% planned (--prefix-reuse): this cell did not measure the reuse it names"
+            "the server served {measured:.0}% of the prompt tokens from its prefix cache, {planned}% planned (--prefix-reuse){}; this cell did not measure the reuse it names",
+            why.unwrap_or_default()
         ),
     })
+}
+
+/// The share of a prompt (percent) a cache of whole `block`-token blocks can serve when its
+/// first `planned` percent is shared.
+pub fn reuse_blocks_allow(planned: u32, block: u64, prompt: u64) -> f64 {
+    let shared = prompt * u64::from(planned.min(100)) / 100;
+    (shared / block * block) as f64 / prompt as f64 * 100.0
 }
 
 /// Conversations that ended before their last turn because it would not fit the server's

@@ -53,6 +53,9 @@ pub struct CellContext {
     /// The most tokens (prompt and output) one request may hold: the model's length, or one
     /// llama.cpp slot's context, where the server says.
     pub request_limit: Option<u64>,
+    /// The server's KV block size (vLLM's `cache_config_info`): a prefix is cached in whole
+    /// blocks only.
+    pub block_tokens: Option<u64>,
     /// Requests sent with a prompt of their own so far, the run's cells together: each
     /// one's number, so no two requests of a run share more than the planned prefix.
     pub request_serial: Arc<std::sync::atomic::AtomicU64>,

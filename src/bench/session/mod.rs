@@ -311,6 +311,7 @@ impl<'a> Session<'a> {
             prefix_reuse: w.prefix_reuse,
             turns: w.turns,
             request_limit: [info.capacity.max_model_len, info.capacity.slot_ctx].into_iter().flatten().min(),
+            block_tokens: info.capacity.block_tokens,
             duration: timing.duration,
             warmup_hold: timing.warmup_hold,
             warmup_timeout: timing.warmup_timeout,

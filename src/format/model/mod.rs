@@ -744,6 +744,10 @@ pub enum CapacityRule {
     SlotContext,
     #[serde(rename = "C > parallel slots")]
     ParallelSlots,
+    /// Found while measuring: the server kept some of the C streams waiting through the
+    /// whole window (its cache held fewer than planned).
+    #[serde(rename = "the server kept some of the C streams waiting through the window")]
+    ServerQueue,
 }
 
 /// What a rule's required and limit figures count.
@@ -761,12 +765,13 @@ impl CapacityRule {
             CapacityRule::ModelLength => "context + max output > max model length",
             CapacityRule::SlotContext => "context + max output > one slot's context (n_ctx / slots)",
             CapacityRule::ParallelSlots => "C > parallel slots",
+            CapacityRule::ServerQueue => "the server kept some of the C streams waiting through the window",
         }
     }
 
     pub fn unit(self) -> CapacityUnit {
         match self {
-            CapacityRule::ParallelSlots => CapacityUnit::Requests,
+            CapacityRule::ParallelSlots | CapacityRule::ServerQueue => CapacityUnit::Requests,
             _ => CapacityUnit::Tokens,
         }
     }
