@@ -128,3 +128,78 @@ fn speculative_decoding_is_a_setting_of_the_run_and_marked_on_boards() {
     let page = text_of(&std::fs::read_to_string(d.join("public/runs/s/index.html")).unwrap());
     assert!(page.contains("speculative_decoding"), "the run's facts list it");
 }
+
+/// A Prometheus text's metrics: name -> (its `# TYPE`, the label names of its samples).
+fn metric_shapes(text: &str) -> std::collections::BTreeMap<String, (String, std::collections::BTreeSet<String>)> {
+    let mut out: std::collections::BTreeMap<String, (String, std::collections::BTreeSet<String>)> = Default::default();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            out.entry(name.to_string()).or_default().0 = kind.to_string();
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let name = line.split(['{', ' ']).next().unwrap();
+            let labels = line.split_once('{').map_or("", |(_, r)| r.split('}').next().unwrap());
+            let names = labels.split(',').filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()));
+            out.entry(name.to_string()).or_default().1.extend(names);
+        }
+    }
+    out
+}
+
+/// The simulated engine's `/metrics` (vllm flavour, drafting tokens).
+fn simulated_metrics() -> String {
+    let sim = SimArgs::new().flavor("vllm").flag("--spec-draft-tokens", 3).start();
+    let (status, _, body) = common::serve::get(sim.url.trim_start_matches("http://"), "/metrics");
+    assert_eq!(status, 200);
+    body
+}
+
+/// Every metric and label `site bench` reads from vLLM is served by vLLM 0.32 as captured
+/// (`tests/fixtures/vllm-0.32.0`: `/metrics` of a plain and of an ngram-drafting server,
+/// `/version`, `/v1/models`, a streamed answer) and by the simulated engine's vllm flavour
+/// with the same name, type and labels: the simulator speaks the real server's words, not
+/// our idea of them.
+#[test]
+fn the_simulated_vllm_serves_what_vllm_serves_where_site_bench_reads_it() {
+    let dir = fixture("vllm-0.32.0");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let real = metric_shapes(&(read("metrics.txt") + &read("metrics-spec.txt")));
+    let sim = metric_shapes(&simulated_metrics());
+    let model = ["model_name"];
+    let cache = ["block_size", "num_gpu_blocks", "kv_cache_size_tokens"];
+    let reads: [(&str, &str, &[&str]); 9] = [
+        ("vllm:num_requests_running", "gauge", &model),
+        ("vllm:num_requests_waiting", "gauge", &model),
+        ("vllm:generation_tokens_total", "counter", &model),
+        ("vllm:prefix_cache_queries_total", "counter", &model),
+        ("vllm:prefix_cache_hits_total", "counter", &model),
+        ("vllm:cache_config_info", "gauge", &cache),
+        ("vllm:spec_decode_num_drafts_total", "counter", &model),
+        ("vllm:spec_decode_num_draft_tokens_total", "counter", &model),
+        ("vllm:spec_decode_num_accepted_tokens_total", "counter", &model),
+    ];
+    for (name, kind, labels) in reads {
+        for (who, shapes) in [("vLLM 0.32", &real), ("the simulator", &sim)] {
+            let (t, l) = shapes.get(name).unwrap_or_else(|| panic!("{who} serves no {name}"));
+            assert_eq!(t, kind, "{who}: {name}'s type");
+            for label in labels {
+                assert!(l.contains(*label), "{who}: {name} has no label {label} ({l:?})");
+            }
+        }
+    }
+    // The facts discovery reads: the version, the model's length; a stream's usage, its
+    // cached prompt tokens (--enable-prompt-tokens-details) and its finish reason.
+    let version: Value = serde_json::from_str(&read("version.json")).unwrap();
+    assert_eq!(version["version"], "0.32.0");
+    let models: Value = serde_json::from_str(&read("models.json")).unwrap();
+    assert!(models["data"][0]["max_model_len"].as_u64().is_some());
+    let chunks: Vec<Value> = read("stream.txt")
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let last = chunks.last().unwrap();
+    assert!(last["usage"]["prompt_tokens_details"]["cached_tokens"].is_u64(), "{last}");
+    assert!(chunks.iter().any(|c| c["choices"][0]["finish_reason"] == "length"));
+}

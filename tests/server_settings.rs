@@ -28,7 +28,7 @@ fn server_settings_are_recorded_listed_compared_and_keep_configurations_apart() 
     // A comparison names what differs, in the terminal and on its page.
     let out = site_in(d, &["diff", "small-cache", "large-cache", "--out", "cmp"]);
     assert_ok(&out);
-    let said = "The servers' settings differ (A vs B, as each server reported them): num_gpu_blocks 2912 vs 5824.";
+    let said = "The servers' settings differ (A vs B, as each server reported them): kv_cache_size_tokens 46592 vs 93184; num_gpu_blocks 2912 vs 5824.";
     assert!(stdout(&out).contains(said), "{}", stdout(&out));
     assert!(text_of(&std::fs::read_to_string(d.join("cmp/index.html")).unwrap()).contains(said));
     // Three more runs of the small cache's configuration and one of the large cache's, at

@@ -190,18 +190,20 @@ fn metrics(sim: &Sim) -> String {
     let generated = (sim.generated.load(Ordering::Relaxed) as f64 * a.counter_skew).round();
     let counter = match a.flavor {
         Flavor::Vllm => {
+            // Names, types and labels as vLLM 0.32 serves them (tests/fixtures/vllm-0.32.0).
             let m = &a.model;
             let mut text = format!(
-                "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"{m}\"}} {generated}.0\n\
-                 vllm:prefix_cache_queries_total{{model_name=\"{m}\"}} {}.0\nvllm:prefix_cache_hits_total{{model_name=\"{m}\"}} {}.0\n",
+                "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{engine=\"0\",model_name=\"{m}\"}} {generated}.0\n\
+                 # TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{{engine=\"0\",model_name=\"{m}\"}} {}.0\n\
+                 # TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{{engine=\"0\",model_name=\"{m}\"}} {}.0\n",
                 s.prefix_queries, s.prefix_hits
             );
             if a.spec_draft_tokens > 0 {
                 let [d, p, acc] = s.spec;
                 text.push_str(&format!(
-                    "vllm:spec_decode_num_drafts_total{{model_name=\"{m}\"}} {d}.0\n\
-                     vllm:spec_decode_num_draft_tokens_total{{model_name=\"{m}\"}} {p}.0\n\
-                     vllm:spec_decode_num_accepted_tokens_total{{model_name=\"{m}\"}} {acc}.0\n"
+                    "# TYPE vllm:spec_decode_num_drafts_total counter\nvllm:spec_decode_num_drafts_total{{engine=\"0\",model_name=\"{m}\"}} {d}.0\n\
+                     # TYPE vllm:spec_decode_num_draft_tokens_total counter\nvllm:spec_decode_num_draft_tokens_total{{engine=\"0\",model_name=\"{m}\"}} {p}.0\n\
+                     # TYPE vllm:spec_decode_num_accepted_tokens_total counter\nvllm:spec_decode_num_accepted_tokens_total{{engine=\"0\",model_name=\"{m}\"}} {acc}.0\n"
                 ));
             }
             text
@@ -211,12 +213,15 @@ fn metrics(sim: &Sim) -> String {
     };
     let gauges = match a.flavor {
         Flavor::Vllm => format!(
-            "# HELP vllm:num_requests_running Running requests.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"{m}\"}} {r}.0\nvllm:num_requests_waiting{{model_name=\"{m}\"}} {w}.0\nvllm:cache_config_info{{block_size=\"{bs}\",cache_dtype=\"auto\",num_gpu_blocks=\"{b}\"}} 1.0\n",
+            "# HELP vllm:num_requests_running Running requests.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{engine=\"0\",model_name=\"{m}\"}} {r}.0\n\
+             # TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{engine=\"0\",model_name=\"{m}\"}} {w}.0\n\
+             # TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{{block_size=\"{bs}\",cache_dtype=\"auto\",engine=\"0\",kv_cache_size_tokens=\"{kv}\",num_gpu_blocks=\"{b}\"}} 1.0\n",
             m = a.model,
             r = running_gauge,
             w = s.waiting,
             b = a.kv_tokens / a.block_tokens.max(1),
-            bs = a.block_tokens.max(1)
+            bs = a.block_tokens.max(1),
+            kv = a.kv_tokens
         ),
         Flavor::Sglang if a.spec_draft_tokens > 0 && s.spec[0] > 0 => {
             // Gauges, as SGLang keeps them (its recent batches; here, everything so far).
