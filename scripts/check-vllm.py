@@ -89,6 +89,17 @@ for level in (0, 90):
             check(warned and f"whole blocks of {BLOCK} tokens" in warned[0]["message"], f"{run}: {ctx} x 1: the reuse warning does not name the blocks: {warned}")
         print(f"check-vllm: {run} {ctx} x 1: {ours} tokens (server {server:.0f}), {cached:.1f}% cached (blocks allow {allowed:.1f}%)")
 
+# Told the cache holds 100,000 tokens, the bench runs eight streams of fresh prompts and
+# 512-token answers; the server's 23 blocks start seven of them (it takes blocks as answers
+# grow), the eighth waits through the window: Over capacity as measured, its requests kept.
+(held,) = decode("vllm-held", 256, 8)
+check(held["status"] == "over_capacity", f"vllm-held: 256 x 8 is {held['status']}")
+oc = held.get("over_capacity", {})
+check(oc.get("rule") == "the server kept some of the C streams waiting through the window", f"vllm-held: rule {oc}")
+check(oc.get("required_tokens") == 8 and 0 < oc.get("budget_tokens", 0) < 8, f"vllm-held: {oc}")
+check(held["measurement"]["requests"]["rows"] >= 8, "vllm-held: the cell's requests were not kept")
+print(f"check-vllm: vllm-held 256 x 8: {oc}")
+
 spec = manifest("vllm-spec")
 check(spec.get("server_settings", {}).get("speculative_decoding", "").startswith("on"), f"vllm-spec: settings {spec.get('server_settings')}")
 processes = spec.get("server_processes", [])

@@ -6,7 +6,10 @@
 #      0% (eight prompts of their own do not fit) and none at 90% (their shared blocks held
 #      once), the gauge, the token counter's cross-check, the reuse each level gets against
 #      what whole blocks allow;
-#   2. ngram speculative decoding at --restarts 2: the setting recorded, the acceptance figures,
+#   2. eight streams the same cache cannot hold, the bench told otherwise (--kv-budget), with
+#      answers long enough that none ends in the window: seven start (vLLM takes blocks as an
+#      answer grows), the eighth waits throughout, and the cell is Over capacity as measured;
+#   3. ngram speculative decoding at --restarts 2: the setting recorded, the acceptance figures,
 #      each repetition on a process of its own;
 # then checks the runs (scripts/check-vllm.py), builds the site and reads the run pages, and
 # checks that no vLLM process is left. Any missing part fails the script.
@@ -49,6 +52,12 @@ t0=$(date +%s)
 (cd "$WORK" && "$SITE" bench "${BENCH[@]}" --launch "$SERVE --num-gpu-blocks-override 24" \
   --contexts 256,512 --concurrency 1,8 --prefix-reuse 0,90 --run-id vllm-small)
 echo "e2e-vllm: the session took $(( $(date +%s) - t0 )) s"
+
+step "eight streams the cache cannot hold, measured as if it could"
+t0=$(date +%s)
+(cd "$WORK" && "$SITE" bench "${BENCH[@]}" --launch "$SERVE --num-gpu-blocks-override 24" --kv-budget 100000 \
+  --contexts 256 --concurrency 8 --prefix-reuse 0 --prefill-samples 1 --warmup-timeout 8s --max-output 512 --run-id vllm-held)
+echo "e2e-vllm: the run took $(( $(date +%s) - t0 )) s"
 
 step "ngram speculative decoding, two server processes"
 t0=$(date +%s)
