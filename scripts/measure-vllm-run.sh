@@ -10,7 +10,7 @@ SITE=${SITE:-target/release/site}
 VENV=${VENV:-$HOME/.cache/speedmatrix-vllm/venv}
 MODEL_DIR=${MODEL_DIR:-$HOME/.cache/speedmatrix-vllm/smollm2-hf}
 bash scripts/install-vllm.sh >/dev/null
-ARGS=(--served-model-name SmolLM2-135M-Instruct --host 127.0.0.1 --port "$PORT" --max-model-len 2048
+ARGS=(--served-model-name SmolLM2-135M-Instruct --host 127.0.0.1 --port "$PORT" --max-model-len 4096
   --dtype bfloat16 --max-num-seqs 8 --enable-prefix-caching --enable-prompt-tokens-details)
 LOG=$(mktemp)
 env VLLM_CPU_KVCACHE_SPACE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \

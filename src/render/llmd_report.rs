@@ -312,29 +312,22 @@ fn cell_report(run: &RunView, engine: &Component, d: &CellDetail, stage: u32) ->
         },
         native: Native { args: None, config: serde_json::to_value(&m.settings).ok() },
     };
+    let uid = format!("{}/decode-{}-c{}-r{}", run.id, c.context, c.concurrency, c.repetition.max(1));
+    let throughput = Throughput { output_token_rate: Statistics::mean(total_tps, "tokens/s"), request_rate: None };
+    Some(report(run, engine, uid, load, Aggregate { requests, latency, throughput }))
+}
+
+/// A report of one stage: the run's ids and times, the engine, the stage's load and figures.
+fn report(run: &RunView, engine: &Component, uid: String, load: Load, aggregate: Aggregate) -> Report {
+    let m = &run.manifest;
     let time = (m.started_at.is_some() || m.finished_at.is_some())
         .then(|| RunTime { start: m.started_at.clone(), end: m.finished_at.clone() });
-    Some(Report {
+    Report {
         version: VERSION,
-        run: ReportRun {
-            uid: format!("{}/decode-{}-c{}-r{}", run.id, c.context, c.concurrency, c.repetition.max(1)),
-            eid: run.id.clone(),
-            time,
-        },
+        run: ReportRun { uid, eid: run.id.clone(), time },
         scenario: Scenario { stack: vec![engine.clone()], load },
-        results: Results {
-            request_performance: RequestPerformance {
-                aggregate: Aggregate {
-                    requests,
-                    latency,
-                    throughput: Throughput {
-                        output_token_rate: Statistics::mean(total_tps, "tokens/s"),
-                        request_rate: None,
-                    },
-                },
-            },
-        },
-    })
+        results: Results { request_performance: RequestPerformance { aggregate } },
+    }
 }
 
 /// One repetition of a rate cell as a stage at its rate: the offered rate as `rate_qps`, no
@@ -387,39 +380,26 @@ fn rate_report(run: &RunView, engine: &Component, r: &RateView, stage: u32) -> R
         },
         native: Native { args: Some(args), config: traffic.and_then(|t| serde_json::to_value(t).ok()) },
     };
-    let time = (m.started_at.is_some() || m.finished_at.is_some())
-        .then(|| RunTime { start: m.started_at.clone(), end: m.finished_at.clone() });
     let latency = Latency {
         time_to_first_token: Statistics::of_spread(&f.ttft_ms, "ms"),
         time_per_output_token: Statistics::of_spread(&f.tbt_ms, "ms/token"),
         request_latency: Statistics::of_spread(&f.e2e_ms, "ms"),
     };
     let has_latency = latency.time_to_first_token.is_some() || latency.request_latency.is_some();
-    Report {
-        version: VERSION,
-        run: ReportRun {
-            uid: format!("{}/rate-{}-{}-r{}", run.id, r.context, rate_name(r.rate_rps), r.repetition.max(1)),
-            eid: run.id.clone(),
-            time,
+    let uid = format!("{}/rate-{}-{}-r{}", run.id, r.context, rate_name(r.rate_rps), r.repetition.max(1));
+    let aggregate = Aggregate {
+        requests: Some(Requests {
+            total: f.scheduled as u64,
+            failures: f.failed as u64,
+            incomplete: f.not_sent as u64,
+        }),
+        latency: has_latency.then_some(latency),
+        throughput: Throughput {
+            output_token_rate: Statistics::mean(f.output_tps, "tokens/s"),
+            request_rate: Some(Statistics::mean(f.achieved_rps, "queries/s")),
         },
-        scenario: Scenario { stack: vec![engine.clone()], load },
-        results: Results {
-            request_performance: RequestPerformance {
-                aggregate: Aggregate {
-                    requests: Some(Requests {
-                        total: f.scheduled as u64,
-                        failures: f.failed as u64,
-                        incomplete: f.not_sent as u64,
-                    }),
-                    latency: has_latency.then_some(latency),
-                    throughput: Throughput {
-                        output_token_rate: Statistics::mean(f.output_tps, "tokens/s"),
-                        request_rate: Some(Statistics::mean(f.achieved_rps, "queries/s")),
-                    },
-                },
-            },
-        },
-    }
+    };
+    report(run, engine, uid, load, aggregate)
 }
 
 /// A report as the YAML file it is written to.
