@@ -397,17 +397,7 @@ fn average_active(m: &Measurement, w: Window) -> Option<f64> {
     if !samples.is_empty() {
         return mean(&samples);
     }
-    let span = w.end_s - w.start_s;
-    let busy: f64 = m
-        .requests
-        .iter()
-        .map(|r| {
-            let start = r.send_s.max(w.start_s);
-            let end = r.end_s.unwrap_or(w.end_s).min(w.end_s);
-            (end - start).max(0.0)
-        })
-        .sum();
-    (span > 0.0).then(|| busy / span)
+    client_in_flight(m, w)
 }
 
 /// The client's requests in flight through the window less the server's mean waiting
@@ -416,10 +406,15 @@ fn held_active(m: &Measurement, w: Window) -> Option<f64> {
     let waiting: Vec<f64> =
         m.gauge.iter().filter(|g| g.t_s >= w.start_s && g.t_s <= w.end_s).filter_map(|g| g.waiting).collect();
     let queued = mean(&waiting)?;
+    client_in_flight(m, w).map(|a| (a - queued).max(0.0))
+}
+
+/// The client's requests in flight, time-averaged over the window.
+fn client_in_flight(m: &Measurement, w: Window) -> Option<f64> {
     let span = w.end_s - w.start_s;
     let busy: f64 =
         m.requests.iter().map(|r| (r.end_s.unwrap_or(w.end_s).min(w.end_s) - r.send_s.max(w.start_s)).max(0.0)).sum();
-    (span > 0.0).then(|| (busy / span - queued).max(0.0))
+    (span > 0.0).then(|| busy / span)
 }
 
 fn ms(seconds: f64) -> f64 {
